@@ -1,0 +1,1 @@
+"""Quotes the GPU energy, latency and CO2e of an LLM inference request before it runs."""

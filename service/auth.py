@@ -1,0 +1,135 @@
+"""API keys: generation, SHA-256 hashing, and a key store that survives a database outage."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+import secrets
+import threading
+import time
+from dataclasses import dataclass
+
+from sqlalchemy.exc import SQLAlchemyError
+
+from service.db.engine import Database
+from service.db.repositories import ApiKeyRepository
+
+logger = logging.getLogger(__name__)
+
+KEY_PREFIX = "lq"
+SCOPES = frozenset({"estimate", "billing", "observe", "admin"})
+DEV_TENANT = "dev"
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who is calling: a tenant and its scopes (`admin` grants every scope)."""
+
+    tenant: str
+    scopes: frozenset[str]
+    key_prefix: str | None
+
+    def allows(self, scope: str) -> bool:
+        return scope in self.scopes or "admin" in self.scopes
+
+
+DEV_PRINCIPAL = Principal(DEV_TENANT, SCOPES, None)
+
+
+@dataclass(frozen=True, slots=True)
+class NewKey:
+    """A freshly generated key: `secret` is shown once and never stored."""
+
+    secret: str
+    prefix: str
+    sha256: str
+
+
+def hash_key(secret: str) -> str:
+    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
+def generate_key() -> NewKey:
+    prefix = secrets.token_hex(6)
+    secret = f"{KEY_PREFIX}_{prefix}_{secrets.token_urlsafe(32)}"
+    return NewKey(secret, prefix, hash_key(secret))
+
+
+def key_prefix(secret: str) -> str | None:
+    """The display prefix embedded in a key, or None when the token is not one of ours."""
+    parts = secret.split("_", 2)
+    if len(parts) != 3 or parts[0] != KEY_PREFIX or not parts[1]:
+        return None
+    return parts[1]
+
+
+def parse_scopes(text: str) -> frozenset[str]:
+    scopes = frozenset(s.strip() for s in text.split(",") if s.strip())
+    unknown = scopes - SCOPES
+    if unknown:
+        raise ValueError(f"unknown scopes {sorted(unknown)}; use {sorted(SCOPES)}")
+    return scopes
+
+
+@dataclass(frozen=True, slots=True)
+class _KnownKey:
+    principal: Principal
+    sha256: str
+    revoked: bool
+
+
+class KeyStore:
+    """Checks bearer keys against the database, falling back to keys it has already seen
+    (so estimates keep working while the database is away)."""
+
+    def __init__(self, database: Database, *, require_key: bool, mode_ttl_s: float) -> None:
+        self.database = database
+        self.require_key = require_key
+        self.mode_ttl_s = mode_ttl_s
+        self._known: dict[str, _KnownKey] = {}
+        self._any_key: bool | None = None
+        self._checked_at = 0.0
+        self._lock = threading.Lock()
+
+    def open_mode(self) -> bool:
+        """True while no key was ever created (and keys are not required): single-tenant dev."""
+        if self.require_key or self._any_key:
+            return False
+        now = time.monotonic()
+        if self._any_key is None or now - self._checked_at >= self.mode_ttl_s:
+            try:
+                with self.database.sessions() as session:
+                    self._any_key = ApiKeyRepository(session).count() > 0
+                self._checked_at = now
+            except SQLAlchemyError:
+                logger.warning("could not check for API keys; refusing the open dev mode")
+                return False
+        return not self._any_key
+
+    def authenticate(self, secret: str) -> Principal | None:
+        """The principal of a valid, unrevoked key; None otherwise."""
+        prefix = key_prefix(secret)
+        if prefix is None:
+            return None
+        known = self._lookup(prefix)
+        if known is None or known.revoked:
+            return None
+        if not hmac.compare_digest(known.sha256, hash_key(secret)):
+            return None
+        return known.principal
+
+    def _lookup(self, prefix: str) -> _KnownKey | None:
+        try:
+            with self.database.sessions() as session:
+                row = ApiKeyRepository(session).by_prefix(prefix)
+        except SQLAlchemyError:
+            logger.warning("database unavailable: checking key %s against cached keys", prefix)
+            return self._known.get(prefix)
+        if row is None:
+            return None
+        principal = Principal(row.tenant, parse_scopes(row.scopes), row.prefix)
+        known = _KnownKey(principal, row.key_sha256, row.revoked_at is not None)
+        with self._lock:
+            self._known[prefix] = known
+        return known

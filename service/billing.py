@@ -1,0 +1,122 @@
+"""The billing pull: keyset pagination over (created_at, id), as JSON or CSV."""
+
+from __future__ import annotations
+
+import base64
+import csv
+import io
+import json
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from service.db.models import Observation, Quote
+from service.db.repositories import ObservationRepository, QuoteRepository
+from service.errors import FieldError, InvalidRequest, NotFound
+from service.schemas.quotes import ObservationOut, QuoteDetail, QuotePage, QuoteSummary
+
+CSV_COLUMNS = list(QuoteSummary.model_fields)
+
+
+def encode_cursor(quote: Quote) -> str:
+    raw = json.dumps([quote.created_at.isoformat(), quote.id]).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, str]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        stamp, quote_id = json.loads(raw)
+        at = datetime.fromisoformat(stamp)
+        if at.tzinfo is None or not isinstance(quote_id, str):
+            raise ValueError(cursor)
+    except (ValueError, TypeError) as error:
+        raise InvalidRequest(
+            "cursor is not one this service issued",
+            errors=[FieldError("query.cursor", "invalid cursor")],
+        ) from error
+    return at, quote_id
+
+
+def quote_page(
+    session: Session,
+    tenant: str,
+    *,
+    cursor: str | None,
+    created_after: datetime | None,
+    created_before: datetime | None,
+    limit: int,
+) -> QuotePage:
+    """The next `limit` quotes of `tenant`, oldest first; rows inserted meanwhile come later."""
+    after = decode_cursor(cursor) if cursor else None
+    rows = QuoteRepository(session).page(
+        tenant, after=after, created_after=created_after, created_before=created_before,
+        limit=limit + 1,
+    )
+    more = len(rows) > limit
+    rows = rows[:limit]
+    next_cursor = encode_cursor(rows[-1]) if more else None
+    return QuotePage(items=[quote_summary(row) for row in rows], next_cursor=next_cursor)
+
+
+def quote_summary(quote: Quote) -> QuoteSummary:
+    response: dict[str, Any] = quote.response
+    return QuoteSummary(
+        quote_id=quote.id,
+        created_at=quote.created_at,
+        model=quote.model_id,
+        gpu=quote.gpu_id,
+        gpu_count=quote.gpu_count,
+        model_version=quote.model_version,
+        calibration_id=quote.calibration_id,
+        gpu_j=response["energy"]["gpu_j"],
+        facility_j=response["energy"]["facility_j"],
+        total_s=response["latency"]["total_s"],
+        total_g=response["carbon"]["total_g"],
+        metadata=quote.request.get("metadata"),
+    )
+
+
+def quote_detail(session: Session, tenant: str, quote_id: str) -> QuoteDetail:
+    """The tenant's quote with its observations; NotFound for unknown or other tenants' ids."""
+    quote = QuoteRepository(session).get(tenant, quote_id)
+    if quote is None:
+        raise NotFound(f"no quote {quote_id!r}")
+    observations = ObservationRepository(session).for_quote(quote.id)
+    return QuoteDetail(
+        quote_id=quote.id,
+        created_at=quote.created_at,
+        model=quote.model_id,
+        gpu=quote.gpu_id,
+        gpu_count=quote.gpu_count,
+        model_version=quote.model_version,
+        calibration_id=quote.calibration_id,
+        request=quote.request,
+        response=quote.response,
+        observations=[observation_out(o) for o in observations],
+    )
+
+
+def observation_out(observation: Observation) -> ObservationOut:
+    return ObservationOut(
+        observation_id=observation.id,
+        quote_id=observation.quote_id,
+        gpu_j=observation.gpu_j,
+        total_s=observation.total_s,
+        measured_with=observation.measured_with,
+        measured_at=observation.measured_at,
+        created_at=observation.created_at,
+    )
+
+
+def page_csv(page: QuotePage) -> str:
+    """The page as CSV with a header row; metadata as a JSON cell."""
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for item in page.items:
+        row = item.model_dump(mode="json")
+        row["metadata"] = json.dumps(row["metadata"], sort_keys=True) if row["metadata"] else ""
+        writer.writerow(row)
+    return buffer.getvalue()

@@ -1,0 +1,159 @@
+"""Decoder-only transformer architecture: the shapes every kernel count is built from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from service.core.errors import InvalidArchitecture
+
+MlpKind = Literal["gated", "plain"]
+Activation = Literal["silu", "gelu", "relu"]
+NormKind = Literal["rmsnorm", "layernorm"]
+PositionKind = Literal["rope", "alibi", "learned"]
+
+
+@dataclass(frozen=True, slots=True)
+class MlaShape:
+    """DeepSeek multi-head latent attention ranks (elements, not bytes)."""
+
+    q_lora_rank: int
+    kv_lora_rank: int
+    qk_nope_head_dim: int
+    qk_rope_head_dim: int
+    v_head_dim: int
+
+
+@dataclass(frozen=True, slots=True)
+class ModelArchitecture:
+    """A decoder-only transformer, as in a Hugging Face config.
+
+    Sizes are element counts. `intermediate_size` is the FFN width of dense layers;
+    `moe_intermediate_size` that of each routed expert. `num_moe_layers` of the
+    `num_layers` use a mixture-of-experts MLP (the rest are dense), and
+    `num_sliding_window_layers` attend only to the last `sliding_window_tokens` tokens.
+    """
+
+    hidden_size: int
+    num_layers: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    head_dim: int
+    intermediate_size: int
+    vocab_size: int
+    max_context_tokens: int = 131072
+    mlp: MlpKind = "gated"
+    activation: Activation = "silu"
+    norm: NormKind = "rmsnorm"
+    position: PositionKind = "rope"
+    qkv_bias: bool = False
+    parallel_residual: bool = False
+    tie_word_embeddings: bool = False
+    sliding_window_tokens: int | None = None
+    num_sliding_window_layers: int = 0
+    num_experts: int = 0
+    experts_per_token: int = 0
+    moe_intermediate_size: int | None = None
+    num_moe_layers: int = 0
+    num_shared_experts: int = 0
+    shared_expert_intermediate_size: int | None = None
+    mla: MlaShape | None = None
+
+    @property
+    def is_moe(self) -> bool:
+        return self.num_experts > 0 and self.num_moe_layers > 0
+
+    @property
+    def query_width(self) -> int:
+        """Width of the concatenated query heads [elements]."""
+        return self.num_attention_heads * self.head_dim
+
+    @property
+    def kv_width(self) -> int:
+        """Width of the keys (and of the values) of all KV heads [elements]."""
+        return self.num_key_value_heads * self.head_dim
+
+    @property
+    def expert_width(self) -> int:
+        """FFN width of one routed expert [elements]."""
+        return self.moe_intermediate_size or self.intermediate_size
+
+    @property
+    def shared_expert_width(self) -> int:
+        """Total FFN width of the shared experts of an MoE layer [elements]."""
+        if self.shared_expert_intermediate_size is not None:
+            return self.shared_expert_intermediate_size
+        return self.num_shared_experts * self.expert_width
+
+
+def default_head_dim(hidden_size: int, num_attention_heads: int) -> int:
+    """hidden_size / num_attention_heads, for architectures that do not state head_dim."""
+    if num_attention_heads <= 0 or hidden_size % num_attention_heads != 0:
+        raise InvalidArchitecture(
+            f"num_attention_heads ({num_attention_heads}) must divide hidden_size ({hidden_size}) "
+            "when head_dim is not given; give head_dim explicitly or change the head count",
+            field="num_attention_heads",
+        )
+    return hidden_size // num_attention_heads
+
+
+def validate_architecture(arch: ModelArchitecture) -> None:
+    """Raise InvalidArchitecture naming the first inconsistent field of `arch`."""
+    positive = {
+        "hidden_size": arch.hidden_size,
+        "num_layers": arch.num_layers,
+        "num_attention_heads": arch.num_attention_heads,
+        "num_key_value_heads": arch.num_key_value_heads,
+        "head_dim": arch.head_dim,
+        "intermediate_size": arch.intermediate_size,
+        "vocab_size": arch.vocab_size,
+        "max_context_tokens": arch.max_context_tokens,
+    }
+    for name, value in positive.items():
+        if value <= 0:
+            raise InvalidArchitecture(f"{name} must be positive, got {value}", field=name)
+    if arch.num_attention_heads % arch.num_key_value_heads != 0:
+        raise InvalidArchitecture(
+            f"num_attention_heads ({arch.num_attention_heads}) must be a multiple of "
+            f"num_key_value_heads ({arch.num_key_value_heads})",
+            field="num_key_value_heads",
+        )
+    _validate_moe(arch)
+    _validate_sliding_window(arch)
+
+
+def _validate_moe(arch: ModelArchitecture) -> None:
+    if arch.num_experts < 0 or arch.experts_per_token < 0:
+        raise InvalidArchitecture("expert counts must not be negative", field="num_experts")
+    if arch.num_experts == 0:
+        if arch.num_moe_layers or arch.experts_per_token:
+            raise InvalidArchitecture(
+                "num_moe_layers/experts_per_token given without num_experts", field="num_experts"
+            )
+        return
+    if not 1 <= arch.experts_per_token <= arch.num_experts:
+        raise InvalidArchitecture(
+            f"experts_per_token must be between 1 and num_experts ({arch.num_experts}), "
+            f"got {arch.experts_per_token}",
+            field="experts_per_token",
+        )
+    if not 0 < arch.num_moe_layers <= arch.num_layers:
+        raise InvalidArchitecture(
+            f"num_moe_layers must be between 1 and num_layers ({arch.num_layers})",
+            field="num_moe_layers",
+        )
+
+
+def _validate_sliding_window(arch: ModelArchitecture) -> None:
+    if arch.num_sliding_window_layers == 0:
+        return
+    if arch.sliding_window_tokens is None or arch.sliding_window_tokens <= 0:
+        raise InvalidArchitecture(
+            "num_sliding_window_layers given without a positive sliding_window_tokens",
+            field="sliding_window_tokens",
+        )
+    if not 0 < arch.num_sliding_window_layers <= arch.num_layers:
+        raise InvalidArchitecture(
+            "num_sliding_window_layers must not exceed num_layers",
+            field="num_sliding_window_layers",
+        )

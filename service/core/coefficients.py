@@ -1,0 +1,101 @@
+"""Achievable-fraction efficiencies, overheads and power coefficients of the cost model.
+
+The values the service uses are fitted on public measurements by
+``python -m service.fitting.fit_cost_model`` and stored with their provenance in
+``service/catalog/data/cost_model_coefficients.json``; this module only defines their shape.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class RooflineCoefficients:
+    """How close kernels get to the GPU's peaks, and the fixed costs the roofline misses.
+
+    Attributes:
+        tensor_efficiency: achieved fraction of the dense tensor-core peak on large GEMMs.
+        cuda_core_efficiency: achieved fraction of the FP32 vector peak.
+        special_function_efficiency: achieved fraction of the transcendental-unit peak.
+        memory_efficiency: achieved fraction of the memory bandwidth on streaming kernels
+            (GEMM weight reads, attention over the KV cache).
+        elementwise_memory_efficiency: the same for elementwise and gather kernels (norms,
+            RoPE, residual adds, activations, softmax, embedding lookups), which reach less.
+        network_efficiency: achieved fraction of the interconnect bandwidth in collectives.
+        kernel_launch_s: fixed time per kernel execution [s] (launch, tail, small-kernel ramp).
+        collective_step_latency_s: latency per ring step of a collective [s].
+        prefill_overhead_s: host-side time per prefill [s] (scheduling, input preparation).
+        decode_step_overhead_s: host-side time per decode step [s] (scheduler, sampling glue).
+        decode_overhead_per_sequence_s: host-side time per decode step per running sequence [s]
+            (per-sequence scheduling and metadata work grows with the batch).
+        gemm_tile_m: tile height in M that GEMMs are padded to for their compute time [rows].
+    """
+
+    tensor_efficiency: float
+    cuda_core_efficiency: float
+    special_function_efficiency: float
+    memory_efficiency: float
+    elementwise_memory_efficiency: float
+    network_efficiency: float
+    kernel_launch_s: float
+    collective_step_latency_s: float
+    prefill_overhead_s: float
+    decode_step_overhead_s: float
+    decode_overhead_per_sequence_s: float
+    gemm_tile_m: int = 64
+
+
+@dataclass(frozen=True, slots=True)
+class PowerCoefficients:
+    """Dynamic power per unit of utilisation, as fractions of the GPU's (TDP - idle) range.
+
+    A kernel's power is ``idle + (tdp - idle) * (compute * u_compute + memory * u_memory +
+    network * u_network)``, capped at TDP, where ``u_x`` is the share of the kernel's time that
+    unit x would need at its achievable peak.
+    """
+
+    compute: float
+    memory: float
+    network: float
+
+
+@dataclass(frozen=True, slots=True)
+class EnergyInterval:
+    """Multipliers that bound the energy estimate, from held-out residuals of the fit.
+
+    ``gpu_j_low = low_ratio * gpu_j`` and ``gpu_j_high = high_ratio * gpu_j`` are the
+    `lower_quantile` and `upper_quantile` of measured/predicted on families left out of the fit.
+    """
+
+    low_ratio: float
+    high_ratio: float
+    lower_quantile: float
+    upper_quantile: float
+
+
+@dataclass(frozen=True, slots=True)
+class CostModelCoefficients:
+    """Everything fitted, with the version string that quotes record."""
+
+    version: str
+    roofline: RooflineCoefficients
+    power: PowerCoefficients
+    energy_interval: EnergyInterval
+
+
+IDEAL_ROOFLINE = RooflineCoefficients(
+    tensor_efficiency=1.0,
+    cuda_core_efficiency=1.0,
+    special_function_efficiency=1.0,
+    memory_efficiency=1.0,
+    elementwise_memory_efficiency=1.0,
+    network_efficiency=1.0,
+    kernel_launch_s=0.0,
+    collective_step_latency_s=0.0,
+    prefill_overhead_s=0.0,
+    decode_step_overhead_s=0.0,
+    decode_overhead_per_sequence_s=0.0,
+    gemm_tile_m=1,
+)
+"""Peaks as published, no overheads, no padding: the textbook roofline (used by tests)."""

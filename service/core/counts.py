@@ -1,0 +1,275 @@
+"""Operation and byte counts of each kernel kind for one forward pass on one GPU.
+
+Arithmetic per element follows the usual kernel implementations:
+- RMSNorm: square, sum, scale, weight multiply = 4 vector ops per element + 1 rsqrt per row;
+  LayerNorm: mean, subtract, square, sum, scale, weight, bias = 7 ops + 1 rsqrt per row.
+- RoPE: x*cos + rotate(x)*sin = 3 ops per element, cos/sin read from a cached table.
+- Softmax over attention scores: scale, max, subtract, sum, normalise = 5 ops + 1 exp per score.
+- SiLU(x) = x / (1 + exp(-x)): 4 ops + 1 exp; tanh-GELU: 7 ops + 1 tanh; ReLU: 1 op;
+  the gated product adds 1 op.
+- Ring all-reduce of a tensor of size X over n GPUs: each GPU sends 2(n-1)/n X in 2(n-1)
+  steps and adds (n-1)/n of the elements.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from service.core.architecture import ModelArchitecture
+from service.core.graph import KernelNode
+from service.core.shards import ShardShapes
+from service.core.work import Work
+
+_NORM_OPS = {"rmsnorm": 4.0, "layernorm": 7.0}
+_ACTIVATION_OPS = {"silu": (4.0, 1.0), "gelu": (7.0, 1.0), "relu": (1.0, 0.0)}
+_SOFTMAX_OPS, _SOFTMAX_SFU = 5.0, 1.0
+_SAMPLING_LOGIT_BYTES = 4.0  # logits are upcast to fp32 for sampling
+
+
+@dataclass(frozen=True, slots=True)
+class AttentionSpan:
+    """How much of the context one sequence's queries attend to in this pass.
+
+    Attributes:
+        pairs: query-key pairs scored per sequence and head.
+        keys_read: cached tokens read per sequence.
+        new_tokens: tokens whose keys/values are written to the cache per sequence.
+    """
+
+    pairs: float
+    keys_read: float
+    new_tokens: float
+
+
+@dataclass(frozen=True, slots=True)
+class PassShape:
+    """One forward pass: `tokens` query tokens over `sequences` sequences.
+
+    `logit_rows` is how many positions get logits (one per sequence), `spans` the attention span
+    per attention variant (``full``/``sliding``).
+    """
+
+    tokens: float
+    sequences: float
+    logit_rows: float
+    spans: dict[str, AttentionSpan]
+    tile_m: int
+
+
+def padded_rows(rows: float, tile_m: int) -> float:
+    """`rows` rounded up to a whole number of `tile_m`-row tiles."""
+    if tile_m <= 1:
+        return rows
+    return float(math.ceil(rows / tile_m) * tile_m)
+
+
+def gemm_work(
+    rows: float, in_features: float, out_features: float, weight_elements: float,
+    shapes: ShardShapes, tile_m: int, *, weight_bytes_per_element: float | None = None,
+) -> Work:
+    """A weight GEMM: `rows` x `in_features` activations times a weight of `weight_elements`."""
+    weight_bpe = shapes.weight_bytes if weight_bytes_per_element is None else weight_bytes_per_element
+    return Work(
+        tensor_flops=2.0 * rows * weight_elements,
+        padded_tensor_flops=2.0 * padded_rows(rows, tile_m) * weight_elements,
+        weight_bytes=weight_elements * weight_bpe,
+        activation_read_bytes=rows * in_features * shapes.activation_bytes,
+        activation_write_bytes=rows * out_features * shapes.activation_bytes,
+    )
+
+
+def weight_gemm_work_of(node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape) -> Work:
+    in_f, out_f, weights = _gemm_shape(node.operand, arch, s)
+    work = gemm_work(p.tokens, in_f, out_f, weights, s, p.tile_m)
+    if node.operand == "qkv" and arch.qkv_bias:
+        work = work.plus(Work(cuda_core_ops=p.tokens * out_f))
+    return work
+
+
+def _gemm_shape(operand: str, arch: ModelArchitecture, s: ShardShapes) -> tuple[float, float, float]:
+    """(in_features, out_features, weight elements) of a per-GPU weight matrix."""
+    h = s.hidden
+    if operand == "qkv":
+        if arch.mla is not None:
+            mla = arch.mla
+            q_out = s.heads * (mla.qk_nope_head_dim + mla.qk_rope_head_dim)
+            kv_up = s.heads * (mla.qk_nope_head_dim + mla.v_head_dim)
+            weights = h * (mla.q_lora_rank + s.kv_proj_width) + mla.q_lora_rank * q_out
+            weights += mla.kv_lora_rank * kv_up
+            return h, q_out + s.kv_proj_width, weights
+        out = s.query_width + s.kv_proj_width
+        return h, out, h * out
+    if operand == "o":
+        width = s.heads * (arch.mla.v_head_dim if arch.mla else arch.head_dim)
+        return width, h, width * h
+    shared = operand.startswith("shared_")
+    width = s.shared_width if shared else s.mlp_width
+    part = operand.removeprefix("shared_")
+    if part == "gate_up":
+        return h, 2 * width, 2 * width * h
+    if part == "up":
+        return h, width, width * h
+    return width, h, width * h  # down projection
+
+
+def norm_work_of(node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape) -> Work:
+    elements = p.tokens * s.hidden
+    return Work(
+        cuda_core_ops=_NORM_OPS[arch.norm] * elements,
+        special_function_ops=p.tokens,
+        weight_bytes=s.hidden * s.embedding_bytes * (2 if arch.norm == "layernorm" else 1),
+        activation_read_bytes=elements * s.activation_bytes,
+        activation_write_bytes=elements * s.activation_bytes,
+    )
+
+
+def rope_work_of(node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape) -> Work:
+    rotary = arch.mla.qk_rope_head_dim if arch.mla else arch.head_dim
+    key_heads = 1 if arch.mla else s.k_cache_width // arch.head_dim
+    elements = p.tokens * (s.heads + key_heads) * rotary
+    return Work(
+        cuda_core_ops=3.0 * elements,
+        activation_read_bytes=elements * s.activation_bytes + p.tokens * rotary * 4.0,
+        activation_write_bytes=elements * s.activation_bytes,
+    )
+
+
+def _attention_parts(
+    s: ShardShapes, p: PassShape, span: AttentionSpan
+) -> tuple[Work, Work, Work]:
+    """(scores, softmax, context) work; fused flash attention is their sum minus the scores' trip
+    through memory."""
+    scores = p.sequences * s.heads * span.pairs
+    reads_k = p.sequences * span.keys_read * s.k_cache_width * s.kv_bytes
+    reads_v = p.sequences * span.keys_read * (s.v_cache_width or s.k_cache_width) * s.kv_bytes
+    qk = Work(
+        tensor_flops=2.0 * scores * s.qk_head_dim,
+        padded_tensor_flops=2.0 * scores * s.qk_head_dim,
+        activation_read_bytes=p.tokens * s.heads * s.qk_head_dim * s.activation_bytes,
+        activation_write_bytes=scores * s.activation_bytes,
+        kv_cache_read_bytes=reads_k,
+        kv_cache_write_bytes=p.sequences * span.new_tokens * s.kv_cache_width * s.kv_bytes,
+    )
+    softmax = Work(
+        cuda_core_ops=_SOFTMAX_OPS * scores,
+        special_function_ops=_SOFTMAX_SFU * scores,
+        activation_read_bytes=scores * s.activation_bytes,
+        activation_write_bytes=scores * s.activation_bytes,
+    )
+    sv = Work(
+        tensor_flops=2.0 * scores * s.v_head_dim,
+        padded_tensor_flops=2.0 * scores * s.v_head_dim,
+        activation_read_bytes=scores * s.activation_bytes,
+        activation_write_bytes=p.tokens * s.heads * s.v_head_dim * s.activation_bytes,
+        kv_cache_read_bytes=reads_v,
+    )
+    return qk, softmax, sv
+
+
+def attention_work_of(node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape) -> Work:
+    qk, softmax, sv = _attention_parts(s, p, p.spans[node.operand])
+    fused = qk.plus(softmax).plus(sv)
+    score_bytes = softmax.activation_read_bytes  # scores stay on chip in a fused kernel
+    return fused.minus(Work(activation_read_bytes=2 * score_bytes, activation_write_bytes=2 * score_bytes))
+
+
+def attention_piece(index: int) -> Callable[[KernelNode, ModelArchitecture, ShardShapes, PassShape], Work]:
+    def piece(node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape) -> Work:
+        return _attention_parts(s, p, p.spans[node.operand])[index]
+
+    return piece
+
+
+def residual_add_work_of(node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape) -> Work:
+    elements = p.tokens * s.hidden
+    inputs = 3.0 if arch.parallel_residual else 2.0
+    return Work(
+        cuda_core_ops=(inputs - 1) * elements,
+        activation_read_bytes=inputs * elements * s.activation_bytes,
+        activation_write_bytes=elements * s.activation_bytes,
+    )
+
+
+def activation_work(
+    elements: float, arch: ModelArchitecture, s: ShardShapes
+) -> Work:
+    """Activation function over `elements` outputs (gated: times the up projection)."""
+    ops, sfu = _ACTIVATION_OPS[arch.activation]
+    gated = arch.mlp == "gated"
+    return Work(
+        cuda_core_ops=(ops + (1.0 if gated else 0.0)) * elements,
+        special_function_ops=sfu * elements,
+        activation_read_bytes=(2.0 if gated else 1.0) * elements * s.activation_bytes,
+        activation_write_bytes=elements * s.activation_bytes,
+    )
+
+
+def activation_work_of(node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape) -> Work:
+    width = s.shared_width if node.operand == "shared_mlp" else s.mlp_width
+    return activation_work(p.tokens * width, arch, s)
+
+
+def all_reduce_work(tensor_elements: float, group: int, s: ShardShapes) -> Work:
+    """Ring all-reduce of `tensor_elements` activations over `group` GPUs."""
+    if group <= 1:
+        return Work()
+    share = (group - 1) / group
+    size = tensor_elements * s.activation_bytes
+    return Work(
+        cuda_core_ops=share * tensor_elements,
+        activation_read_bytes=size,
+        activation_write_bytes=size,
+        network_bytes=2.0 * share * size,
+        collective_steps=2.0 * (group - 1),
+    )
+
+
+def all_reduce_work_of(node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape) -> Work:
+    return all_reduce_work(p.tokens * s.hidden, s.group, s)
+
+
+def embedding_work_of(node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape) -> Work:
+    elements = p.tokens * s.hidden
+    return Work(
+        cuda_core_ops=elements,  # vocab-parallel lookup masks rows outside this GPU's shard
+        weight_bytes=elements * s.embedding_bytes / s.group,
+        activation_write_bytes=elements * s.activation_bytes,
+    )
+
+
+def lm_head_work_of(node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape) -> Work:
+    return gemm_work(
+        p.logit_rows, s.hidden, s.vocab, s.hidden * s.vocab, s, p.tile_m,
+        weight_bytes_per_element=s.embedding_bytes,
+    )
+
+
+def all_gather_work_of(node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape) -> Work:
+    share = (s.group - 1) / s.group
+    size = p.logit_rows * s.vocab * s.group * s.activation_bytes
+    return Work(
+        activation_read_bytes=size / s.group,
+        activation_write_bytes=size,
+        network_bytes=share * size,
+        collective_steps=float(s.group - 1),
+    )
+
+
+def sampling_work_of(node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape) -> Work:
+    logits = p.logit_rows * arch.vocab_size
+    return Work(
+        cuda_core_ops=_SOFTMAX_OPS * logits,
+        special_function_ops=_SOFTMAX_SFU * logits,
+        activation_read_bytes=2.0 * logits * _SAMPLING_LOGIT_BYTES,
+        activation_write_bytes=logits * _SAMPLING_LOGIT_BYTES,
+    )
+
+
+def send_recv_work_of(node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape) -> Work:
+    size = p.tokens * s.hidden * s.activation_bytes / s.group
+    return Work(
+        activation_read_bytes=size, activation_write_bytes=size,
+        network_bytes=size, collective_steps=1.0,
+    )

@@ -1,0 +1,55 @@
+"""The GPU figures the roofline and power model need (a view of one GPU catalogue entry)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from service.core.dtypes import CUDA_CORE_FP32
+from service.core.errors import UnsupportedPrecision
+
+
+@dataclass(frozen=True, slots=True)
+class GpuSpec:
+    """Peak rates and power of one GPU.
+
+    Attributes:
+        id: catalogue id, e.g. ``H100-SXM5-80GB``.
+        tensor_dense_flops_per_s: dense tensor-core peak [FLOP/s] per precision key
+            (``tf32``, ``bf16``, ``fp16``, ``fp8``, ``int8``, ``int4``, ``fp4``).
+        cuda_core_fp32_flops_per_s: FP32 vector (non-tensor) peak [FLOP/s].
+        special_function_ops_per_s: transcendental (exp, rsqrt) throughput [op/s].
+        memory_bytes: device memory [B].
+        memory_bandwidth_bytes_per_s: device memory bandwidth [B/s].
+        interconnect_bandwidth_bytes_per_s: GPU-to-GPU bandwidth per direction [B/s].
+        tdp_w: board power limit [W].
+        idle_w: power drawn while allocated but idle [W].
+    """
+
+    id: str
+    tensor_dense_flops_per_s: Mapping[str, float]
+    cuda_core_fp32_flops_per_s: float
+    special_function_ops_per_s: float
+    memory_bytes: float
+    memory_bandwidth_bytes_per_s: float
+    interconnect_bandwidth_bytes_per_s: float
+    tdp_w: float
+    idle_w: float
+
+    def gemm_peak_flops_per_s(self, compute_key: str) -> float:
+        """Dense peak [FLOP/s] for GEMMs running at `compute_key` (see dtypes.gemm_compute_key)."""
+        if compute_key == CUDA_CORE_FP32:
+            return self.cuda_core_fp32_flops_per_s
+        peak = self.tensor_dense_flops_per_s.get(compute_key)
+        if peak is None:
+            supported = ", ".join(sorted(self.tensor_dense_flops_per_s)) or "none"
+            raise UnsupportedPrecision(
+                f"{self.id} has no {compute_key} tensor cores (it has: {supported}); "
+                "choose a precision this GPU runs",
+                field="precision",
+            )
+        return peak
+
+    def ridge_point_flops_per_byte(self, compute_key: str) -> float:
+        """Arithmetic intensity [FLOP/B] above which a GEMM at `compute_key` is compute-bound."""
+        return self.gemm_peak_flops_per_s(compute_key) / self.memory_bandwidth_bytes_per_s

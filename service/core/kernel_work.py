@@ -1,0 +1,42 @@
+"""Dispatch from a kernel node to the function that counts its work."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from service.core import counts, moe
+from service.core.architecture import ModelArchitecture
+from service.core.counts import PassShape
+from service.core.graph import KernelNode
+from service.core.shards import ShardShapes
+from service.core.work import Work
+
+KernelCounter = Callable[[KernelNode, ModelArchitecture, ShardShapes, PassShape], Work]
+
+COUNTERS: dict[str, KernelCounter] = {
+    "norm": counts.norm_work_of,
+    "gemm": counts.weight_gemm_work_of,
+    "rope": counts.rope_work_of,
+    "attention": counts.attention_work_of,
+    "attention_scores": counts.attention_piece(0),
+    "softmax": counts.attention_piece(1),
+    "attention_context": counts.attention_piece(2),
+    "residual_add": counts.residual_add_work_of,
+    "activation": counts.activation_work_of,
+    "all_reduce": counts.all_reduce_work_of,
+    "embedding": counts.embedding_work_of,
+    "lm_head": counts.lm_head_work_of,
+    "all_gather": counts.all_gather_work_of,
+    "sampling": counts.sampling_work_of,
+    "send_recv": counts.send_recv_work_of,
+    "router": moe.router,
+    "expert_gemm": moe.expert_gemm,
+    "expert_activation": moe.expert_activation,
+}
+
+
+def kernel_work(
+    node: KernelNode, arch: ModelArchitecture, shapes: ShardShapes, shape: PassShape
+) -> Work:
+    """Counts of one execution of `node` on one GPU in a pass of `shape`."""
+    return COUNTERS[node.kind](node, arch, shapes, shape)

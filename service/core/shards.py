@@ -1,0 +1,126 @@
+"""Per-GPU shapes of a model under a parallel layout, and the checks that the layout divides it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from service.core.architecture import ModelArchitecture
+from service.core.dtypes import DType, bytes_per_element
+from service.core.errors import InvalidParallelism
+from service.core.workload import Deployment
+
+
+@dataclass(frozen=True, slots=True)
+class ShardShapes:
+    """Widths [elements] one GPU of a pipeline stage holds, and storage sizes [B/element].
+
+    `group` GPUs (tensor x expert) shard attention and dense layers; experts are spread over
+    `expert` groups and each is sharded over `tensor` GPUs.
+    """
+
+    group: int
+    tensor: int
+    expert: int
+    hidden: int
+    heads: int
+    query_width: int
+    qk_head_dim: int
+    v_head_dim: int
+    k_cache_width: int
+    v_cache_width: int
+    kv_proj_width: int
+    mlp_width: float
+    expert_width: float
+    shared_width: float
+    local_experts: int
+    vocab: float
+    weight_bytes: float
+    activation_bytes: float
+    kv_bytes: float
+    embedding_bytes: float
+
+    @property
+    def kv_cache_width(self) -> int:
+        """KV-cache elements per token per layer on one GPU (keys + values, or MLA latent)."""
+        return self.k_cache_width + self.v_cache_width
+
+
+def shard_shapes(arch: ModelArchitecture, deployment: Deployment) -> ShardShapes:
+    """The per-GPU shapes of `arch` on `deployment`; raises InvalidParallelism if it does not split."""
+    par = deployment.parallelism
+    group = par.gpus_per_stage
+    _check_divides(arch, par.tensor, par.expert, par.pipeline)
+    precision = deployment.precision
+    # Embedding and LM-head tables stay in 16-bit under weight quantisation (as served).
+    sixteen_bit = (
+        precision.activations if precision.activations in (DType.BF16, DType.FP16) else DType.BF16
+    )
+    heads = arch.num_attention_heads // group
+    if arch.mla is not None:
+        mla = arch.mla
+        latent = mla.kv_lora_rank + mla.qk_rope_head_dim
+        qk_dim, v_dim = latent, mla.kv_lora_rank  # weight-absorbed attention works in latent space
+        k_cache, v_cache = latent, 0  # one latent vector per token, shared by all heads
+        kv_proj = mla.kv_lora_rank + mla.qk_rope_head_dim
+    else:
+        kv_heads = max(1, arch.num_key_value_heads // group)  # replicated when group > kv heads
+        qk_dim = v_dim = arch.head_dim
+        k_cache = v_cache = kv_heads * arch.head_dim
+        kv_proj = 2 * kv_heads * arch.head_dim
+    return ShardShapes(
+        group=group,
+        tensor=par.tensor,
+        expert=par.expert,
+        hidden=arch.hidden_size,
+        heads=heads,
+        query_width=heads * arch.head_dim,
+        qk_head_dim=qk_dim,
+        v_head_dim=v_dim,
+        k_cache_width=k_cache,
+        v_cache_width=v_cache,
+        kv_proj_width=kv_proj,
+        mlp_width=arch.intermediate_size / group,
+        expert_width=arch.expert_width / par.tensor,
+        shared_width=arch.shared_expert_width / group,
+        local_experts=max(1, arch.num_experts // par.expert),
+        vocab=arch.vocab_size / group,
+        weight_bytes=bytes_per_element(precision.weights),
+        activation_bytes=bytes_per_element(precision.activations),
+        kv_bytes=bytes_per_element(precision.kv_cache),
+        embedding_bytes=bytes_per_element(sixteen_bit),
+    )
+
+
+def _check_divides(arch: ModelArchitecture, tensor: int, expert: int, pipeline: int) -> None:
+    group = tensor * expert
+    if min(tensor, expert, pipeline) < 1:
+        raise InvalidParallelism(
+            "parallel degrees must be at least 1", field="hardware.parallelism"
+        )
+    if arch.num_attention_heads % group != 0:
+        raise InvalidParallelism(
+            f"tensor x expert = {group} GPUs per stage must divide the "
+            f"{arch.num_attention_heads} attention heads; use a degree that divides it",
+            field="hardware.parallelism.tensor",
+        )
+    kv = arch.num_key_value_heads
+    if arch.mla is None and kv % group != 0 and group % kv != 0:
+        raise InvalidParallelism(
+            f"{group} GPUs per stage and {kv} KV heads: one must divide the other",
+            field="hardware.parallelism.tensor",
+        )
+    if expert > 1 and not arch.is_moe:
+        raise InvalidParallelism(
+            "expert parallelism needs a mixture-of-experts model; set parallelism.expert to 1",
+            field="hardware.parallelism.expert",
+        )
+    if arch.is_moe and arch.num_experts % expert != 0:
+        raise InvalidParallelism(
+            f"parallelism.expert = {expert} must divide the {arch.num_experts} experts",
+            field="hardware.parallelism.expert",
+        )
+    if arch.num_layers % pipeline != 0 and pipeline > arch.num_layers:
+        raise InvalidParallelism(
+            f"parallelism.pipeline = {pipeline} exceeds the {arch.num_layers} layers",
+            field="hardware.parallelism.pipeline",
+        )

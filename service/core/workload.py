@@ -1,0 +1,67 @@
+"""What is asked of the model: the workload, the GPUs and how the model is split over them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from service.core.dtypes import DType
+from service.core.hardware import GpuSpec
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    """A static batch: `batch_size` sequences of `prompt_tokens` each generating `output_tokens`.
+
+    The first output token comes out of prefill; decode runs the other output_tokens - 1 steps.
+    """
+
+    batch_size: int
+    prompt_tokens: int
+    output_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class Parallelism:
+    """Degrees of parallelism; their product is the GPU count.
+
+    Within a pipeline stage, attention and dense layers are sharded tensor-parallel over all
+    `tensor * expert` GPUs (vLLM's layout when expert parallelism is on without data-parallel
+    attention); routed experts are spread over `expert` groups and each expert is sharded
+    over `tensor` GPUs.
+    """
+
+    tensor: int = 1
+    expert: int = 1
+    pipeline: int = 1
+
+    @property
+    def gpu_count(self) -> int:
+        return self.tensor * self.expert * self.pipeline
+
+    @property
+    def gpus_per_stage(self) -> int:
+        """GPUs that work together on one pipeline stage (the dense tensor-parallel group)."""
+        return self.tensor * self.expert
+
+
+@dataclass(frozen=True, slots=True)
+class Precision:
+    """Storage/compute formats of the weights, the activations and the KV cache."""
+
+    weights: DType = DType.BF16
+    activations: DType = DType.BF16
+    kv_cache: DType = DType.BF16
+
+
+@dataclass(frozen=True, slots=True)
+class Deployment:
+    """The GPUs a request runs on and how the model is laid out over them."""
+
+    gpu: GpuSpec
+    parallelism: Parallelism
+    precision: Precision
+    flash_attention: bool = True
+
+    @property
+    def gpu_count(self) -> int:
+        return self.parallelism.gpu_count

@@ -1,0 +1,77 @@
+"""Tables: quotes, observations of measured energy, API keys, calibrations."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, Boolean, Float, ForeignKey, Index, Integer, String, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
+
+from service.db.base import Base, UTCDateTime, utc_now
+
+
+class Quote(Base):
+    """One priced request: what was asked, what was answered, and which model answered it."""
+
+    __tablename__ = "quotes"
+    __table_args__ = (
+        UniqueConstraint("tenant", "idempotency_key"),
+        Index("ix_quotes_tenant_created_at_id", "tenant", "created_at", "id"),
+    )
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    tenant: Mapped[str] = mapped_column(String(100))
+    idempotency_key: Mapped[str | None] = mapped_column(String(200))
+    request_hash: Mapped[str] = mapped_column(String(64))
+    request: Mapped[dict[str, Any]] = mapped_column(JSON)
+    response: Mapped[dict[str, Any]] = mapped_column(JSON)
+    model_version: Mapped[str] = mapped_column(String(100))
+    calibration_id: Mapped[str | None] = mapped_column(String(40))
+    model_id: Mapped[str] = mapped_column(String(200))
+    gpu_id: Mapped[str] = mapped_column(String(100))
+    gpu_count: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utc_now)
+
+
+class Observation(Base):
+    """Energy and time measured for a quoted request, kept for recalibration."""
+
+    __tablename__ = "observations"
+    __table_args__ = (UniqueConstraint("tenant", "idempotency_key"),)
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    quote_id: Mapped[str] = mapped_column(ForeignKey("quotes.id", ondelete="CASCADE"), index=True)
+    tenant: Mapped[str] = mapped_column(String(100))
+    idempotency_key: Mapped[str | None] = mapped_column(String(200))
+    request_hash: Mapped[str] = mapped_column(String(64))
+    gpu_j: Mapped[float] = mapped_column(Float)
+    total_s: Mapped[float | None] = mapped_column(Float)
+    measured_with: Mapped[str] = mapped_column(String(50))
+    measured_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utc_now)
+
+
+class ApiKey(Base):
+    """A tenant's key: only its SHA-256 is stored, with a short prefix to name it by."""
+
+    __tablename__ = "api_keys"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    tenant: Mapped[str] = mapped_column(String(100))
+    scopes: Mapped[str] = mapped_column(String(200))
+    prefix: Mapped[str] = mapped_column(String(32), unique=True)
+    key_sha256: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utc_now)
+    revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+
+class Calibration(Base):
+    """A fitted calibration; at most one is current."""
+
+    __tablename__ = "calibrations"
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utc_now)
+    payload: Mapped[dict[str, Any]] = mapped_column(JSON)
+    is_current: Mapped[bool] = mapped_column(Boolean, default=False)

@@ -1,0 +1,110 @@
+"""Repositories: every query the service runs. They flush, never commit."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from sqlalchemy import and_, func, or_, select
+from sqlalchemy.orm import Session
+
+from service.db.models import ApiKey, Calibration, Observation, Quote
+
+
+class QuoteRepository:
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def add(self, quote: Quote) -> Quote:
+        self.session.add(quote)
+        self.session.flush()
+        return quote
+
+    def add_all(self, quotes: Sequence[Quote]) -> None:
+        self.session.add_all(quotes)
+        self.session.flush()
+
+    def get(self, tenant: str, quote_id: str) -> Quote | None:
+        """The tenant's quote (another tenant's quote is simply not found)."""
+        statement = select(Quote).where(Quote.id == quote_id, Quote.tenant == tenant)
+        return self.session.scalars(statement).one_or_none()
+
+    def by_idempotency_key(self, tenant: str, key: str) -> Quote | None:
+        statement = select(Quote).where(Quote.tenant == tenant, Quote.idempotency_key == key)
+        return self.session.scalars(statement).one_or_none()
+
+    def page(
+        self,
+        tenant: str,
+        *,
+        after: tuple[datetime, str] | None,
+        created_after: datetime | None,
+        created_before: datetime | None,
+        limit: int,
+    ) -> list[Quote]:
+        """Up to `limit` quotes in (created_at, id) order, strictly after the keyset `after`."""
+        statement = select(Quote).where(Quote.tenant == tenant)
+        if created_after is not None:
+            statement = statement.where(Quote.created_at >= created_after)
+        if created_before is not None:
+            statement = statement.where(Quote.created_at < created_before)
+        if after is not None:
+            at, quote_id = after
+            statement = statement.where(
+                or_(Quote.created_at > at, and_(Quote.created_at == at, Quote.id > quote_id))
+            )
+        statement = statement.order_by(Quote.created_at, Quote.id).limit(limit)
+        return list(self.session.scalars(statement))
+
+
+class ObservationRepository:
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def add(self, observation: Observation) -> Observation:
+        self.session.add(observation)
+        self.session.flush()
+        return observation
+
+    def by_idempotency_key(self, tenant: str, key: str) -> Observation | None:
+        statement = select(Observation).where(
+            Observation.tenant == tenant, Observation.idempotency_key == key
+        )
+        return self.session.scalars(statement).one_or_none()
+
+    def for_quote(self, quote_id: str) -> list[Observation]:
+        statement = (
+            select(Observation)
+            .where(Observation.quote_id == quote_id)
+            .order_by(Observation.created_at, Observation.id)
+        )
+        return list(self.session.scalars(statement))
+
+
+class ApiKeyRepository:
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def add(self, key: ApiKey) -> ApiKey:
+        self.session.add(key)
+        self.session.flush()
+        return key
+
+    def by_prefix(self, prefix: str) -> ApiKey | None:
+        return self.session.scalars(select(ApiKey).where(ApiKey.prefix == prefix)).one_or_none()
+
+    def all(self) -> list[ApiKey]:
+        return list(self.session.scalars(select(ApiKey).order_by(ApiKey.created_at, ApiKey.id)))
+
+    def count(self) -> int:
+        """All keys ever created, revoked ones included (any key closes the open dev mode)."""
+        return int(self.session.scalar(select(func.count()).select_from(ApiKey)) or 0)
+
+
+class CalibrationRepository:
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def current(self) -> Calibration | None:
+        statement = select(Calibration).where(Calibration.is_current.is_(True))
+        return self.session.scalars(statement.order_by(Calibration.created_at.desc())).first()

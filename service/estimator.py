@@ -1,0 +1,177 @@
+"""The one adapter between the web layer and the core: request in, priced response out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from service.catalog.coefficients import load_cost_model_coefficients
+from service.catalog.gpus import GpuCatalog, load_gpu_catalog
+from service.catalog.models import ModelCatalog, load_model_catalog
+from service.catalog.regions import RegionCatalog, load_region_catalog
+from service.core.carbon import request_carbon
+from service.core.coefficients import CostModelCoefficients
+from service.core.errors import CostModelError, InsufficientMemory, InvalidArchitecture
+from service.core.estimate import estimate_request
+from service.core.results import KernelCost, RequestEstimate
+from service.errors import FieldError, InvalidRequest
+from service.resolve import ResolvedRequest, resolve_request
+from service.schemas.estimate_request import EstimateRequest
+from service.schemas.estimate_response import (
+    BreakdownOut,
+    CarbonOut,
+    EnergyOut,
+    EstimateResponse,
+    KernelRowOut,
+    LatencyOut,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class PricedRequest:
+    """An estimate not yet stored: the response body (quote_id None) and what to index it by."""
+
+    response: EstimateResponse
+    model_id: str
+    gpu_id: str
+    gpu_count: int
+
+
+class Estimator:
+    """Prices requests with the analytical roofline model (the learned regressor comes later)."""
+
+    def __init__(
+        self,
+        gpus: GpuCatalog,
+        models: ModelCatalog,
+        regions: RegionCatalog,
+        coefficients: CostModelCoefficients,
+    ) -> None:
+        self.gpus = gpus
+        self.models = models
+        self.regions = regions
+        self.coefficients = coefficients
+
+    @classmethod
+    def from_catalogues(cls) -> Estimator:
+        """An estimator over the packaged catalogues and fitted coefficients."""
+        return cls(
+            load_gpu_catalog(),
+            load_model_catalog(),
+            load_region_catalog(),
+            load_cost_model_coefficients(),
+        )
+
+    @property
+    def model_version(self) -> str:
+        """Says the estimate is analytical, and which fitted coefficients it used."""
+        version = self.coefficients.version
+        return version if version.startswith("roofline") else f"roofline {version}"
+
+    def estimate(self, request: EstimateRequest, *, verbose: bool = False) -> PricedRequest:
+        """Price `request`; raises InvalidRequest (or UnknownName) naming the input at fault."""
+        try:
+            resolved = resolve_request(request, self.gpus, self.models, self.regions)
+            result = estimate_request(
+                resolved.architecture, resolved.workload, resolved.deployment, self.coefficients
+            )
+        except CostModelError as error:
+            raise _invalid_request(error, custom=request.architecture is not None) from None
+        response = self._response(resolved, result, verbose=verbose)
+        return PricedRequest(
+            response, resolved.model_id, resolved.gpu.id, resolved.deployment.gpu_count
+        )
+
+    def _response(
+        self, resolved: ResolvedRequest, result: RequestEstimate, *, verbose: bool
+    ) -> EstimateResponse:
+        interval = self.coefficients.energy_interval
+        carbon_in = resolved.carbon
+        carbon = request_carbon(
+            result.gpu_j,
+            result.total_s,
+            gpu_count=result.gpu_count,
+            gpu_embodied_kg_co2e=resolved.gpu.embodied_kg_co2e,
+            carbon_intensity_g_per_kwh=carbon_in.carbon_intensity_g_per_kwh,
+            pue=carbon_in.pue,
+        )
+        breakdown = None
+        if verbose:
+            kernels = result.prefill.kernels + result.decode.kernels
+            breakdown = BreakdownOut(
+                kernels=[_kernel_row(kernel) for kernel in kernels],
+                defaulted_inputs=resolved.defaulted,
+                weight_bytes_per_gpu=result.memory.weight_bytes_per_gpu,
+                kv_cache_bytes_per_gpu=result.memory.kv_cache_bytes_per_gpu,
+                memory_capacity_bytes_per_gpu=result.memory.capacity_bytes_per_gpu,
+            )
+        return EstimateResponse(
+            quote_id=None,
+            created_at=datetime.now(UTC),
+            model_version=self.model_version,
+            calibration_id=None,
+            model=resolved.model_id,
+            gpu=resolved.gpu.id,
+            gpu_count=result.gpu_count,
+            energy=EnergyOut(
+                gpu_j=result.gpu_j,
+                gpu_j_low=result.gpu_j * interval.low_ratio,
+                gpu_j_high=result.gpu_j * interval.high_ratio,
+                per_sequence_gpu_j=result.per_sequence_gpu_j,
+                facility_j=carbon.facility_j,
+                prefill_gpu_j=result.prefill.gpu_j,
+                decode_gpu_j=result.decode.gpu_j,
+                interval_lower_quantile=interval.lower_quantile,
+                interval_upper_quantile=interval.upper_quantile,
+            ),
+            latency=LatencyOut(
+                prefill_s=result.prefill.time_s,
+                decode_s=result.decode.time_s,
+                time_per_output_token_s=result.time_per_output_token_s,
+                total_s=result.total_s,
+            ),
+            carbon=CarbonOut(
+                operational_g=carbon.operational_g,
+                embodied_g=carbon.embodied_g,
+                total_g=carbon.total_g,
+                total_g_low=carbon.operational_g * interval.low_ratio + carbon.embodied_g,
+                total_g_high=carbon.operational_g * interval.high_ratio + carbon.embodied_g,
+                carbon_intensity_g_per_kwh=carbon.carbon_intensity_g_per_kwh,
+                pue=carbon.pue,
+                region=carbon_in.region,
+                carbon_intensity_source=carbon_in.source,
+            ),
+            breakdown=breakdown,
+            warnings=[*result.warnings, *resolved.notes],
+        )
+
+
+def _kernel_row(kernel: KernelCost) -> KernelRowOut:
+    return KernelRowOut(
+        phase=kernel.phase.value,
+        kernel=kernel.name,
+        kind=kernel.kind,
+        executions=int(kernel.executions),
+        tensor_flops=float(kernel.tensor_flops),
+        cuda_core_ops=float(kernel.cuda_core_ops),
+        special_function_ops=float(kernel.special_function_ops),
+        memory_bytes=float(kernel.memory_bytes),
+        network_bytes=float(kernel.network_bytes),
+        bound=kernel.bound.value,
+        compute_precision=kernel.compute_precision,
+        time_s=float(kernel.time_s),
+        gpu_j=float(kernel.gpu_j),
+        arithmetic_intensity_flops_per_byte=float(kernel.arithmetic_intensity_flops_per_byte),
+        ridge_point_flops_per_byte=float(kernel.ridge_point_flops_per_byte),
+    )
+
+
+def _invalid_request(error: CostModelError, *, custom: bool) -> InvalidRequest:
+    """The core's error as a 422 naming the request field at fault."""
+    loc = error.field or "body"
+    if isinstance(error, InvalidArchitecture):
+        loc = f"architecture.{loc}" if custom else "model"
+    extra: dict[str, object] = {"error": type(error).__name__}
+    if isinstance(error, InsufficientMemory):
+        extra["required_gpu_count"] = error.required_gpu_count
+    return InvalidRequest(error.message, errors=[FieldError(loc, error.message)], extra=extra)

@@ -1,0 +1,1 @@
+"""Fitting and validating the per-kernel cost model on public measurements."""

@@ -1,0 +1,155 @@
+"""Leave-one-family-out (and leave-one-GPU-out) validation of the whole fitting procedure.
+
+For each held-out group every coefficient is refitted without it — kernel efficiencies on
+Vidur, host overheads and power on the end-to-end rows — and the group's rows are predicted.
+The collected held-out predictions are what the validation report scores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import numpy.typing as npt
+from scipy.optimize import least_squares
+from tqdm import tqdm
+
+from service.catalog import GpuCatalog, ModelCatalog
+from service.core.coefficients import CostModelCoefficients, PowerCoefficients
+from service.fitting.datasets import EnergyMeasurement, PhaseTimeMeasurement
+from service.fitting.end_to_end import (
+    EndToEndRow,
+    Overheads,
+    end_to_end_rows,
+    fit_overheads,
+    fit_power,
+    predicted_per_sequence_j,
+    predicted_prefill_s,
+    predicted_tpot_s,
+)
+from service.fitting.kernel_fit import (
+    KERNEL_PARAMETERS,
+    KernelSamples,
+    fit_kernel_efficiencies,
+    predict_kernel_s,
+)
+
+FloatArray = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True, slots=True)
+class FittedModel:
+    """Every fitted value: kernel efficiencies, host overheads per engine, power."""
+
+    kernel: dict[str, float]
+    network: dict[str, float]
+    overheads: dict[str, Overheads]
+    power: FloatArray
+
+    def coefficients(self, base: CostModelCoefficients, engine: str = "vllm-v1") -> CostModelCoefficients:
+        prefill, step, per_sequence = self.overheads[engine]
+        roofline = replace(
+            base.roofline, **self.kernel, **self.network, prefill_overhead_s=prefill,
+            decode_step_overhead_s=step, decode_overhead_per_sequence_s=per_sequence,
+        )
+        power = PowerCoefficients(*(float(v) for v in self.power))
+        return replace(base, roofline=roofline, power=power)
+
+
+@dataclass
+class HeldOut:
+    """Held-out (predicted, measured) pairs per quantity, with their group labels."""
+
+    pairs: dict[str, tuple[list[float], list[float], list[str]]] = field(default_factory=dict)
+
+    def add(self, quantity: str, predicted: FloatArray, measured: FloatArray, labels: list[str]) -> None:
+        p, m, g = self.pairs.setdefault(quantity, ([], [], []))
+        p.extend(predicted.tolist())
+        m.extend(measured.tolist())
+        g.extend(labels)
+
+    def arrays(self, quantity: str) -> tuple[FloatArray, FloatArray, list[str]]:
+        p, m, g = self.pairs.get(quantity, ([], [], []))
+        return np.array(p), np.array(m), g
+
+
+def fit_all(
+    samples: KernelSamples, network: dict[str, float], rows: list[EndToEndRow]
+) -> FittedModel:
+    """Fit overheads per engine and power on `rows` (already estimated with the kernel fit)."""
+    overheads = {
+        engine: fit_overheads([r for r in rows if r.engine == engine])
+        for engine in sorted({r.engine for r in rows})
+    }
+    energy_rows = [r for r in rows if r.measured_per_sequence_j is not None]
+    power = _fit_power_per_engine(energy_rows, overheads)
+    return FittedModel(fit_kernel_efficiencies(samples), network, overheads, power)
+
+
+def _fit_power_per_engine(rows: list[EndToEndRow], overheads: dict[str, Overheads]) -> FloatArray:
+    # Power is physics, shared across engines: one joint fit, each row with its engine's overheads.
+    groups = {engine: [r for r in rows if r.engine == engine] for engine in overheads}
+    measured = {e: np.array([r.measured_per_sequence_j for r in g]) for e, g in groups.items() if g}
+
+    def residuals(p: FloatArray) -> FloatArray:
+        return np.concatenate([
+            np.log(predicted_per_sequence_j(groups[e], overheads[e], p) / measured[e])
+            for e in measured
+        ])
+
+    start = fit_power(rows, next(iter(overheads.values())))
+    fit = least_squares(residuals, start, bounds=([0, 0, 0], [1.5, 1.5, 1.5]),
+                        loss="soft_l1", f_scale=0.1)
+    return np.asarray(fit.x, dtype=np.float64)
+
+
+def predict_rows(
+    held: HeldOut, rows: list[EndToEndRow], model: FittedModel, label: Callable[[EndToEndRow], str]
+) -> None:
+    """Add each row's predicted TPOT, prefill time and energy to `held`."""
+    for engine, overheads in model.overheads.items():
+        subset = [r for r in rows if r.engine == engine]
+        for source in sorted({r.source for r in subset}):
+            rs = [r for r in subset if r.source == source]
+            labels = [label(r) for r in rs]
+            held.add(f"tpot:{source}", predicted_tpot_s(rs, overheads),
+                     np.array([r.measured_tpot_s for r in rs]), labels)
+            timed = [r for r in rs if r.measured_prefill_s is not None]
+            if timed:
+                held.add(f"prefill:{source}", predicted_prefill_s(timed, overheads),
+                         np.array([r.measured_prefill_s for r in timed]), [label(r) for r in timed])
+            energy = [r for r in rs if r.measured_per_sequence_j is not None]
+            if energy:
+                held.add(f"energy:{source}", predicted_per_sequence_j(energy, overheads, model.power),
+                         np.array([r.measured_per_sequence_j for r in energy]),
+                         [label(r) for r in energy])
+
+
+def cross_validate(
+    groups: list[str], group_of_sample: list[str], group_of_row: Callable[[EndToEndRow], str],
+    samples: KernelSamples, network: dict[str, float], base: CostModelCoefficients,
+    data: tuple[list[EnergyMeasurement], list[PhaseTimeMeasurement]],
+    models: ModelCatalog, gpus: GpuCatalog, desc: str,
+) -> HeldOut:
+    """Refit without each group in turn and predict that group's rows and kernel samples."""
+    held = HeldOut()
+    sample_groups = np.array(group_of_sample)
+    for group in tqdm(groups, desc=desc, unit="fold"):
+        train_mask = sample_groups != group
+        kernel = fit_kernel_efficiencies(samples.subset(train_mask))
+        coeffs = replace(base, roofline=replace(base.roofline, **kernel, **network))
+        rows, _ = end_to_end_rows(*data, models, gpus, coeffs)
+        train = [r for r in rows if group_of_row(r) != group]
+        test = [r for r in rows if group_of_row(r) == group]
+        if not train:
+            continue
+        model = fit_all(samples.subset(train_mask), network, train)
+        model = replace(model, kernel=kernel)
+        predict_rows(held, test, model, group_of_row)
+        test_samples = samples.subset(~train_mask)
+        if len(test_samples.measured_s):
+            params = np.array([kernel[k] for k in KERNEL_PARAMETERS])
+            held.add("kernel:vidur", predict_kernel_s(test_samples, params), test_samples.measured_s,
+                     [group] * len(test_samples.measured_s))
+    return held

@@ -1,0 +1,144 @@
+"""Fit the cost model's efficiencies, overheads and power coefficients, validate them on held-out
+model families and GPUs, and write the coefficients file and the validation report.
+
+    python -m service.fitting.fit_cost_model --data ../shared/data
+
+Writes service/catalog/data/cost_model_coefficients.json (with provenance) and
+bench/results/cost_model_validation.md (+ a predicted-vs-measured plot).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+from service.catalog import load_gpu_catalog, load_model_catalog
+from service.catalog.coefficients import COEFFICIENTS_PATH, coefficients_from_document
+from service.fitting.cross_validation import HeldOut, cross_validate, fit_all
+from service.fitting.datasets import (
+    DEFAULT_DATA_DIR,
+    data_source_digests,
+    load_mlenergy,
+    load_splitwise,
+    load_vidur_collectives,
+    load_vidur_kernels,
+)
+from service.fitting.end_to_end import end_to_end_rows
+from service.fitting.kernel_fit import fit_collectives, fit_kernel_efficiencies, kernel_samples
+from service.fitting.metrics import accuracy
+from service.fitting.report import write_report
+
+REPORT_PATH = Path("bench/results/cost_model_validation.md")
+INTERVAL_QUANTILES = (0.1, 0.9)
+
+
+def _arguments(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA_DIR, help="../shared/data")
+    parser.add_argument("--out", type=Path, default=COEFFICIENTS_PATH)
+    parser.add_argument("--report", type=Path, default=REPORT_PATH)
+    parser.add_argument("--version", default="2026.11.1")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _arguments(argv)
+    models, gpus = load_model_catalog(), load_gpu_catalog()
+    base = coefficients_from_document(json.loads(args.out.read_text(encoding="utf-8")))
+    print("loading measurements ...", file=sys.stderr)
+    energy, phases = load_mlenergy(args.data), load_splitwise(args.data)
+    samples = kernel_samples(load_vidur_kernels(args.data), models, gpus)
+    kernel = fit_kernel_efficiencies(samples)
+    network, net_pred, net_meas = fit_collectives(
+        load_vidur_collectives(args.data), gpus, kernel["kernel_launch_s"]
+    )
+    coeffs = replace(base, roofline=replace(base.roofline, **kernel, **network))
+    rows, skipped = end_to_end_rows(energy, phases, models, gpus, coeffs)
+    final = fit_all(samples, network, rows)
+
+    families = sorted({r.family for r in rows} | set(samples.family))
+    by_family = cross_validate(
+        families, samples.family, lambda r: r.family, samples, network, base,
+        (energy, phases), models, gpus, "leave-one-family-out",
+    )
+    gpu_ids = sorted({r.gpu_id.split("-")[0] for r in rows})
+    by_gpu = cross_validate(
+        gpu_ids, [g.split("-")[0] for g in samples.gpu_id], lambda r: r.gpu_id.split("-")[0],
+        samples, network, base, (energy, phases), models, gpus, "leave-one-GPU-out",
+    )
+    interval = _energy_interval(by_family)
+    document = _coefficients_document(args, final, interval, by_family, rows, skipped)
+    args.out.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    write_report(args.report, document, by_family, by_gpu, (net_pred, net_meas), skipped)
+    print(f"wrote {args.out} and {args.report}", file=sys.stderr)
+    return 0
+
+
+def _energy_interval(held: HeldOut) -> dict[str, float]:
+    """Quantiles of measured / predicted energy on held-out families (all ML.ENERGY sources)."""
+    ratios = []
+    for quantity in held.pairs:
+        if quantity.startswith("energy:"):
+            predicted, measured, _ = held.arrays(quantity)
+            ratios.extend((measured / predicted).tolist())
+    low_q, high_q = INTERVAL_QUANTILES
+    return {
+        "low_ratio": float(np.quantile(ratios, low_q)),
+        "high_ratio": float(np.quantile(ratios, high_q)),
+        "lower_quantile": low_q,
+        "upper_quantile": high_q,
+    }
+
+
+def _coefficients_document(
+    args: argparse.Namespace, final: object, interval: dict[str, float], held: HeldOut,
+    rows: list[object], skipped: list[str],
+) -> dict[str, object]:
+    from service.fitting.cross_validation import FittedModel  # noqa: PLC0415
+
+    assert isinstance(final, FittedModel)
+    prefill, step, per_sequence = final.overheads["vllm-v1"]
+    metrics = {}
+    for quantity in sorted(held.pairs):
+        predicted, measured, _ = held.arrays(quantity)
+        a = accuracy(predicted, measured)
+        metrics[quantity] = {"count": a.count, "mape_pct": round(a.mape_pct, 2),
+                             "within_10_pct": round(a.within_10_pct, 1),
+                             "within_30_pct": round(a.within_30_pct, 1)}
+    return {
+        "catalog": "cost_model_coefficients",
+        "version": f"roofline {args.version}",
+        "provenance": {
+            "fitted_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "command": "python -m service.fitting.fit_cost_model --data ../shared/data",
+            "method": "kernel efficiencies: robust log least squares on Vidur per-kernel times; "
+            "network: Vidur intra-node all-reduce; host overheads per engine: ML.ENERGY TPOT and "
+            "Splitwise prefill/decode times; power: ML.ENERGY energy per request",
+            "data_sha256": data_source_digests(args.data),
+            "end_to_end_rows": len(rows),
+            "skipped_rows": len(skipped),
+            "held_out_family_metrics": metrics,
+        },
+        "roofline": {
+            **final.kernel, **final.network,
+            "prefill_overhead_s": prefill, "decode_step_overhead_s": step,
+            "decode_overhead_per_sequence_s": per_sequence, "gemm_tile_m": 64,
+        },
+        "engines": {
+            engine: {"prefill_overhead_s": o[0], "decode_step_overhead_s": o[1],
+                     "decode_overhead_per_sequence_s": o[2]}
+            for engine, o in final.overheads.items()
+        },
+        "power": dict(zip(("compute", "memory", "network"), final.power.tolist(), strict=True)),
+        "energy_interval": interval,
+    }
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

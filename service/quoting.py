@@ -1,0 +1,150 @@
+"""Quoting: price a request with the estimator and store it as a quote (idempotently)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from service.auth import Principal
+from service.db.models import Quote
+from service.db.quote_store import DuplicateIdempotencyKey, QuoteStore, StoreFailed
+from service.errors import IdempotencyMismatch, ServiceError
+from service.estimator import Estimator
+from service.idempotency import InFlightGuard, fingerprint
+from service.ids import new_quote_id
+from service.metrics import Metrics
+from service.schemas.estimate_request import EstimateRequest
+from service.schemas.estimate_response import EstimateResponse
+
+NOT_STORED_WARNING = (
+    "the quote could not be stored (database unavailable): quote_id is null; "
+    "the estimate itself is complete"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _Priced:
+    request: EstimateRequest
+    request_hash: str
+    response: EstimateResponse
+
+
+def request_fingerprint(request: EstimateRequest, verbose: bool) -> str:
+    return fingerprint({"request": request.model_dump(mode="json"), "verbose": verbose})
+
+
+class QuoteService:
+    def __init__(
+        self, estimator: Estimator, store: QuoteStore, guard: InFlightGuard, metrics: Metrics
+    ) -> None:
+        self.estimator = estimator
+        self.store = store
+        self.guard = guard
+        self.metrics = metrics
+
+    def quote(
+        self,
+        request: EstimateRequest,
+        *,
+        principal: Principal,
+        idempotency_key: str | None,
+        verbose: bool,
+    ) -> EstimateResponse:
+        """Price and store one request; a repeated idempotency key returns the stored quote."""
+        if idempotency_key is None:
+            return self._store([self._price(request, verbose)], principal.tenant, None)[0]
+        request_hash = request_fingerprint(request, verbose)
+        with self.guard.hold(principal.tenant, idempotency_key):
+            try:
+                existing = self.store.by_idempotency_key(principal.tenant, idempotency_key)
+            except StoreFailed:
+                self.metrics.db_errors.labels(operation="idempotency_lookup").inc()
+                existing = None
+            if existing is not None:
+                return _replay(existing, request_hash)
+            priced = self._price(request, verbose)
+            try:
+                return self._store([priced], principal.tenant, idempotency_key)[0]
+            except DuplicateIdempotencyKey:
+                stored = self.store.by_idempotency_key(principal.tenant, idempotency_key)
+                if stored is None:
+                    raise
+                return _replay(stored, request_hash)
+
+    def quote_batch(
+        self,
+        items: Sequence[EstimateRequest | ServiceError],
+        *,
+        principal: Principal,
+        verbose: bool,
+    ) -> list[EstimateResponse | ServiceError]:
+        """Price every valid item and store them together; invalid ones come back as errors."""
+        results: list[_Priced | ServiceError] = []
+        for item in items:
+            if isinstance(item, ServiceError):
+                results.append(item)
+                continue
+            try:
+                results.append(self._price(item, verbose))
+            except ServiceError as error:
+                results.append(error)
+        priced = [r for r in results if isinstance(r, _Priced)]
+        stored = iter(self._store(priced, principal.tenant, None))
+        return [next(stored) if isinstance(r, _Priced) else r for r in results]
+
+    def _price(self, request: EstimateRequest, verbose: bool) -> _Priced:
+        priced = self.estimator.estimate(request, verbose=verbose)
+        self.metrics.estimates.labels(model=priced.model_id, gpu=priced.gpu_id).inc()
+        return _Priced(request, request_fingerprint(request, verbose), priced.response)
+
+    def _store(
+        self, priced: Sequence[_Priced], tenant: str, idempotency_key: str | None
+    ) -> list[EstimateResponse]:
+        """The responses with their quote ids once committed; without, plus a warning, if not."""
+        if not priced:
+            return []
+        final = [p.response.model_copy(update={"quote_id": new_quote_id()}) for p in priced]
+        rows = [
+            _quote_row(p, response, tenant, idempotency_key)
+            for p, response in zip(priced, final, strict=True)
+        ]
+        try:
+            self.store.save(rows)
+        except StoreFailed:
+            self.metrics.db_errors.labels(operation="store_quote").inc()
+            return [
+                p.response.model_copy(
+                    update={"warnings": [*p.response.warnings, NOT_STORED_WARNING]}
+                )
+                for p in priced
+            ]
+        return final
+
+
+def _quote_row(
+    priced: _Priced, response: EstimateResponse, tenant: str, idempotency_key: str | None
+) -> Quote:
+    assert response.quote_id is not None
+    return Quote(
+        id=response.quote_id,
+        tenant=tenant,
+        idempotency_key=idempotency_key,
+        request_hash=priced.request_hash,
+        request=priced.request.model_dump(mode="json", exclude_none=True),
+        response=response.model_dump(mode="json"),
+        model_version=response.model_version,
+        calibration_id=response.calibration_id,
+        model_id=response.model,
+        gpu_id=response.gpu,
+        gpu_count=response.gpu_count,
+        created_at=response.created_at,
+    )
+
+
+def _replay(existing: Quote, request_hash: str) -> EstimateResponse:
+    if existing.request_hash != request_hash:
+        raise IdempotencyMismatch(
+            "this Idempotency-Key was already used with a different request body; "
+            "use a new key for a new request"
+        )
+    return EstimateResponse.model_validate(existing.response)

@@ -1,0 +1,165 @@
+"""Turn an EstimateRequest into the core's inputs, recording every input that was defaulted."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from service.catalog.gpus import GpuCatalog, GpuRecord, UnknownGpu
+from service.catalog.models import ModelCatalog, UnknownModel
+from service.catalog.regions import RegionCatalog, UnknownRegion
+from service.core.architecture import ModelArchitecture, default_head_dim
+from service.core.carbon import DEFAULT_PUE
+from service.core.dtypes import DType
+from service.core.workload import Deployment, Parallelism, Precision, Workload
+from service.errors import FieldError, UnknownName
+from service.schemas.estimate_request import ArchitectureIn, EstimateRequest
+
+CUSTOM_MODEL_ID = "custom"
+
+
+@dataclass(frozen=True, slots=True)
+class CarbonInputs:
+    """Grid intensity [gCO2e/kWh] and PUE [-] to price the request's emissions with."""
+
+    carbon_intensity_g_per_kwh: float
+    pue: float
+    region: str | None
+    source: str
+
+
+@dataclass(slots=True)
+class ResolvedRequest:
+    """The core inputs of one request, plus what the caller did not say."""
+
+    model_id: str
+    architecture: ModelArchitecture
+    gpu: GpuRecord
+    workload: Workload
+    deployment: Deployment
+    carbon: CarbonInputs
+    notes: list[str] = field(default_factory=list)
+    defaulted: dict[str, Any] = field(default_factory=dict)
+    is_custom: bool = False
+
+
+def unknown_name(loc: str, error: UnknownGpu | UnknownModel | UnknownRegion) -> UnknownName:
+    return UnknownName(
+        str(error),
+        errors=[FieldError(loc, str(error))],
+        extra={"suggestions": error.suggestions},
+    )
+
+
+def resolve_request(
+    request: EstimateRequest, gpus: GpuCatalog, models: ModelCatalog, regions: RegionCatalog
+) -> ResolvedRequest:
+    """Look names up in the catalogues and fill defaults; raises UnknownName or core errors."""
+    defaulted: dict[str, Any] = {}
+    notes: list[str] = []
+    try:
+        gpu = gpus.get(request.hardware.gpu)
+    except UnknownGpu as error:
+        raise unknown_name("hardware.gpu", error) from None
+    if request.model is not None:
+        try:
+            record = models.get(request.model)
+        except UnknownModel as error:
+            raise unknown_name("model", error) from None
+        model_id, architecture = record.id, record.require_architecture()
+        published, notes = record.published_precision, list(record.notes)
+    else:
+        assert request.architecture is not None  # guaranteed by EstimateRequest's validator
+        model_id, published = CUSTOM_MODEL_ID, DType.BF16
+        architecture = custom_architecture(request.architecture, defaulted)
+    hardware = request.hardware
+    if "count" not in hardware.model_fields_set:
+        defaulted["hardware.count"] = hardware.count
+    if hardware.parallelism is None:
+        parallelism = Parallelism(tensor=hardware.count)
+        defaulted["hardware.parallelism"] = {"tensor": hardware.count, "expert": 1, "pipeline": 1}
+    else:
+        par = hardware.parallelism
+        parallelism = Parallelism(par.tensor, par.expert, par.pipeline)
+    deployment = Deployment(
+        gpu=gpu.spec,
+        parallelism=parallelism,
+        precision=_precision(request, published, defaulted),
+        flash_attention=_flash_attention(request, defaulted),
+    )
+    workload = Workload(
+        request.workload.batch_size, request.workload.prompt_tokens, request.workload.output_tokens
+    )
+    carbon = _carbon_inputs(request, regions, defaulted, notes)
+    return ResolvedRequest(
+        model_id, architecture, gpu, workload, deployment, carbon, notes, defaulted,
+        is_custom=request.model is None,
+    )
+
+
+def custom_architecture(spec: ArchitectureIn, defaulted: dict[str, Any]) -> ModelArchitecture:
+    """A ModelArchitecture from the request; head_dim, KV heads etc. defaulted when absent."""
+    values: dict[str, Any] = spec.model_dump(exclude_none=True)
+    if spec.head_dim is None:
+        values["head_dim"] = default_head_dim(spec.hidden_size, spec.num_attention_heads)
+        defaulted["architecture.head_dim"] = values["head_dim"]
+    if spec.num_key_value_heads is None:
+        values["num_key_value_heads"] = spec.num_attention_heads
+        defaulted["architecture.num_key_value_heads"] = spec.num_attention_heads
+    if spec.num_experts > 0 and spec.num_moe_layers is None:
+        values["num_moe_layers"] = spec.num_layers
+        defaulted["architecture.num_moe_layers"] = spec.num_layers
+    for name in ("max_context_tokens", "mlp", "activation"):
+        if name not in values:
+            defaulted[f"architecture.{name}"] = ModelArchitecture.__dataclass_fields__[name].default
+    return ModelArchitecture(**values)
+
+
+def _precision(request: EstimateRequest, published: DType, defaulted: dict[str, Any]) -> Precision:
+    given = request.precision.model_dump() if request.precision else {}
+    fallback = {"weights": published, "activations": DType.BF16, "kv_cache": DType.BF16}
+    chosen: dict[str, DType] = {}
+    for name, default in fallback.items():
+        value = given.get(name)
+        if value is None:
+            defaulted[f"precision.{name}"] = default.value
+            chosen[name] = default
+        else:
+            chosen[name] = DType(value)
+    return Precision(**chosen)
+
+
+def _flash_attention(request: EstimateRequest, defaulted: dict[str, Any]) -> bool:
+    if request.serving is None or request.serving.flash_attention is None:
+        defaulted["serving.flash_attention"] = True
+        return True
+    return request.serving.flash_attention
+
+
+def _carbon_inputs(
+    request: EstimateRequest, regions: RegionCatalog, defaulted: dict[str, Any], notes: list[str]
+) -> CarbonInputs:
+    datacenter = request.datacenter
+    pue = datacenter.pue if datacenter and datacenter.pue is not None else None
+    if pue is None:
+        pue = DEFAULT_PUE
+        defaulted["datacenter.pue"] = pue
+    region = None
+    if datacenter and datacenter.region is not None:
+        try:
+            region = regions.get(datacenter.region)
+        except UnknownRegion as error:
+            raise unknown_name("datacenter.region", error) from None
+    explicit = datacenter.carbon_intensity_g_per_kwh if datacenter else None
+    if explicit is not None:
+        code = region.code if region else None
+        return CarbonInputs(explicit, pue, code, "explicit carbon_intensity_g_per_kwh")
+    if region is None:
+        region = regions.default
+        defaulted["datacenter.region"] = region.code
+        notes.append(
+            f"no datacenter region or carbon intensity given: used the {region.name} "
+            f"({region.carbon_intensity_g_per_kwh:g} gCO2e/kWh, {region.year})"
+        )
+    source = f"region {region.code} ({region.year}): {region.source}"
+    return CarbonInputs(region.carbon_intensity_g_per_kwh, pue, region.code, source)

@@ -1,0 +1,1 @@
+"""Pydantic models of every request and response body of the public contract (API.md)."""

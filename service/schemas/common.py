@@ -1,0 +1,45 @@
+"""Base classes and the problem-details body shared by every endpoint."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+
+def example(value: dict[str, Any]) -> ConfigDict:
+    """Model config forbidding unknown fields, with one example shown in /docs."""
+    return ConfigDict(extra="forbid", json_schema_extra={"examples": [value]})
+
+
+class ProblemError(BaseModel):
+    model_config = example({"loc": "workload.batch_size", "msg": "must be at most 4096"})
+
+    loc: str
+    msg: str
+
+
+class Problem(BaseModel):
+    """RFC 9457 problem details (`application/problem+json`)."""
+
+    model_config = ConfigDict(
+        extra="allow",
+        json_schema_extra={
+            "examples": [
+                {
+                    "type": "https://errors.llm-energy-quotes.dev/unknown-name",
+                    "title": "Unknown catalogue entry",
+                    "status": 422,
+                    "detail": "unknown GPU 'H100'; did you mean H100-SXM5-80GB, H100-PCIE-80GB?",
+                    "errors": [{"loc": "hardware.gpu", "msg": "unknown GPU 'H100'"}],
+                    "suggestions": ["H100-SXM5-80GB", "H100-PCIE-80GB"],
+                }
+            ]
+        },
+    )
+
+    type: str
+    title: str
+    status: int
+    detail: str
+    errors: list[ProblemError] | None = None

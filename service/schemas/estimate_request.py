@@ -1,0 +1,146 @@
+"""The body of POST /v1/estimate (and of each item of the batch endpoint)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Self
+
+from pydantic import BaseModel, Field, StrictBool, StrictFloat, StrictInt, model_validator
+
+from service.schemas.common import example
+
+DTypeName = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "mxfp4"]
+Degree = Annotated[StrictInt, Field(ge=1, le=64)]
+Tokens = Annotated[StrictInt, Field(ge=1, le=1_000_000)]
+Size = Annotated[StrictInt, Field(ge=1, le=10_000_000)]
+MetadataValue = Annotated[str, Field(max_length=500)] | StrictInt | StrictFloat | StrictBool | None
+
+EXAMPLE_REQUEST = {
+    "model": "meta-llama/Llama-3.1-8B-Instruct",
+    "workload": {"batch_size": 8, "prompt_tokens": 512, "output_tokens": 256},
+    "hardware": {
+        "gpu": "H100-SXM5-80GB",
+        "count": 2,
+        "parallelism": {"tensor": 2, "expert": 1, "pipeline": 1},
+    },
+    "precision": {"weights": "bf16", "activations": "bf16", "kv_cache": "bf16"},
+    "serving": {"flash_attention": True},
+    "datacenter": {"region": "US-CA", "pue": 1.2, "carbon_intensity_g_per_kwh": None},
+    "metadata": {"request_id": "gw-123", "customer": "acme"},
+}
+
+
+class WorkloadIn(BaseModel):
+    """A static batch of `batch_size` sequences; the model's context length is checked too."""
+
+    model_config = example({"batch_size": 8, "prompt_tokens": 512, "output_tokens": 256})
+
+    batch_size: Annotated[StrictInt, Field(ge=1, le=4096)]
+    prompt_tokens: Tokens
+    output_tokens: Tokens
+
+
+class ParallelismIn(BaseModel):
+    model_config = example({"tensor": 2, "expert": 1, "pipeline": 1})
+
+    tensor: Degree = 1
+    expert: Degree = 1
+    pipeline: Degree = 1
+
+
+class HardwareIn(BaseModel):
+    """GPU id (or alias) from GET /v1/gpus and how many; by default tensor parallelism = count."""
+
+    model_config = example({"gpu": "H100-SXM5-80GB", "count": 2})
+
+    gpu: Annotated[str, Field(min_length=1, max_length=100)]
+    count: Degree = 1
+    parallelism: ParallelismIn | None = None
+
+    @model_validator(mode="after")
+    def _degrees_multiply_to_count(self) -> Self:
+        par = self.parallelism
+        if par is not None and par.tensor * par.expert * par.pipeline != self.count:
+            raise ValueError(
+                f"parallelism tensor x expert x pipeline = "
+                f"{par.tensor * par.expert * par.pipeline} must equal count = {self.count}"
+            )
+        return self
+
+
+class PrecisionIn(BaseModel):
+    """Weights default to the model's published precision; the rest to bf16."""
+
+    model_config = example({"weights": "fp8", "activations": "fp8", "kv_cache": "bf16"})
+
+    weights: DTypeName | None = None
+    activations: DTypeName | None = None
+    kv_cache: DTypeName | None = None
+
+
+class ServingIn(BaseModel):
+    model_config = example({"flash_attention": True})
+
+    flash_attention: StrictBool | None = None
+
+
+class DatacenterIn(BaseModel):
+    """Region code from GET /v1/regions; an explicit intensity overrides the region's."""
+
+    model_config = example({"region": "FR", "pue": 1.1, "carbon_intensity_g_per_kwh": None})
+
+    region: Annotated[str, Field(min_length=1, max_length=50)] | None = None
+    pue: Annotated[StrictFloat, Field(ge=1.0, le=3.0)] | None = None
+    carbon_intensity_g_per_kwh: Annotated[StrictFloat, Field(ge=0.0, le=2000.0)] | None = None
+
+
+class ArchitectureIn(BaseModel):
+    """A custom decoder-only transformer (Hugging Face config names)."""
+
+    model_config = example(
+        {
+            "hidden_size": 4096,
+            "num_layers": 32,
+            "num_attention_heads": 32,
+            "num_key_value_heads": 8,
+            "head_dim": 128,
+            "intermediate_size": 14336,
+            "vocab_size": 128256,
+            "max_context_tokens": 131072,
+        }
+    )
+
+    hidden_size: Size
+    num_layers: Annotated[StrictInt, Field(ge=1, le=1000)]
+    num_attention_heads: Annotated[StrictInt, Field(ge=1, le=1024)]
+    num_key_value_heads: Annotated[StrictInt, Field(ge=1, le=1024)] | None = None
+    head_dim: Annotated[StrictInt, Field(ge=1, le=4096)] | None = None
+    intermediate_size: Size
+    vocab_size: Size
+    max_context_tokens: Annotated[StrictInt, Field(ge=1, le=10_000_000)] | None = None
+    mlp: Literal["gated", "plain"] | None = None
+    activation: Literal["silu", "gelu", "relu"] | None = None
+    num_experts: Annotated[StrictInt, Field(ge=0, le=1024)] = 0
+    experts_per_token: Annotated[StrictInt, Field(ge=0, le=1024)] = 0
+    moe_intermediate_size: Size | None = None
+    num_moe_layers: Annotated[StrictInt, Field(ge=0, le=1000)] | None = None
+
+
+class EstimateRequest(BaseModel):
+    """What to price: a catalogue `model` or a custom `architecture`, the workload and GPUs."""
+
+    model_config = example(EXAMPLE_REQUEST)
+
+    model: Annotated[str, Field(min_length=1, max_length=200)] | None = None
+    architecture: ArchitectureIn | None = None
+    workload: WorkloadIn
+    hardware: HardwareIn
+    precision: PrecisionIn | None = None
+    serving: ServingIn | None = None
+    datacenter: DatacenterIn | None = None
+    metadata: Annotated[dict[str, MetadataValue], Field(max_length=32)] | None = None
+
+    @model_validator(mode="after")
+    def _model_or_architecture(self) -> Self:
+        if (self.model is None) == (self.architecture is None):
+            raise ValueError("give exactly one of `model` (a catalogue id) or `architecture`")
+        return self
