@@ -1,8 +1,13 @@
-"""Fitted cost-model coefficients, stored with the provenance of their fit."""
+"""Fitted cost-model coefficients, stored with the provenance of their fit.
+
+Host overheads depend on the serving engine, so the file holds one overhead profile per engine
+(``engines``); everything else (kernel efficiencies, power) is shared.
+"""
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -16,6 +21,13 @@ from service.core.coefficients import (
 )
 
 COEFFICIENTS_PATH = DATA_DIR / "cost_model_coefficients.json"
+DEFAULT_ENGINE = "vllm-v1"
+ENGINE_DESCRIPTIONS = {
+    "vllm-v1": "vLLM >= 0.8 (V1 engine, CUDA graphs, chunked prefill); fitted on ML.ENERGY v3 "
+    "(vLLM 0.11.1) and Splitwise",
+    "vllm-v0": "vLLM <= 0.6 (V0 engine, host work per running sequence); fitted on ML.ENERGY v2 "
+    "(vLLM 0.5.4)",
+}
 
 
 def coefficients_from_document(document: dict[str, Any]) -> CostModelCoefficients:
@@ -27,7 +39,22 @@ def coefficients_from_document(document: dict[str, Any]) -> CostModelCoefficient
     )
 
 
+def engine_coefficients_from_document(document: dict[str, Any]) -> dict[str, CostModelCoefficients]:
+    """One coefficient set per serving engine (its host overheads over the shared rest)."""
+    shared = coefficients_from_document(document)
+    engines = document.get("engines") or {DEFAULT_ENGINE: {}}
+    return {
+        engine: replace(shared, roofline=replace(shared.roofline, **overheads))
+        for engine, overheads in engines.items()
+    }
+
+
 @lru_cache(maxsize=4)
+def load_engine_coefficients(path: Path = COEFFICIENTS_PATH) -> dict[str, CostModelCoefficients]:
+    """Coefficients per serving engine from `path` (read once per process)."""
+    return engine_coefficients_from_document(json.loads(path.read_text(encoding="utf-8")))
+
+
 def load_cost_model_coefficients(path: Path = COEFFICIENTS_PATH) -> CostModelCoefficients:
-    """The fitted coefficients at `path` (read once per process)."""
-    return coefficients_from_document(json.loads(path.read_text(encoding="utf-8")))
+    """The coefficients of the default engine (read once per process)."""
+    return load_engine_coefficients(path)[DEFAULT_ENGINE]

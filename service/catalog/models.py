@@ -44,9 +44,7 @@ class ModelRecord:
         """The architecture, or UnsupportedArchitecture saying why there is none."""
         if self.architecture is None:
             reason = self.raw.get("unsupported_reason") or "its architecture is not a plain decoder"
-            raise UnsupportedArchitecture(
-                f"{self.id} cannot be estimated: {reason}", field="model"
-            )
+            raise UnsupportedArchitecture(f"{self.id} cannot be estimated: {reason}", field="model")
         return self.architecture
 
 

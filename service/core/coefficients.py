@@ -52,12 +52,15 @@ class PowerCoefficients:
 
     A kernel's power is ``idle + (tdp - idle) * (compute * u_compute + memory * u_memory +
     network * u_network)``, capped at TDP, where ``u_x`` is the share of the kernel's time that
-    unit x would need at its achievable peak.
+    unit x would need at its achievable peak. During host-side overhead time the GPUs draw
+    ``idle + (tdp - idle) * host_overhead``: they are rarely fully idle then (sampling and
+    bookkeeping kernels, and in a live server other requests' work).
     """
 
     compute: float
     memory: float
     network: float
+    host_overhead: float
 
 
 @dataclass(frozen=True, slots=True)

@@ -66,11 +66,19 @@ def padded_rows(rows: float, tile_m: int) -> float:
 
 
 def gemm_work(
-    rows: float, in_features: float, out_features: float, weight_elements: float,
-    shapes: ShardShapes, tile_m: int, *, weight_bytes_per_element: float | None = None,
+    rows: float,
+    in_features: float,
+    out_features: float,
+    weight_elements: float,
+    shapes: ShardShapes,
+    tile_m: int,
+    *,
+    weight_bytes_per_element: float | None = None,
 ) -> Work:
     """A weight GEMM: `rows` x `in_features` activations times a weight of `weight_elements`."""
-    weight_bpe = shapes.weight_bytes if weight_bytes_per_element is None else weight_bytes_per_element
+    weight_bpe = (
+        shapes.weight_bytes if weight_bytes_per_element is None else weight_bytes_per_element
+    )
     return Work(
         tensor_flops=2.0 * rows * weight_elements,
         padded_tensor_flops=2.0 * padded_rows(rows, tile_m) * weight_elements,
@@ -80,7 +88,9 @@ def gemm_work(
     )
 
 
-def weight_gemm_work_of(node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape) -> Work:
+def weight_gemm_work_of(
+    node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape
+) -> Work:
     in_f, out_f, weights = _gemm_shape(node.operand, arch, s)
     work = gemm_work(p.tokens, in_f, out_f, weights, s, p.tile_m)
     if node.operand == "qkv" and arch.qkv_bias:
@@ -88,7 +98,9 @@ def weight_gemm_work_of(node: KernelNode, arch: ModelArchitecture, s: ShardShape
     return work
 
 
-def _gemm_shape(operand: str, arch: ModelArchitecture, s: ShardShapes) -> tuple[float, float, float]:
+def _gemm_shape(
+    operand: str, arch: ModelArchitecture, s: ShardShapes
+) -> tuple[float, float, float]:
     """(in_features, out_features, weight elements) of a per-GPU weight matrix."""
     h = s.hidden
     if operand == "qkv":
@@ -102,8 +114,8 @@ def _gemm_shape(operand: str, arch: ModelArchitecture, s: ShardShapes) -> tuple[
         out = s.query_width + s.kv_proj_width
         return h, out, h * out
     if operand == "o":
-        width = s.heads * (arch.mla.v_head_dim if arch.mla else arch.head_dim)
-        return width, h, width * h
+        o_width = s.heads * (arch.mla.v_head_dim if arch.mla else arch.head_dim)
+        return o_width, h, o_width * h
     shared = operand.startswith("shared_")
     width = s.shared_width if shared else s.mlp_width
     part = operand.removeprefix("shared_")
@@ -136,9 +148,7 @@ def rope_work_of(node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: P
     )
 
 
-def _attention_parts(
-    s: ShardShapes, p: PassShape, span: AttentionSpan
-) -> tuple[Work, Work, Work]:
+def _attention_parts(s: ShardShapes, p: PassShape, span: AttentionSpan) -> tuple[Work, Work, Work]:
     """(scores, softmax, context) work; fused flash attention is their sum minus the scores' trip
     through memory."""
     scores = p.sequences * s.heads * span.pairs
@@ -168,21 +178,29 @@ def _attention_parts(
     return qk, softmax, sv
 
 
-def attention_work_of(node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape) -> Work:
+def attention_work_of(
+    node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape
+) -> Work:
     qk, softmax, sv = _attention_parts(s, p, p.spans[node.operand])
     fused = qk.plus(softmax).plus(sv)
     score_bytes = softmax.activation_read_bytes  # scores stay on chip in a fused kernel
-    return fused.minus(Work(activation_read_bytes=2 * score_bytes, activation_write_bytes=2 * score_bytes))
+    return fused.minus(
+        Work(activation_read_bytes=2 * score_bytes, activation_write_bytes=2 * score_bytes)
+    )
 
 
-def attention_piece(index: int) -> Callable[[KernelNode, ModelArchitecture, ShardShapes, PassShape], Work]:
+def attention_piece(
+    index: int,
+) -> Callable[[KernelNode, ModelArchitecture, ShardShapes, PassShape], Work]:
     def piece(node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape) -> Work:
         return _attention_parts(s, p, p.spans[node.operand])[index]
 
     return piece
 
 
-def residual_add_work_of(node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape) -> Work:
+def residual_add_work_of(
+    node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape
+) -> Work:
     elements = p.tokens * s.hidden
     inputs = 3.0 if arch.parallel_residual else 2.0
     return Work(
@@ -192,9 +210,7 @@ def residual_add_work_of(node: KernelNode, arch: ModelArchitecture, s: ShardShap
     )
 
 
-def activation_work(
-    elements: float, arch: ModelArchitecture, s: ShardShapes
-) -> Work:
+def activation_work(elements: float, arch: ModelArchitecture, s: ShardShapes) -> Work:
     """Activation function over `elements` outputs (gated: times the up projection)."""
     ops, sfu = _ACTIVATION_OPS[arch.activation]
     gated = arch.mlp == "gated"
@@ -206,7 +222,9 @@ def activation_work(
     )
 
 
-def activation_work_of(node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape) -> Work:
+def activation_work_of(
+    node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape
+) -> Work:
     width = s.shared_width if node.operand == "shared_mlp" else s.mlp_width
     return activation_work(p.tokens * width, arch, s)
 
@@ -226,11 +244,15 @@ def all_reduce_work(tensor_elements: float, group: int, s: ShardShapes) -> Work:
     )
 
 
-def all_reduce_work_of(node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape) -> Work:
+def all_reduce_work_of(
+    node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape
+) -> Work:
     return all_reduce_work(p.tokens * s.hidden, s.group, s)
 
 
-def embedding_work_of(node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape) -> Work:
+def embedding_work_of(
+    node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape
+) -> Work:
     elements = p.tokens * s.hidden
     return Work(
         cuda_core_ops=elements,  # vocab-parallel lookup masks rows outside this GPU's shard
@@ -239,14 +261,23 @@ def embedding_work_of(node: KernelNode, arch: ModelArchitecture, s: ShardShapes,
     )
 
 
-def lm_head_work_of(node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape) -> Work:
+def lm_head_work_of(
+    node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape
+) -> Work:
     return gemm_work(
-        p.logit_rows, s.hidden, s.vocab, s.hidden * s.vocab, s, p.tile_m,
+        p.logit_rows,
+        s.hidden,
+        s.vocab,
+        s.hidden * s.vocab,
+        s,
+        p.tile_m,
         weight_bytes_per_element=s.embedding_bytes,
     )
 
 
-def all_gather_work_of(node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape) -> Work:
+def all_gather_work_of(
+    node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape
+) -> Work:
     share = (s.group - 1) / s.group
     size = p.logit_rows * s.vocab * s.group * s.activation_bytes
     return Work(
@@ -257,7 +288,9 @@ def all_gather_work_of(node: KernelNode, arch: ModelArchitecture, s: ShardShapes
     )
 
 
-def sampling_work_of(node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape) -> Work:
+def sampling_work_of(
+    node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape
+) -> Work:
     logits = p.logit_rows * arch.vocab_size
     return Work(
         cuda_core_ops=_SOFTMAX_OPS * logits,
@@ -267,9 +300,13 @@ def sampling_work_of(node: KernelNode, arch: ModelArchitecture, s: ShardShapes, 
     )
 
 
-def send_recv_work_of(node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape) -> Work:
+def send_recv_work_of(
+    node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape
+) -> Work:
     size = p.tokens * s.hidden * s.activation_bytes / s.group
     return Work(
-        activation_read_bytes=size, activation_write_bytes=size,
-        network_bytes=size, collective_steps=1.0,
+        activation_read_bytes=size,
+        activation_write_bytes=size,
+        network_bytes=size,
+        collective_steps=1.0,
     )

@@ -34,7 +34,7 @@ BYTES_PER_ELEMENT: dict[DType, float] = {
     DType.MXFP4: 4.25 / 8.0,
 }
 
-# Which tensor-core peak (key of GpuSpec.tensor_dense_flops_per_s) a GEMM with these activations uses.
+# The tensor-core peak (GpuSpec.tensor_dense_flops_per_s key) a GEMM with these activations uses.
 _TENSOR_KEY_OF_ACTIVATION: dict[DType, str] = {
     DType.BF16: "bf16",
     DType.FP16: "fp16",

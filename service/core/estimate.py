@@ -8,9 +8,9 @@ from service.core.counts import AttentionSpan, PassShape
 from service.core.dtypes import gemm_compute_key
 from service.core.errors import InvalidParallelism, InvalidWorkload
 from service.core.graph import KernelNode, build_kernel_graph
+from service.core.kernel_table import KernelTable
 from service.core.kernel_work import kernel_work
 from service.core.memory import check_fits, memory_footprint
-from service.core.kernel_table import KernelTable
 from service.core.phase import PhaseContext, WorkPiece, phase_kernel_table
 from service.core.results import Phase, PhaseCost, RequestEstimate
 from service.core.roofline import unit_rates
@@ -92,7 +92,9 @@ def validate_workload(arch: ModelArchitecture, workload: Workload) -> None:
     for name in ("batch_size", "prompt_tokens", "output_tokens"):
         value = getattr(workload, name)
         if value < 1:
-            raise InvalidWorkload(f"{name} must be at least 1, got {value}", field=f"workload.{name}")
+            raise InvalidWorkload(
+                f"{name} must be at least 1, got {value}", field=f"workload.{name}"
+            )
     length = workload.prompt_tokens + workload.output_tokens
     if length > arch.max_context_tokens:
         raise InvalidWorkload(
@@ -103,8 +105,13 @@ def validate_workload(arch: ModelArchitecture, workload: Workload) -> None:
 
 
 def _phase_pieces(
-    nodes: tuple[KernelNode, ...], arch: ModelArchitecture, shapes: ShardShapes,
-    workload: Workload, phase: Phase, deployment: Deployment, tile_m: int,
+    nodes: tuple[KernelNode, ...],
+    arch: ModelArchitecture,
+    shapes: ShardShapes,
+    workload: Workload,
+    phase: Phase,
+    deployment: Deployment,
+    tile_m: int,
 ) -> list[list[WorkPiece]]:
     """Each node's per-execution work over the phase, as pieces of context range."""
     batch, prompt = workload.batch_size, workload.prompt_tokens
@@ -125,14 +132,20 @@ def _phase_pieces(
 
 
 def _attention_decode_pieces(
-    node: KernelNode, arch: ModelArchitecture, shapes: ShardShapes, step: PassShape,
-    first: int, last: int,
+    node: KernelNode,
+    arch: ModelArchitecture,
+    shapes: ShardShapes,
+    step: PassShape,
+    first: int,
+    last: int,
 ) -> list[WorkPiece]:
     """Attention work is affine in the keys read; a sliding window caps them at its width."""
 
     def work_at(keys: int) -> Work:
         span = AttentionSpan(pairs=keys, keys_read=keys, new_tokens=1)
-        shape = PassShape(step.tokens, step.sequences, step.logit_rows, {node.operand: span}, step.tile_m)
+        shape = PassShape(
+            step.tokens, step.sequences, step.logit_rows, {node.operand: span}, step.tile_m
+        )
         return kernel_work(node, arch, shapes, shape)
 
     base = work_at(0)
@@ -156,21 +169,27 @@ def _prefill_spans(arch: ModelArchitecture, prompt: int, flash: bool) -> dict[st
     if window is not None:
         inside = min(prompt, window)
         sliding = inside * (inside + 1) / 2 + (prompt - inside) * window
-        spans["sliding"] = AttentionSpan(sliding if flash else float(prompt * prompt), prompt, prompt)
+        spans["sliding"] = AttentionSpan(
+            sliding if flash else float(prompt * prompt), prompt, prompt
+        )
     return spans
 
 
 def _phase_cost(
-    phase: Phase, table: KernelTable, workload: Workload,
-    deployment: Deployment, coefficients: CostModelCoefficients,
+    phase: Phase,
+    table: KernelTable,
+    workload: Workload,
+    deployment: Deployment,
+    coefficients: CostModelCoefficients,
 ) -> PhaseCost:
     steps = 1 if phase is Phase.PREFILL else workload.output_tokens - 1
     overhead_s = host_overhead_s(phase, workload, coefficients)
-    kernel_s = float(table.time_s.sum())
+    kernel_s = sum(table.time_s)
     gpu = deployment.gpu
     held = deployment.gpu_count
     waiting = held - deployment.parallelism.gpus_per_stage  # other pipeline stages idle meanwhile
-    gpu_j = float(table.gpu_j.sum()) + gpu.idle_w * (waiting * kernel_s + held * overhead_s)
+    overhead_w = gpu.idle_w + (gpu.tdp_w - gpu.idle_w) * coefficients.power.host_overhead
+    gpu_j = sum(table.gpu_j) + gpu.idle_w * waiting * kernel_s + overhead_w * held * overhead_s
     return PhaseCost(
         phase=phase,
         time_s=kernel_s + overhead_s,
@@ -181,9 +200,7 @@ def _phase_cost(
     )
 
 
-def host_overhead_s(
-    phase: Phase, workload: Workload, coefficients: CostModelCoefficients
-) -> float:
+def host_overhead_s(phase: Phase, workload: Workload, coefficients: CostModelCoefficients) -> float:
     """Host-side time of a phase [s]: one prefill overhead, or per decode step a fixed part
     plus a part per running sequence."""
     roofline = coefficients.roofline

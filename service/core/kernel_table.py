@@ -10,7 +10,7 @@ import numpy.typing as npt
 from service.core.graph import KernelNode
 from service.core.hardware import GpuSpec
 from service.core.results import Bound, KernelCost, Phase
-from service.core.work import MEMORY_FIELDS, WORK_FIELDS
+from service.core.work import WORK_FIELDS, Work
 
 FloatArray = npt.NDArray[np.float64]
 _BOUNDS = (Bound.COMPUTE, Bound.MEMORY, Bound.NETWORK)
@@ -19,29 +19,29 @@ _COLUMN = {name: i for i, name in enumerate(WORK_FIELDS)}
 
 @dataclass(frozen=True, slots=True, eq=False)
 class KernelTable:
-    """One phase's kernels: `totals` holds each kernel's Work summed over executions and GPUs
-    (rows follow `nodes`, columns follow WORK_FIELDS); times [s] are wall-clock shares, energies
-    [J] of the GPUs running the kernel."""
+    """One phase's kernels, one entry per node: `totals` holds each kernel's Work summed over
+    executions and GPUs; times [s] are wall-clock shares, energies [J] of the GPUs running it."""
 
     phase: Phase
     nodes: tuple[KernelNode, ...]
-    executions: FloatArray
-    totals: FloatArray
-    time_s: FloatArray
-    gpu_j: FloatArray
-    compute_s: FloatArray
-    memory_s: FloatArray
-    network_s: FloatArray
+    executions: list[float]
+    totals: list[Work]
+    time_s: list[float]
+    gpu_j: list[float]
+    compute_s: list[float]
+    memory_s: list[float]
+    network_s: list[float]
     compute_key: str
     gpu: GpuSpec
 
     def column(self, field: str) -> FloatArray:
         """One Work field of every kernel, summed over the phase."""
-        return self.totals[:, _COLUMN[field]]
+        index = _COLUMN[field]
+        return np.array([work[index] for work in self.totals])
 
     @property
     def memory_bytes(self) -> FloatArray:
-        return self.totals[:, MEMORY_FIELDS].sum(axis=1)
+        return np.array([work.memory_bytes for work in self.totals])
 
     @property
     def bounds(self) -> list[Bound]:
@@ -56,7 +56,7 @@ class KernelTable:
         memory = self.memory_bytes
         rows = []
         for i, (node, bound) in enumerate(zip(self.nodes, self.bounds, strict=True)):
-            w = dict(zip(WORK_FIELDS, self.totals[i].tolist(), strict=True))
+            w = self.totals[i]._asdict()
             ops = w["tensor_flops"] + w["cuda_core_ops"] + w["special_function_ops"]
             rows.append(
                 KernelCost(

@@ -64,7 +64,9 @@ def active_parameter_count(arch: ModelArchitecture) -> float:
 def weight_bytes_per_gpu(arch: ModelArchitecture, s: ShardShapes, pipeline: int) -> float:
     """Weight bytes on the most loaded GPU [B] (a stage with the embedding table)."""
     dense_layers = arch.num_layers - (arch.num_moe_layers if arch.is_moe else 0)
-    per_layer_dense = attention_weight_elements(arch) + mlp_weight_elements(arch, arch.intermediate_size)
+    per_layer_dense = attention_weight_elements(arch) + mlp_weight_elements(
+        arch, arch.intermediate_size
+    )
     layer_bytes = dense_layers * per_layer_dense / s.group
     if arch.is_moe:
         experts = s.local_experts * mlp_weight_elements(arch, arch.expert_width) / s.tensor
@@ -80,7 +82,7 @@ def weight_bytes_per_gpu(arch: ModelArchitecture, s: ShardShapes, pipeline: int)
 def kv_cache_bytes_per_gpu(
     arch: ModelArchitecture, s: ShardShapes, workload: Workload, pipeline: int
 ) -> float:
-    """KV cache of the whole batch at its longest [B] on one GPU (sliding layers hold their window)."""
+    """KV cache of the batch at its longest [B] on one GPU (sliding layers hold their window)."""
     tokens = workload.prompt_tokens + workload.output_tokens
     window = arch.sliding_window_tokens or tokens
     full_layers = arch.num_layers - arch.num_sliding_window_layers

@@ -20,7 +20,7 @@ _ROUTER_SOFTMAX_OPS, _ROUTER_SFU = 5.0, 1.0
 def expected_touched_experts(tokens: float, num_experts: int, experts_per_token: int) -> float:
     """Expected number of distinct experts that `tokens` tokens route to (uniform routing)."""
     miss = 1.0 - experts_per_token / num_experts
-    return num_experts * (1.0 - miss**tokens)
+    return float(num_experts * (1.0 - miss**tokens))
 
 
 def router(node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape) -> Work:

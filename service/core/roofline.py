@@ -9,6 +9,7 @@ exact from the upper envelope's breakpoints, with no loop over tokens.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -17,7 +18,15 @@ from service.core.hardware import GpuSpec
 from service.core.work import Work
 
 STREAMING_KINDS = frozenset(
-    {"gemm", "lm_head", "expert_gemm", "router", "attention", "attention_scores", "attention_context"}
+    {
+        "gemm",
+        "lm_head",
+        "expert_gemm",
+        "router",
+        "attention",
+        "attention_scores",
+        "attention_context",
+    }
 )
 """Kernels that stream large contiguous tensors (weights, KV cache) and so reach
 `memory_efficiency`; every other kind moves memory at `elementwise_memory_efficiency`."""
@@ -82,11 +91,13 @@ def sum_max_affine(lines: list[tuple[float, float]], first: int, last: int) -> f
         return 0.0
     # A line below another at both ends of the range never sets the maximum.
     lines = [
-        (a, b) for i, (a, b) in enumerate(lines)
+        (a, b)
+        for i, (a, b) in enumerate(lines)
         if not any(
             (a2 + b2 * first >= a + b * first and a2 + b2 * last >= a + b * last)
             and (j < i or (a2, b2) != (a, b))
-            for j, (a2, b2) in enumerate(lines) if j != i
+            for j, (a2, b2) in enumerate(lines)
+            if j != i
         )
     ]
     if len(lines) == 1:
@@ -100,7 +111,7 @@ def sum_max_affine(lines: list[tuple[float, float]], first: int, last: int) -> f
                     cuts.add(x)
     total = 0.0
     ordered = sorted(cuts)
-    for left, right in zip(ordered, ordered[1:], strict=False):
+    for left, right in itertools.pairwise(ordered):
         lo, hi = math.ceil(left), math.ceil(right) - 1
         if hi < lo:
             continue

@@ -46,7 +46,7 @@ class ShardShapes:
 
 
 def shard_shapes(arch: ModelArchitecture, deployment: Deployment) -> ShardShapes:
-    """The per-GPU shapes of `arch` on `deployment`; raises InvalidParallelism if it does not split."""
+    """Per-GPU shapes of `arch` on `deployment`; InvalidParallelism if the layout does not split."""
     par = deployment.parallelism
     group = par.gpus_per_stage
     _check_divides(arch, par.tensor, par.expert, par.pipeline)

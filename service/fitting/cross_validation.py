@@ -7,8 +7,9 @@ The collected held-out predictions are what the validation report scores.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -38,6 +39,14 @@ from service.fitting.kernel_fit import (
 FloatArray = npt.NDArray[np.float64]
 
 
+def with_roofline_values(
+    base: CostModelCoefficients, values: Mapping[str, float]
+) -> CostModelCoefficients:
+    """`base` with the named roofline coefficients replaced by fitted `values`."""
+    fields: dict[str, Any] = dict(values)
+    return replace(base, roofline=replace(base.roofline, **fields))
+
+
 @dataclass(frozen=True, slots=True)
 class FittedModel:
     """Every fitted value: kernel efficiencies, host overheads per engine, power."""
@@ -47,12 +56,18 @@ class FittedModel:
     overheads: dict[str, Overheads]
     power: FloatArray
 
-    def coefficients(self, base: CostModelCoefficients, engine: str = "vllm-v1") -> CostModelCoefficients:
+    def coefficients(
+        self, base: CostModelCoefficients, engine: str = "vllm-v1"
+    ) -> CostModelCoefficients:
         prefill, step, per_sequence = self.overheads[engine]
-        roofline = replace(
-            base.roofline, **self.kernel, **self.network, prefill_overhead_s=prefill,
-            decode_step_overhead_s=step, decode_overhead_per_sequence_s=per_sequence,
-        )
+        values = {
+            **self.kernel,
+            **self.network,
+            "prefill_overhead_s": prefill,
+            "decode_step_overhead_s": step,
+            "decode_overhead_per_sequence_s": per_sequence,
+        }
+        roofline = with_roofline_values(base, values).roofline
         power = PowerCoefficients(*(float(v) for v in self.power))
         return replace(base, roofline=roofline, power=power)
 
@@ -63,7 +78,9 @@ class HeldOut:
 
     pairs: dict[str, tuple[list[float], list[float], list[str]]] = field(default_factory=dict)
 
-    def add(self, quantity: str, predicted: FloatArray, measured: FloatArray, labels: list[str]) -> None:
+    def add(
+        self, quantity: str, predicted: FloatArray, measured: FloatArray, labels: list[str]
+    ) -> None:
         p, m, g = self.pairs.setdefault(quantity, ([], [], []))
         p.extend(predicted.tolist())
         m.extend(measured.tolist())
@@ -93,14 +110,17 @@ def _fit_power_per_engine(rows: list[EndToEndRow], overheads: dict[str, Overhead
     measured = {e: np.array([r.measured_per_sequence_j for r in g]) for e, g in groups.items() if g}
 
     def residuals(p: FloatArray) -> FloatArray:
-        return np.concatenate([
-            np.log(predicted_per_sequence_j(groups[e], overheads[e], p) / measured[e])
-            for e in measured
-        ])
+        return np.concatenate(
+            [
+                np.log(predicted_per_sequence_j(groups[e], overheads[e], p) / measured[e])
+                for e in measured
+            ]
+        )
 
     start = fit_power(rows, next(iter(overheads.values())))
-    fit = least_squares(residuals, start, bounds=([0, 0, 0], [1.5, 1.5, 1.5]),
-                        loss="soft_l1", f_scale=0.1)
+    fit = least_squares(
+        residuals, start, bounds=([0.0] * 4, [1.5, 1.5, 1.5, 1.0]), loss="soft_l1", f_scale=0.1
+    )
     return np.asarray(fit.x, dtype=np.float64)
 
 
@@ -113,24 +133,41 @@ def predict_rows(
         for source in sorted({r.source for r in subset}):
             rs = [r for r in subset if r.source == source]
             labels = [label(r) for r in rs]
-            held.add(f"tpot:{source}", predicted_tpot_s(rs, overheads),
-                     np.array([r.measured_tpot_s for r in rs]), labels)
+            held.add(
+                f"tpot:{source}",
+                predicted_tpot_s(rs, overheads),
+                np.array([r.measured_tpot_s for r in rs]),
+                labels,
+            )
             timed = [r for r in rs if r.measured_prefill_s is not None]
             if timed:
-                held.add(f"prefill:{source}", predicted_prefill_s(timed, overheads),
-                         np.array([r.measured_prefill_s for r in timed]), [label(r) for r in timed])
+                held.add(
+                    f"prefill:{source}",
+                    predicted_prefill_s(timed, overheads),
+                    np.array([r.measured_prefill_s for r in timed]),
+                    [label(r) for r in timed],
+                )
             energy = [r for r in rs if r.measured_per_sequence_j is not None]
             if energy:
-                held.add(f"energy:{source}", predicted_per_sequence_j(energy, overheads, model.power),
-                         np.array([r.measured_per_sequence_j for r in energy]),
-                         [label(r) for r in energy])
+                held.add(
+                    f"energy:{source}",
+                    predicted_per_sequence_j(energy, overheads, model.power),
+                    np.array([r.measured_per_sequence_j for r in energy]),
+                    [label(r) for r in energy],
+                )
 
 
 def cross_validate(
-    groups: list[str], group_of_sample: list[str], group_of_row: Callable[[EndToEndRow], str],
-    samples: KernelSamples, network: dict[str, float], base: CostModelCoefficients,
+    groups: list[str],
+    group_of_sample: list[str],
+    group_of_row: Callable[[EndToEndRow], str],
+    samples: KernelSamples,
+    network: dict[str, float],
+    base: CostModelCoefficients,
     data: tuple[list[EnergyMeasurement], list[PhaseTimeMeasurement]],
-    models: ModelCatalog, gpus: GpuCatalog, desc: str,
+    models: ModelCatalog,
+    gpus: GpuCatalog,
+    desc: str,
 ) -> HeldOut:
     """Refit without each group in turn and predict that group's rows and kernel samples."""
     held = HeldOut()
@@ -138,7 +175,7 @@ def cross_validate(
     for group in tqdm(groups, desc=desc, unit="fold"):
         train_mask = sample_groups != group
         kernel = fit_kernel_efficiencies(samples.subset(train_mask))
-        coeffs = replace(base, roofline=replace(base.roofline, **kernel, **network))
+        coeffs = with_roofline_values(base, {**kernel, **network})
         rows, _ = end_to_end_rows(*data, models, gpus, coeffs)
         train = [r for r in rows if group_of_row(r) != group]
         test = [r for r in rows if group_of_row(r) == group]
@@ -150,6 +187,10 @@ def cross_validate(
         test_samples = samples.subset(~train_mask)
         if len(test_samples.measured_s):
             params = np.array([kernel[k] for k in KERNEL_PARAMETERS])
-            held.add("kernel:vidur", predict_kernel_s(test_samples, params), test_samples.measured_s,
-                     [group] * len(test_samples.measured_s))
+            held.add(
+                "kernel:vidur",
+                predict_kernel_s(test_samples, params),
+                test_samples.measured_s,
+                [group] * len(test_samples.measured_s),
+            )
     return held

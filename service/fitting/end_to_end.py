@@ -20,6 +20,7 @@ from service.core.dtypes import DType, parse_dtype
 from service.core.errors import CostModelError
 from service.core.estimate import estimate_request
 from service.core.kernel_table import KernelTable
+from service.core.memory import active_parameter_count
 from service.core.workload import Deployment, Parallelism, Precision, Workload
 from service.fitting.datasets import EnergyMeasurement, PhaseTimeMeasurement
 
@@ -37,7 +38,12 @@ class PhaseArrays:
 
     @classmethod
     def of(cls, table: KernelTable) -> PhaseArrays:
-        return cls(table.time_s, table.compute_s, table.memory_s, table.network_s)
+        return cls(
+            *(
+                np.asarray(c)
+                for c in (table.time_s, table.compute_s, table.memory_s, table.network_s)
+            )
+        )
 
 
 ENGINE_OF_SOURCE = {"mlenergy-v2": "vllm-v0", "mlenergy-v3": "vllm-v1", "splitwise": "vllm-v1"}
@@ -76,9 +82,18 @@ def _precision(weights: str) -> Precision:
 
 
 def _row(
-    source: str, model_id: str, gpu_id: str, parallelism: Parallelism, precision: Precision,
-    workload: Workload, models: ModelCatalog, gpus: GpuCatalog, coeffs: CostModelCoefficients,
-    tpot: float, prefill: float | None, energy: float | None,
+    source: str,
+    model_id: str,
+    gpu_id: str,
+    parallelism: Parallelism,
+    precision: Precision,
+    workload: Workload,
+    models: ModelCatalog,
+    gpus: GpuCatalog,
+    coeffs: CostModelCoefficients,
+    tpot: float,
+    prefill: float | None,
+    energy: float | None,
 ) -> EndToEndRow:
     record = models.get(model_id)
     arch = record.require_architecture()
@@ -87,27 +102,42 @@ def _row(
     estimate = estimate_request(arch, workload, deployment, coeffs, check_memory=False)
     fits = estimate.memory.required_bytes_per_gpu <= estimate.memory.capacity_bytes_per_gpu
     return EndToEndRow(
-        source=source, engine=ENGINE_OF_SOURCE[source], model_id=record.id, family=record.family, gpu_id=gpu.id,
-        batch_size=workload.batch_size, decode_steps=workload.output_tokens - 1,
-        gpu_count=parallelism.gpu_count, group_gpus=parallelism.gpus_per_stage,
-        idle_w=gpu.idle_w, dynamic_w=gpu.tdp_w - gpu.idle_w,
-        prefill=PhaseArrays.of(estimate.prefill.table), decode=PhaseArrays.of(estimate.decode.table),
-        measured_tpot_s=tpot, measured_prefill_s=prefill, measured_per_sequence_j=energy,
+        source=source,
+        engine=ENGINE_OF_SOURCE[source],
+        model_id=record.id,
+        family=record.family,
+        gpu_id=gpu.id,
+        batch_size=workload.batch_size,
+        decode_steps=workload.output_tokens - 1,
+        gpu_count=parallelism.gpu_count,
+        group_gpus=parallelism.gpus_per_stage,
+        idle_w=gpu.idle_w,
+        dynamic_w=gpu.tdp_w - gpu.idle_w,
+        prefill=PhaseArrays.of(estimate.prefill.table),
+        decode=PhaseArrays.of(estimate.decode.table),
+        measured_tpot_s=tpot,
+        measured_prefill_s=prefill,
+        measured_per_sequence_j=energy,
         fits_memory=fits,
     )
 
 
 def without_overheads(coeffs: CostModelCoefficients) -> CostModelCoefficients:
     roofline = replace(
-        coeffs.roofline, prefill_overhead_s=0.0, decode_step_overhead_s=0.0,
+        coeffs.roofline,
+        prefill_overhead_s=0.0,
+        decode_step_overhead_s=0.0,
         decode_overhead_per_sequence_s=0.0,
     )
     return replace(coeffs, roofline=roofline)
 
 
 def end_to_end_rows(
-    energy: list[EnergyMeasurement], phases: list[PhaseTimeMeasurement],
-    models: ModelCatalog, gpus: GpuCatalog, coeffs: CostModelCoefficients,
+    energy: list[EnergyMeasurement],
+    phases: list[PhaseTimeMeasurement],
+    models: ModelCatalog,
+    gpus: GpuCatalog,
+    coeffs: CostModelCoefficients,
 ) -> tuple[list[EndToEndRow], list[str]]:
     """Rows that the cost model can represent, and why the others were left out."""
     zero = without_overheads(coeffs)
@@ -122,22 +152,48 @@ def end_to_end_rows(
             par = Parallelism(tensor=m.gpu_count // m.expert_parallel, expert=m.expert_parallel)
         work = Workload(m.batch_size, m.prompt_tokens, m.output_tokens)
         try:
-            rows.append(_row(
-                m.source, m.model_id, m.gpu_id, par, _precision(m.weights_precision), work,
-                models, gpus, zero, m.time_per_output_token_s, None, m.per_sequence_gpu_j,
-            ))
+            rows.append(
+                _row(
+                    m.source,
+                    m.model_id,
+                    m.gpu_id,
+                    par,
+                    _precision(m.weights_precision),
+                    work,
+                    models,
+                    gpus,
+                    zero,
+                    m.time_per_output_token_s,
+                    None,
+                    m.per_sequence_gpu_j,
+                )
+            )
         except (CostModelError, LookupError) as error:
             skipped.append(f"{m.row_ref}: {error}")
     for p in phases:
         if p.power_capped:
             continue  # derived from the uncapped rows, not measured
         work = Workload(p.batch_size, p.prompt_tokens, p.output_tokens)
+        if p.prefill_s < _peak_prefill_s(p, models, gpus):
+            skipped.append(f"{p.row_refs[0]}: prefill faster than the GPUs' dense peak allows")
+            continue
         try:
-            rows.append(_row(
-                "splitwise", p.model_id, p.gpu_id, Parallelism(tensor=p.tensor_parallel),
-                Precision(DType.FP16, DType.FP16, DType.FP16), work, models, gpus, zero,
-                p.decode_step_s, p.prefill_s, None,
-            ))
+            rows.append(
+                _row(
+                    "splitwise",
+                    p.model_id,
+                    p.gpu_id,
+                    Parallelism(tensor=p.tensor_parallel),
+                    Precision(DType.FP16, DType.FP16, DType.FP16),
+                    work,
+                    models,
+                    gpus,
+                    zero,
+                    p.decode_step_s,
+                    p.prefill_s,
+                    None,
+                )
+            )
         except CostModelError as error:
             skipped.append(f"{p.row_refs[0]}: {error}")
     return rows, skipped
@@ -148,11 +204,21 @@ def step_overhead_s(r: EndToEndRow, overheads: Overheads) -> float:
     return overheads[1] + overheads[2] * r.batch_size
 
 
+def _peak_prefill_s(p: PhaseTimeMeasurement, models: ModelCatalog, gpus: GpuCatalog) -> float:
+    """Prefill time [s] at the GPUs' full dense fp16 peak: no measurement can be faster."""
+    arch = models.get(p.model_id).require_architecture()
+    active = active_parameter_count(arch) - arch.vocab_size * arch.hidden_size  # no lookup FLOPs
+    flops = 2.0 * active * p.batch_size * p.prompt_tokens
+    return flops / (gpus.get(p.gpu_id).spec.gemm_peak_flops_per_s("fp16") * p.tensor_parallel)
+
+
 def predicted_tpot_s(rows: list[EndToEndRow], overheads: Overheads) -> FloatArray:
-    return np.array([
-        r.decode.time_s.sum() / max(r.decode_steps, 1) + step_overhead_s(r, overheads)
-        for r in rows
-    ])
+    return np.array(
+        [
+            r.decode.time_s.sum() / max(r.decode_steps, 1) + step_overhead_s(r, overheads)
+            for r in rows
+        ]
+    )
 
 
 def predicted_prefill_s(rows: list[EndToEndRow], overheads: Overheads) -> FloatArray:
@@ -164,8 +230,13 @@ def _phase_energy_j(
 ) -> float:
     share = power[0] * phase.compute_s + power[1] * phase.memory_s + power[2] * phase.network_s
     kernel_s = float(phase.time_s.sum())
-    active = r.group_gpus * (r.idle_w * kernel_s + r.dynamic_w * np.minimum(share, phase.time_s).sum())
-    waiting = r.idle_w * ((r.gpu_count - r.group_gpus) * kernel_s + r.gpu_count * overhead_s)
+    active = r.group_gpus * (
+        r.idle_w * kernel_s + r.dynamic_w * np.minimum(share, phase.time_s).sum()
+    )
+    overhead_w = r.idle_w + r.dynamic_w * power[3]
+    waiting = (
+        r.idle_w * (r.gpu_count - r.group_gpus) * kernel_s + overhead_w * r.gpu_count * overhead_s
+    )
     return float(active + waiting)
 
 
@@ -173,12 +244,18 @@ def predicted_per_sequence_j(
     rows: list[EndToEndRow], overheads: Overheads, power: FloatArray
 ) -> FloatArray:
     """Per-sequence GPU energy [J] of each row for host overheads and power coefficients."""
-    return np.array([
-        (_phase_energy_j(r, r.prefill, overheads[0], power)
-         + _phase_energy_j(r, r.decode, r.decode_steps * step_overhead_s(r, overheads), power))
-        / r.batch_size
-        for r in rows
-    ])
+    return np.array(
+        [
+            (
+                _phase_energy_j(r, r.prefill, overheads[0], power)
+                + _phase_energy_j(
+                    r, r.decode, r.decode_steps * step_overhead_s(r, overheads), power
+                )
+            )
+            / r.batch_size
+            for r in rows
+        ]
+    )
 
 
 def fit_overheads(rows: list[EndToEndRow]) -> Overheads:
@@ -188,25 +265,34 @@ def fit_overheads(rows: list[EndToEndRow]) -> Overheads:
     prefill = np.array([r.measured_prefill_s or 0.0 for r in timed])
 
     def residuals(params: FloatArray) -> FloatArray:
-        return np.concatenate([
-            np.log(predicted_tpot_s(rows, (params[0], params[1], params[2])) / tpot),
-            np.log(predicted_prefill_s(timed, (params[0], params[1], params[2])) / prefill),
-        ])
+        return np.concatenate(
+            [
+                np.log(predicted_tpot_s(rows, (params[0], params[1], params[2])) / tpot),
+                np.log(predicted_prefill_s(timed, (params[0], params[1], params[2])) / prefill),
+            ]
+        )
 
     fit = least_squares(
-        residuals, np.array([1e-3, 1e-3, 1e-6]), bounds=([0.0, 0.0, 0.0], [0.5, 0.05, 1e-3]),
-        loss="soft_l1", f_scale=0.1, x_scale=np.array([1e-3, 1e-3, 1e-6]),
+        residuals,
+        np.array([1e-3, 1e-3, 1e-6]),
+        bounds=([0.0, 0.0, 0.0], [0.5, 0.05, 1e-3]),
+        loss="soft_l1",
+        f_scale=0.1,
+        x_scale=np.array([1e-3, 1e-3, 1e-6]),
     )
     return float(fit.x[0]), float(fit.x[1]), float(fit.x[2])
 
 
 def fit_power(rows: list[EndToEndRow], overheads: Overheads) -> FloatArray:
-    """(compute, memory, network) dynamic-power fractions in [0, 1.5] from per-request energy."""
+    """(compute, memory, network, host overhead) dynamic-power fractions in [0, 1.5] from
+    per-request energy."""
     measured = [r for r in rows if r.measured_per_sequence_j is not None]
     energy = np.array([r.measured_per_sequence_j for r in measured], dtype=np.float64)
     fit = least_squares(
         lambda p: np.log(predicted_per_sequence_j(measured, overheads, p) / energy),
-        np.array([0.6, 0.4, 0.2]), bounds=([0.0, 0.0, 0.0], [1.5, 1.5, 1.5]),
-        loss="soft_l1", f_scale=0.1,
+        np.array([0.6, 0.4, 0.2, 0.2]),
+        bounds=([0.0] * 4, [1.5, 1.5, 1.5, 1.0]),
+        loss="soft_l1",
+        f_scale=0.1,
     )
     return np.asarray(fit.x, dtype=np.float64)

@@ -12,15 +12,21 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from service.catalog import load_gpu_catalog, load_model_catalog
 from service.catalog.coefficients import COEFFICIENTS_PATH, coefficients_from_document
-from service.fitting.cross_validation import HeldOut, cross_validate, fit_all
+from service.fitting.cross_validation import (
+    FittedModel,
+    HeldOut,
+    cross_validate,
+    fit_all,
+    with_roofline_values,
+)
 from service.fitting.datasets import (
     DEFAULT_DATA_DIR,
     data_source_digests,
@@ -29,7 +35,7 @@ from service.fitting.datasets import (
     load_vidur_collectives,
     load_vidur_kernels,
 )
-from service.fitting.end_to_end import end_to_end_rows
+from service.fitting.end_to_end import EndToEndRow, end_to_end_rows
 from service.fitting.kernel_fit import fit_collectives, fit_kernel_efficiencies, kernel_samples
 from service.fitting.metrics import accuracy
 from service.fitting.report import write_report
@@ -58,19 +64,35 @@ def main(argv: list[str] | None = None) -> int:
     network, net_pred, net_meas = fit_collectives(
         load_vidur_collectives(args.data), gpus, kernel["kernel_launch_s"]
     )
-    coeffs = replace(base, roofline=replace(base.roofline, **kernel, **network))
+    coeffs = with_roofline_values(base, {**kernel, **network})
     rows, skipped = end_to_end_rows(energy, phases, models, gpus, coeffs)
     final = fit_all(samples, network, rows)
 
     families = sorted({r.family for r in rows} | set(samples.family))
     by_family = cross_validate(
-        families, samples.family, lambda r: r.family, samples, network, base,
-        (energy, phases), models, gpus, "leave-one-family-out",
+        families,
+        samples.family,
+        lambda r: r.family,
+        samples,
+        network,
+        base,
+        (energy, phases),
+        models,
+        gpus,
+        "leave-one-family-out",
     )
     gpu_ids = sorted({r.gpu_id.split("-")[0] for r in rows})
     by_gpu = cross_validate(
-        gpu_ids, [g.split("-")[0] for g in samples.gpu_id], lambda r: r.gpu_id.split("-")[0],
-        samples, network, base, (energy, phases), models, gpus, "leave-one-GPU-out",
+        gpu_ids,
+        [g.split("-")[0] for g in samples.gpu_id],
+        lambda r: r.gpu_id.split("-")[0],
+        samples,
+        network,
+        base,
+        (energy, phases),
+        models,
+        gpus,
+        "leave-one-GPU-out",
     )
     interval = _energy_interval(by_family)
     document = _coefficients_document(args, final, interval, by_family, rows, skipped)
@@ -97,20 +119,24 @@ def _energy_interval(held: HeldOut) -> dict[str, float]:
 
 
 def _coefficients_document(
-    args: argparse.Namespace, final: object, interval: dict[str, float], held: HeldOut,
-    rows: list[object], skipped: list[str],
-) -> dict[str, object]:
-    from service.fitting.cross_validation import FittedModel  # noqa: PLC0415
-
-    assert isinstance(final, FittedModel)
+    args: argparse.Namespace,
+    final: FittedModel,
+    interval: dict[str, float],
+    held: HeldOut,
+    rows: list[EndToEndRow],
+    skipped: list[str],
+) -> dict[str, Any]:
     prefill, step, per_sequence = final.overheads["vllm-v1"]
     metrics = {}
     for quantity in sorted(held.pairs):
         predicted, measured, _ = held.arrays(quantity)
         a = accuracy(predicted, measured)
-        metrics[quantity] = {"count": a.count, "mape_pct": round(a.mape_pct, 2),
-                             "within_10_pct": round(a.within_10_pct, 1),
-                             "within_30_pct": round(a.within_30_pct, 1)}
+        metrics[quantity] = {
+            "count": a.count,
+            "mape_pct": round(a.mape_pct, 2),
+            "within_10_pct": round(a.within_10_pct, 1),
+            "within_30_pct": round(a.within_30_pct, 1),
+        }
     return {
         "catalog": "cost_model_coefficients",
         "version": f"roofline {args.version}",
@@ -126,16 +152,26 @@ def _coefficients_document(
             "held_out_family_metrics": metrics,
         },
         "roofline": {
-            **final.kernel, **final.network,
-            "prefill_overhead_s": prefill, "decode_step_overhead_s": step,
-            "decode_overhead_per_sequence_s": per_sequence, "gemm_tile_m": 64,
+            **final.kernel,
+            **final.network,
+            "prefill_overhead_s": prefill,
+            "decode_step_overhead_s": step,
+            "decode_overhead_per_sequence_s": per_sequence,
+            "gemm_tile_m": 64,
         },
         "engines": {
-            engine: {"prefill_overhead_s": o[0], "decode_step_overhead_s": o[1],
-                     "decode_overhead_per_sequence_s": o[2]}
+            engine: {
+                "prefill_overhead_s": o[0],
+                "decode_step_overhead_s": o[1],
+                "decode_overhead_per_sequence_s": o[2],
+            }
             for engine, o in final.overheads.items()
         },
-        "power": dict(zip(("compute", "memory", "network"), final.power.tolist(), strict=True)),
+        "power": dict(
+            zip(
+                ("compute", "memory", "network", "host_overhead"), final.power.tolist(), strict=True
+            )
+        ),
         "energy_interval": interval,
     }
 

@@ -47,15 +47,22 @@ class KernelSamples:
     def subset(self, mask: npt.NDArray[np.bool_]) -> KernelSamples:
         pick = np.flatnonzero(mask)
         return KernelSamples(
-            self.tensor_s[pick], self.cuda_core_s[pick], self.special_function_s[pick],
-            self.memory_s[pick], self.streaming[pick], self.measured_s[pick],
-            [self.family[i] for i in pick], [self.gpu_id[i] for i in pick],
+            self.tensor_s[pick],
+            self.cuda_core_s[pick],
+            self.special_function_s[pick],
+            self.memory_s[pick],
+            self.streaming[pick],
+            self.measured_s[pick],
+            [self.family[i] for i in pick],
+            [self.gpu_id[i] for i in pick],
             [self.kernel[i] for i in pick],
         )
 
 
 def kernel_samples(
-    records: list[KernelTimeMeasurement], models: ModelCatalog, gpus: GpuCatalog,
+    records: list[KernelTimeMeasurement],
+    models: ModelCatalog,
+    gpus: GpuCatalog,
     per_group: int = 24,
 ) -> KernelSamples:
     """Ideal unit times of a subsample of `records` (at most `per_group` token counts, spread
@@ -91,8 +98,15 @@ def kernel_samples(
             gpu_ids.append(gpu_id)
             kernels.append(kernel)
     return KernelSamples(
-        *(np.array(cols[k]) for k in ("tensor", "cuda", "sfu", "memory")),
-        np.array(cols["streaming"]) > 0.5, np.array(cols["measured"]), family, gpu_ids, kernels,
+        np.array(cols["tensor"]),
+        np.array(cols["cuda"]),
+        np.array(cols["sfu"]),
+        np.array(cols["memory"]),
+        np.array(cols["streaming"]) > 0.5,
+        np.array(cols["measured"]),
+        family,
+        gpu_ids,
+        kernels,
     )
 
 
@@ -101,11 +115,15 @@ def predict_kernel_s(samples: KernelSamples, params: FloatArray) -> FloatArray:
     memory) and launch cost `params`."""
     e_t, e_c, e_s, e_m, e_e, launch = params
     memory = samples.memory_s / np.where(samples.streaming, e_m, e_e)
-    unit = np.stack([
-        samples.tensor_s / e_t, samples.cuda_core_s / e_c,
-        samples.special_function_s / e_s, memory,
-    ])
-    return unit.max(axis=0) + launch
+    unit = np.stack(
+        [
+            samples.tensor_s / e_t,
+            samples.cuda_core_s / e_c,
+            samples.special_function_s / e_s,
+            memory,
+        ]
+    )
+    return np.asarray(unit.max(axis=0) + launch, dtype=np.float64)
 
 
 def fit_kernel_efficiencies(samples: KernelSamples) -> dict[str, float]:
@@ -116,14 +134,24 @@ def fit_kernel_efficiencies(samples: KernelSamples) -> dict[str, float]:
 
     start = np.array([0.7, 0.5, 0.5, 0.8, 0.5, 5e-6])
     bounds = (np.array([0.05, 0.02, 0.02, 0.05, 0.05, 0.0]), np.array([1, 1, 1, 1, 1, 5e-5]))
-    fit = least_squares(residuals, start, bounds=bounds, loss="soft_l1", f_scale=0.1,
-                        x_scale=np.array([0.1, 0.1, 0.1, 0.1, 0.1, 1e-6]))
+    fit = least_squares(
+        residuals,
+        start,
+        bounds=bounds,
+        loss="soft_l1",
+        f_scale=0.1,
+        x_scale=np.array([0.1, 0.1, 0.1, 0.1, 0.1, 1e-6]),
+    )
     return dict(zip(KERNEL_PARAMETERS, (float(v) for v in fit.x), strict=True))
 
 
 KERNEL_PARAMETERS = (
-    "tensor_efficiency", "cuda_core_efficiency", "special_function_efficiency",
-    "memory_efficiency", "elementwise_memory_efficiency", "kernel_launch_s",
+    "tensor_efficiency",
+    "cuda_core_efficiency",
+    "special_function_efficiency",
+    "memory_efficiency",
+    "elementwise_memory_efficiency",
+    "kernel_launch_s",
 )
 
 
@@ -135,9 +163,12 @@ def fit_collectives(
     Returns the fitted values and (predicted, measured) seconds for the report.
     """
     rows = [
-        r for r in records
-        if r.collective == "all_reduce" and r.devices_per_node == r.num_workers
-        and r.num_workers > 1 and r.topology.endswith("_dgx")
+        r
+        for r in records
+        if r.collective == "all_reduce"
+        and r.devices_per_node == r.num_workers
+        and r.num_workers > 1
+        and r.topology.endswith("_dgx")
     ]
     n = np.array([r.num_workers for r in rows], dtype=np.float64)
     link = np.array([gpus.get(r.gpu_id).spec.interconnect_bandwidth_bytes_per_s for r in rows])
@@ -147,11 +178,14 @@ def fit_collectives(
 
     def predict(params: FloatArray) -> FloatArray:
         efficiency, latency = params
-        return ideal_s / efficiency + steps * latency + launch_s
+        return np.asarray(ideal_s / efficiency + steps * latency + launch_s, dtype=np.float64)
 
     fit = least_squares(
-        lambda p: np.log(predict(p) / measured), np.array([0.7, 5e-6]),
-        bounds=([0.05, 0.0], [1.0, 1e-4]), loss="soft_l1", f_scale=0.1,
+        lambda p: np.log(predict(p) / measured),
+        np.array([0.7, 5e-6]),
+        bounds=([0.05, 0.0], [1.0, 1e-4]),
+        loss="soft_l1",
+        f_scale=0.1,
         x_scale=np.array([0.1, 1e-6]),
     )
     values = {"network_efficiency": float(fit.x[0]), "collective_step_latency_s": float(fit.x[1])}

@@ -12,7 +12,10 @@ from service.fitting.cross_validation import HeldOut
 from service.fitting.metrics import accuracy
 
 FloatArray = npt.NDArray[np.float64]
-_HEADER = "| quantity | rows | MAPE % | within 10 % | within 30 % | median pred/meas |\n|---|---|---|---|---|---|"
+_HEADER = (
+    "| quantity | rows | MAPE % | within 10 % | within 30 % | median pred/meas |\n"
+    "|---|---|---|---|---|---|"
+)
 _TITLES = {
     "kernel:vidur": "per-kernel time (Vidur, A100/H100)",
     "tpot:mlenergy-v3": "decode time per token (ML.ENERGY v3 median ITL, vLLM 0.11)",
@@ -29,28 +32,38 @@ def _table(held: HeldOut) -> str:
     for quantity in _TITLES:
         if quantity in held.pairs:
             predicted, measured, _ = held.arrays(quantity)
-            lines.append(f"| {_TITLES[quantity]} | " + " | ".join(accuracy(predicted, measured).as_row()) + " |")
+            lines.append(
+                f"| {_TITLES[quantity]} | "
+                + " | ".join(accuracy(predicted, measured).as_row())
+                + " |"
+            )
     return "\n".join(lines)
 
 
 def _by_group(held: HeldOut, quantity: str) -> str:
     predicted, measured, labels = held.arrays(quantity)
-    lines = ["| held-out group | rows | MAPE % | within 10 % | within 30 % | median pred/meas |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        "| held-out group | rows | MAPE % | within 10 % | within 30 % | median pred/meas |",
+        "|---|---|---|---|---|---|",
+    ]
     for group in sorted(set(labels)):
         mask = np.array([label == group for label in labels])
-        lines.append(f"| {group} | " + " | ".join(accuracy(predicted[mask], measured[mask]).as_row()) + " |")
+        lines.append(
+            f"| {group} | " + " | ".join(accuracy(predicted[mask], measured[mask]).as_row()) + " |"
+        )
     return "\n".join(lines)
 
 
 def _plot(path: Path, held: HeldOut) -> None:
-    import matplotlib  # noqa: PLC0415
+    import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # noqa: PLC0415
+    import matplotlib.pyplot as plt
 
     quantities = [q for q in _TITLES if q in held.pairs]
-    fig, axes = plt.subplots(2, (len(quantities) + 1) // 2, figsize=(4.2 * ((len(quantities) + 1) // 2), 8))
+    fig, axes = plt.subplots(
+        2, (len(quantities) + 1) // 2, figsize=(4.2 * ((len(quantities) + 1) // 2), 8)
+    )
     for ax, quantity in zip(axes.flat, quantities, strict=False):
         predicted, measured, _ = held.arrays(quantity)
         ax.loglog(measured, predicted, ".", alpha=0.4, markersize=3)
@@ -61,7 +74,7 @@ def _plot(path: Path, held: HeldOut) -> None:
         ax.set_title(_TITLES[quantity], fontsize=8)
         ax.set_xlabel("measured")
         ax.set_ylabel("predicted (held-out family)")
-    for ax in list(axes.flat)[len(quantities):]:
+    for ax in list(axes.flat)[len(quantities) :]:
         ax.axis("off")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -69,8 +82,12 @@ def _plot(path: Path, held: HeldOut) -> None:
 
 
 def write_report(
-    path: Path, document: dict[str, Any], by_family: HeldOut, by_gpu: HeldOut,
-    network: tuple[FloatArray, FloatArray], skipped: list[str],
+    path: Path,
+    document: dict[str, Any],
+    by_family: HeldOut,
+    by_gpu: HeldOut,
+    network: tuple[FloatArray, FloatArray],
+    skipped: list[str],
 ) -> None:
     """Write the Markdown report at `path` and its plot beside it."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -78,7 +95,8 @@ def write_report(
     _plot(plot, by_family)
     net = accuracy(*network)
     roofline, power = document["roofline"], document["power"]
-    text = f"""# Analytical cost model: validation
+    text = (
+        f"""# Analytical cost model: validation
 
 Made by `{document["provenance"]["command"]}` at {document["provenance"]["fitted_at"]}
 (coefficients `{document["version"]}`). Every number below is predicted for rows whose whole
@@ -101,11 +119,11 @@ Goal of the issue: at most 25 % MAPE on latency and 30 % on energy for held-out 
 
 ### Energy per request by held-out family (ML.ENERGY v3)
 
-{_by_group(by_family, "energy:mlenergy-v3") if "energy:mlenergy-v3" in by_family.pairs else "(none)"}
+{_by_group(by_family, "energy:mlenergy-v3")}
 
 ### Energy per request by held-out family (ML.ENERGY v2)
 
-{_by_group(by_family, "energy:mlenergy-v2") if "energy:mlenergy-v2" in by_family.pairs else "(none)"}
+{_by_group(by_family, "energy:mlenergy-v2")}
 
 ## Held-out GPU types
 
@@ -115,17 +133,21 @@ Goal of the issue: at most 25 % MAPE on latency and 30 % on energy for held-out 
 
 | coefficient | value |
 |---|---|
-""" + "\n".join(f"| {k} | {v:.4g} |" for k, v in {**roofline, **power}.items()) + f"""
+"""
+        + "\n".join(f"| {k} | {v:.4g} |" for k, v in {**roofline, **power}.items())
+        + """
 
 Host overheads per serving engine:
 
 | engine | prefill s | per decode step s | per decode step per sequence s |
 |---|---|---|---|
-""" + "\n".join(
-        f"| {e} | {o['prefill_overhead_s']:.4g} | {o['decode_step_overhead_s']:.4g} | "
-        f"{o['decode_overhead_per_sequence_s']:.4g} |"
-        for e, o in document["engines"].items()
-    ) + f"""
+"""
+        + "\n".join(
+            f"| {e} | {o['prefill_overhead_s']:.4g} | {o['decode_step_overhead_s']:.4g} | "
+            f"{o['decode_overhead_per_sequence_s']:.4g} |"
+            for e, o in document["engines"].items()
+        )
+        + f"""
 
 All-reduce model on Vidur intra-node NVLink measurements (fitted on all of them):
 {net.count} rows, MAPE {net.mape_pct:.1f} %, within 30 %: {net.within_30_pct:.0f} %.
@@ -136,4 +158,5 @@ Energy interval: `gpu_j_low`/`gpu_j_high` are the estimate times the
 families: {document["energy_interval"]["low_ratio"]:.3f} and
 {document["energy_interval"]["high_ratio"]:.3f}.
 """
+    )
     path.write_text(text, encoding="utf-8")
