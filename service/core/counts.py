@@ -183,6 +183,8 @@ def attention_work_of(
 ) -> Work:
     qk, softmax, sv = _attention_parts(s, p, p.spans[node.operand])
     fused = qk.plus(softmax).plus(sv)
+    if s.v_cache_width == 0:  # MLA: the fused kernel reads the latent once, for keys and values
+        fused = fused.minus(Work(kv_cache_read_bytes=sv.kv_cache_read_bytes))
     score_bytes = softmax.activation_read_bytes  # scores stay on chip in a fused kernel
     return fused.minus(
         Work(activation_read_bytes=2 * score_bytes, activation_write_bytes=2 * score_bytes)

@@ -89,17 +89,7 @@ def sum_max_affine(lines: list[tuple[float, float]], first: int, last: int) -> f
     """
     if last < first:
         return 0.0
-    # A line below another at both ends of the range never sets the maximum.
-    lines = [
-        (a, b)
-        for i, (a, b) in enumerate(lines)
-        if not any(
-            (a2 + b2 * first >= a + b * first and a2 + b2 * last >= a + b * last)
-            and (j < i or (a2, b2) != (a, b))
-            for j, (a2, b2) in enumerate(lines)
-            if j != i
-        )
-    ]
+    lines = _upper_candidates(lines, first, last)
     if len(lines) == 1:
         return sum_affine(lines[0][0], lines[0][1], first, last)
     cuts = {float(first), float(last + 1)}
@@ -120,6 +110,31 @@ def sum_max_affine(lines: list[tuple[float, float]], first: int, last: int) -> f
         count = hi - lo + 1
         total += a * count + b * (lo + hi) * count / 2.0
     return total
+
+
+def _upper_candidates(
+    lines: list[tuple[float, float]], first: int, last: int
+) -> list[tuple[float, float]]:
+    """Lines that can set the maximum on [first, last]: a line no higher than another at both
+    ends never does (of identical or tying lines, the first is kept)."""
+
+    def ends(line: tuple[float, float]) -> tuple[float, float]:
+        return line[0] + line[1] * first, line[0] + line[1] * last
+
+    kept = []
+    for i, line in enumerate(lines):
+        lo, hi = ends(line)
+        dominated = False
+        for j, other in enumerate(lines):
+            if j == i:
+                continue
+            other_lo, other_hi = ends(other)
+            if other_lo >= lo and other_hi >= hi and (other_lo > lo or other_hi > hi or j < i):
+                dominated = True
+                break
+        if not dominated:
+            kept.append(line)
+    return kept
 
 
 def sum_affine(a: float, b: float, first: int, last: int) -> float:

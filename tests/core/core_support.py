@@ -26,7 +26,7 @@ from service.core.results import KernelCost, PhaseCost, RequestEstimate
 from service.core.workload import Deployment, Parallelism, Precision, Workload
 
 # compute + memory + network < 1, so the TDP cap on dynamic power never binds.
-POWER = PowerCoefficients(compute=0.5, memory=0.3, network=0.1)
+POWER = PowerCoefficients(compute=0.5, memory=0.3, network=0.1, host_overhead=0.0)
 INTERVAL = EnergyInterval(low_ratio=0.7, high_ratio=1.3, lower_quantile=0.1, upper_quantile=0.9)
 IDEAL = CostModelCoefficients(
     version="test", roofline=IDEAL_ROOFLINE, power=POWER, energy_interval=INTERVAL
@@ -91,14 +91,22 @@ def estimate(
     output: int,
     dep: Deployment,
     coefficients: CostModelCoefficients = IDEAL,
+    *,
+    check_memory: bool = True,
 ) -> RequestEstimate:
-    return estimate_request(arch, Workload(batch, prompt, output), dep, coefficients)
+    workload = Workload(batch, prompt, output)
+    return estimate_request(arch, workload, dep, coefficients, check_memory=check_memory)
 
 
 def row(phase: PhaseCost, name: str) -> KernelCost:
     """The breakdown row of kernel `name`."""
     (found,) = [k for k in phase.kernels if k.name == name]
     return found
+
+
+def node_index(phase: PhaseCost, name: str) -> int:
+    """Row of kernel `name` in the phase's table."""
+    return [node.name for node in phase.table.nodes].index(name)
 
 
 def column_sum(phase: PhaseCost, field: str, names: set[str] | None = None) -> float:

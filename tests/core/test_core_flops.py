@@ -6,14 +6,14 @@ import pytest
 from core_support import A100_1_5TB, catalog_arch, column_sum, deployment, estimate
 from numpy.testing import assert_allclose
 
-from service.core.architecture import ModelArchitecture
+from service.core.architecture import ModelArchitecture, PositionKind
 
 H, B, S, L = 4096, 2, 1024, 4
 LAYER_GEMMS = {"qkv_proj", "o_proj", "up_proj", "down_proj"}
 UNFUSED_ATTENTION = {"attention_scores", "attention_context"}
 
 
-def plain_mha(position: str) -> ModelArchitecture:
+def plain_mha(position: PositionKind) -> ModelArchitecture:
     """GPT-style layer: 32 heads of 128 (= H), no GQA, plain 4H GELU MLP."""
     return ModelArchitecture(
         hidden_size=H,
@@ -26,16 +26,16 @@ def plain_mha(position: str) -> ModelArchitecture:
         mlp="plain",
         activation="gelu",
         norm="layernorm",
-        position=position,  # type: ignore[arg-type]
+        position=position,
     )
 
 
 @pytest.mark.parametrize("position", ["rope", "learned"])
-def test_prefill_layer_flops_unfused_attention(position: str) -> None:
+def test_prefill_layer_flops_unfused_attention(position: PositionKind) -> None:
     prefill = estimate(plain_mha(position), B, S, 1, deployment(A100_1_5TB, flash=False)).prefill
     per_layer = column_sum(prefill, "tensor_flops", LAYER_GEMMS | UNFUSED_ATTENTION) / L
     # GEMMs: 2BS(3H² + H² + 4H² + 4H²) = 24·B·S·H² = 24·2048·4096² = 824,633,720,832
-    # QKᵀ and PV over the full S×S square: 2·2BS²H = 4·2·1024²·4096 = 34,359,738,368
+    # QKᵀ and PV over the full SxS square: 2·2BS²H = 4·2·1024²·4096 = 34,359,738,368
     assert_allclose(per_layer, 824_633_720_832 + 34_359_738_368, rtol=1e-12)
 
 

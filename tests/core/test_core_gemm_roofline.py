@@ -48,7 +48,7 @@ def test_tile_padding_scales_compute_time_not_bytes() -> None:
     table = o_proj_prefill(64).prefill.table
     i = [node.name for node in table.nodes].index("o_proj")
     assert table.column("tensor_flops")[i] == FLOPS
-    # 16 rows padded to a 64-row tile: 4 × 268,435,456 = 1,073,741,824
+    # 16 rows padded to a 64-row tile: 4 x 268,435,456 = 1,073,741,824
     assert table.column("padded_tensor_flops")[i] == 1_073_741_824
     assert table.memory_bytes[i] == BYTES
     # 1,073,741,824 / 312e12 = 3.4415 µs of tensor time, still under the 11.38 µs of memory
@@ -59,6 +59,13 @@ def test_tile_padding_scales_compute_time_not_bytes() -> None:
 def test_padding_to_a_large_tile_makes_the_gemm_compute_bound() -> None:
     o_proj = row(o_proj_prefill(1024).prefill, "o_proj")
     assert o_proj.tensor_flops == FLOPS  # reported FLOPs stay the useful ones
-    # 16 rows padded to 1024: 64 × 268,435,456 = 17,179,869,184 FLOP / 312e12 = 55.0637 µs
+    # 16 rows padded to 1024: 64 x 268,435,456 = 17,179,869,184 FLOP / 312e12 = 55.0637 µs
     assert o_proj.bound is Bound.COMPUTE
     assert_allclose(o_proj.time_s, 55.063683e-6, rtol=1e-6)
+
+
+def test_energy_of_the_memory_bound_gemm() -> None:
+    o_proj = row(o_proj_prefill(1).prefill, "o_proj")
+    # idle 50 W for 11.3814 µs, plus (400 - 50) W x (0.5 x compute 0.86037 µs + 0.3 x memory
+    # 11.3814 µs = 3.84461 µs): 5.69071e-4 J + 1.345614e-3 J = 1.914685e-3 J
+    assert_allclose(o_proj.gpu_j, 1.914685e-3, rtol=1e-5)

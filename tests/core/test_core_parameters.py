@@ -33,7 +33,7 @@ def test_gpt3_175b() -> None:
 
 def test_tied_embeddings_count_one_table() -> None:
     tied = dataclasses.replace(GPT3_175B, tie_word_embeddings=True)
-    # one table fewer: 175,181,291,520 − 50257·12288 = 174,563,733,504
+    # one table fewer: 175,181,291,520 - 50257·12288 = 174,563,733,504
     assert parameter_count(tied) == 174_563_733_504
 
 
@@ -42,4 +42,3 @@ def test_llama_3_1_405b() -> None:
     # attention 16384·(16384 + 2·1024) + 16384² = 570,425,344; MLP 3·16384·53248 = 2,617,245,696
     # 126·3,187,671,040 = 401,646,551,040; tables 2·128256·16384 = 4,202,692,608
     assert parameter_count(arch) == 405_849_243_648
-
