@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
 from core_support import catalog_arch, catalog_gpu, column_sum, deployment, estimate
 from numpy.testing import assert_allclose
 
