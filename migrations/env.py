@@ -5,7 +5,7 @@ from __future__ import annotations
 from logging.config import fileConfig
 
 from alembic import context
-from sqlalchemy import create_engine, pool
+from sqlalchemy import create_engine, make_url, pool
 
 from service.config import Settings
 from service.db import models  # noqa: F401  (registers the tables on Base.metadata)
@@ -29,7 +29,9 @@ def run_migrations_offline() -> None:
 
 
 def run_migrations_online() -> None:
-    engine = create_engine(database_url(), poolclass=pool.NullPool)
+    url = make_url(database_url())
+    connect_args = {"connect_timeout": 10} if url.get_backend_name() == "postgresql" else {}
+    engine = create_engine(url, poolclass=pool.NullPool, connect_args=connect_args)
     with engine.connect() as connection:
         context.configure(
             connection=connection,

@@ -103,8 +103,10 @@ class KeyStore:
                     self._any_key = ApiKeyRepository(session).count() > 0
                 self._checked_at = now
             except SQLAlchemyError:
-                logger.warning("could not check for API keys; refusing the open dev mode")
-                return False
+                if self._any_key is None:
+                    logger.warning("could not check for API keys; refusing the open dev mode")
+                    return False
+                logger.warning("could not re-check for API keys; keeping the last answer")
         return not self._any_key
 
     def authenticate(self, secret: str) -> Principal | None:

@@ -51,7 +51,10 @@ def quote_page(
     """The next `limit` quotes of `tenant`, oldest first; rows inserted meanwhile come later."""
     after = decode_cursor(cursor) if cursor else None
     rows = QuoteRepository(session).page(
-        tenant, after=after, created_after=created_after, created_before=created_before,
+        tenant,
+        after=after,
+        created_after=created_after,
+        created_before=created_before,
         limit=limit + 1,
     )
     more = len(rows) > limit

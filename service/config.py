@@ -36,6 +36,12 @@ class Settings(BaseSettings):
     api_key_mode_ttl_s: float = Field(
         default=5.0, ge=0, description="How long the 'any key configured?' answer is cached [s]."
     )
+    spool_dir: Path | None = Field(
+        default=None,
+        description="Durable local spool for quotes the database refuses (a persistent volume); "
+        "off by default, when such quotes are answered with quote_id null.",
+    )
+    spool_replay_interval_s: PositiveFloat = 5.0
     # Placeholders for the learned regressor (a later issue): one onnxruntime session per process.
     onnx_model_path: Path | None = None
     onnx_intra_op_threads: PositiveInt = 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from service.catalog.coefficients import load_cost_model_coefficients
+from service.catalog.coefficients import DEFAULT_ENGINE, load_engine_coefficients
 from service.catalog.gpus import GpuCatalog, load_gpu_catalog
 from service.catalog.models import ModelCatalog, load_model_catalog
 from service.catalog.regions import RegionCatalog, load_region_catalog
@@ -45,12 +45,15 @@ class Estimator:
         gpus: GpuCatalog,
         models: ModelCatalog,
         regions: RegionCatalog,
-        coefficients: CostModelCoefficients,
+        coefficients: CostModelCoefficients | dict[str, CostModelCoefficients],
     ) -> None:
         self.gpus = gpus
         self.models = models
         self.regions = regions
-        self.coefficients = coefficients
+        if not isinstance(coefficients, dict):
+            coefficients = {DEFAULT_ENGINE: coefficients}
+        self.engine_coefficients = coefficients
+        self.coefficients = coefficients[DEFAULT_ENGINE]
 
     @classmethod
     def from_catalogues(cls) -> Estimator:
@@ -59,7 +62,7 @@ class Estimator:
             load_gpu_catalog(),
             load_model_catalog(),
             load_region_catalog(),
-            load_cost_model_coefficients(),
+            load_engine_coefficients(),
         )
 
     @property
@@ -72,8 +75,9 @@ class Estimator:
         """Price `request`; raises InvalidRequest (or UnknownName) naming the input at fault."""
         try:
             resolved = resolve_request(request, self.gpus, self.models, self.regions)
+            coefficients = self.engine_coefficients.get(resolved.engine, self.coefficients)
             result = estimate_request(
-                resolved.architecture, resolved.workload, resolved.deployment, self.coefficients
+                resolved.architecture, resolved.workload, resolved.deployment, coefficients
             )
         except CostModelError as error:
             raise _invalid_request(error, custom=request.architecture is not None) from None

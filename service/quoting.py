@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from service.auth import Principal
 from service.db.models import Quote
-from service.db.quote_store import DuplicateIdempotencyKey, QuoteStore, StoreFailed
+from service.db.quote_store import DuplicateIdempotencyKey, QuoteStore, Saved, StoreFailed
 from service.errors import IdempotencyMismatch, ServiceError
 from service.estimator import Estimator
 from service.idempotency import InFlightGuard, fingerprint
@@ -20,6 +20,15 @@ NOT_STORED_WARNING = (
     "the quote could not be stored (database unavailable): quote_id is null; "
     "the estimate itself is complete"
 )
+
+SPOOLED_WARNING = (
+    "the database is unavailable: the quote was spooled durably and will appear in "
+    "GET /v1/quotes once replayed"
+)
+
+
+def _warn(response: EstimateResponse, warning: str) -> EstimateResponse:
+    return response.model_copy(update={"warnings": [*response.warnings, warning]})
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,10 +75,7 @@ class QuoteService:
             try:
                 return self._store([priced], principal.tenant, idempotency_key)[0]
             except DuplicateIdempotencyKey:
-                stored = self.store.by_idempotency_key(principal.tenant, idempotency_key)
-                if stored is None:
-                    raise
-                return _replay(stored, request_hash)
+                return self._replay_winner(priced, principal.tenant, idempotency_key)
 
     def quote_batch(
         self,
@@ -109,16 +115,24 @@ class QuoteService:
             for p, response in zip(priced, final, strict=True)
         ]
         try:
-            self.store.save(rows)
+            saved = self.store.save(rows)
         except StoreFailed:
             self.metrics.db_errors.labels(operation="store_quote").inc()
-            return [
-                p.response.model_copy(
-                    update={"warnings": [*p.response.warnings, NOT_STORED_WARNING]}
-                )
-                for p in priced
-            ]
+            return [_warn(p.response, NOT_STORED_WARNING) for p in priced]
+        if saved is Saved.SPOOLED:
+            self.metrics.db_errors.labels(operation="store_quote").inc()
+            return [_warn(response, SPOOLED_WARNING) for response in final]
         return final
+
+    def _replay_winner(self, priced: _Priced, tenant: str, key: str) -> EstimateResponse:
+        """Another request stored this key first: answer with its quote."""
+        try:
+            stored = self.store.by_idempotency_key(tenant, key)
+        except StoreFailed:
+            stored = None
+        if stored is None:
+            return _warn(priced.response, NOT_STORED_WARNING)
+        return _replay(stored, priced.request_hash)
 
 
 def _quote_row(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from service.catalog.coefficients import DEFAULT_ENGINE
 from service.catalog.gpus import GpuCatalog, GpuRecord, UnknownGpu
 from service.catalog.models import ModelCatalog, UnknownModel
 from service.catalog.regions import RegionCatalog, UnknownRegion
@@ -41,6 +42,7 @@ class ResolvedRequest:
     notes: list[str] = field(default_factory=list)
     defaulted: dict[str, Any] = field(default_factory=dict)
     is_custom: bool = False
+    engine: str = DEFAULT_ENGINE
 
 
 def unknown_name(loc: str, error: UnknownGpu | UnknownModel | UnknownRegion) -> UnknownName:
@@ -84,7 +86,7 @@ def resolve_request(
     deployment = Deployment(
         gpu=gpu.spec,
         parallelism=parallelism,
-        precision=_precision(request, published, defaulted),
+        precision=_precision(request, published, gpu, defaulted, notes),
         flash_attention=_flash_attention(request, defaulted),
     )
     workload = Workload(
@@ -92,8 +94,16 @@ def resolve_request(
     )
     carbon = _carbon_inputs(request, regions, defaulted, notes)
     return ResolvedRequest(
-        model_id, architecture, gpu, workload, deployment, carbon, notes, defaulted,
+        model_id,
+        architecture,
+        gpu,
+        workload,
+        deployment,
+        carbon,
+        notes,
+        defaulted,
         is_custom=request.model is None,
+        engine=_engine(request, defaulted),
     )
 
 
@@ -115,9 +125,32 @@ def custom_architecture(spec: ArchitectureIn, defaulted: dict[str, Any]) -> Mode
     return ModelArchitecture(**values)
 
 
-def _precision(request: EstimateRequest, published: DType, defaulted: dict[str, Any]) -> Precision:
+def _precision(
+    request: EstimateRequest,
+    published: DType,
+    gpu: GpuRecord,
+    defaulted: dict[str, Any],
+    notes: list[str],
+) -> Precision:
     given = request.precision.model_dump() if request.precision else {}
-    fallback = {"weights": published, "activations": DType.BF16, "kv_cache": DType.BF16}
+    sixteen_bit = DType.BF16 if "bf16" in gpu.spec.tensor_dense_flops_per_s else DType.FP16
+    weights = published
+    if published in (DType.FP32, DType.BF16, DType.FP16) and published is not sixteen_bit:
+        # Serving engines load 32-bit checkpoints, and bf16 ones on GPUs without bf16, in the
+        # 16-bit format the GPU runs (vLLM's dtype="auto").
+        weights = sixteen_bit
+        if given.get("weights") is None:
+            notes.append(
+                f"weights published in {published.value} are served in {sixteen_bit.value} on "
+                f"{gpu.id}"
+            )
+    # Published FP8 checkpoints run W8A8 on GPUs with fp8 tensor cores, weight-only elsewhere.
+    fp8_native = weights is DType.FP8 and "fp8" in gpu.spec.tensor_dense_flops_per_s
+    fallback = {
+        "weights": weights,
+        "activations": DType.FP8 if fp8_native else sixteen_bit,
+        "kv_cache": sixteen_bit,
+    }
     chosen: dict[str, DType] = {}
     for name, default in fallback.items():
         value = given.get(name)
@@ -127,6 +160,13 @@ def _precision(request: EstimateRequest, published: DType, defaulted: dict[str, 
         else:
             chosen[name] = DType(value)
     return Precision(**chosen)
+
+
+def _engine(request: EstimateRequest, defaulted: dict[str, Any]) -> str:
+    if request.serving is None or request.serving.engine is None:
+        defaulted["serving.engine"] = DEFAULT_ENGINE
+        return DEFAULT_ENGINE
+    return request.serving.engine
 
 
 def _flash_attention(request: EstimateRequest, defaulted: dict[str, Any]) -> bool:

@@ -24,6 +24,10 @@ class QuoteRepository:
         self.session.add_all(quotes)
         self.session.flush()
 
+    def by_id(self, quote_id: str) -> Quote | None:
+        """Any tenant's quote (internal use: spool replay)."""
+        return self.session.get(Quote, quote_id)
+
     def get(self, tenant: str, quote_id: str) -> Quote | None:
         """The tenant's quote (another tenant's quote is simply not found)."""
         statement = select(Quote).where(Quote.id == quote_id, Quote.tenant == tenant)

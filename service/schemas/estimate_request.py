@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Self
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, Field, StrictBool, StrictFloat, StrictInt, model_validator
 
@@ -14,7 +14,7 @@ Tokens = Annotated[StrictInt, Field(ge=1, le=1_000_000)]
 Size = Annotated[StrictInt, Field(ge=1, le=10_000_000)]
 MetadataValue = Annotated[str, Field(max_length=500)] | StrictInt | StrictFloat | StrictBool | None
 
-EXAMPLE_REQUEST = {
+EXAMPLE_REQUEST: dict[str, Any] = {
     "model": "meta-llama/Llama-3.1-8B-Instruct",
     "workload": {"batch_size": 8, "prompt_tokens": 512, "output_tokens": 256},
     "hardware": {
@@ -78,9 +78,13 @@ class PrecisionIn(BaseModel):
 
 
 class ServingIn(BaseModel):
-    model_config = example({"flash_attention": True})
+    """How the model is served: fused attention, and the engine whose host overheads apply
+    (`vllm-v1`: vLLM >= 0.8, the default; `vllm-v0`: vLLM <= 0.6)."""
+
+    model_config = example({"flash_attention": True, "engine": "vllm-v1"})
 
     flash_attention: StrictBool | None = None
+    engine: Literal["vllm-v1", "vllm-v0"] | None = None
 
 
 class DatacenterIn(BaseModel):

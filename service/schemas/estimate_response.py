@@ -10,19 +10,34 @@ from pydantic import BaseModel, Field
 from service.schemas.common import example
 
 ENERGY_EXAMPLE = {
-    "gpu_j": 812.4, "gpu_j_low": 700.0, "gpu_j_high": 950.0,
-    "per_sequence_gpu_j": 101.6, "facility_j": 974.9,
-    "prefill_gpu_j": 40.2, "decode_gpu_j": 772.2,
-    "interval_lower_quantile": 0.1, "interval_upper_quantile": 0.9,
+    "gpu_j": 812.4,
+    "gpu_j_low": 700.0,
+    "gpu_j_high": 950.0,
+    "per_sequence_gpu_j": 101.6,
+    "facility_j": 974.9,
+    "prefill_gpu_j": 40.2,
+    "decode_gpu_j": 772.2,
+    "interval_lower_quantile": 0.1,
+    "interval_upper_quantile": 0.9,
 }
 
-LATENCY_EXAMPLE = {"prefill_s": 0.061, "decode_s": 3.629, "time_per_output_token_s": 0.0142, "total_s": 3.69}
+LATENCY_EXAMPLE = {
+    "prefill_s": 0.061,
+    "decode_s": 3.629,
+    "time_per_output_token_s": 0.0142,
+    "total_s": 3.69,
+}
 
 CARBON_EXAMPLE = {
-    "operational_g": 0.108, "embodied_g": 0.021, "total_g": 0.129,
-    "total_g_low": 0.110, "total_g_high": 0.150,
-    "carbon_intensity_g_per_kwh": 400.0, "pue": 1.2,
-    "region": "US-CA", "carbon_intensity_source": "region US-CA (2022)",
+    "operational_g": 0.108,
+    "embodied_g": 0.021,
+    "total_g": 0.129,
+    "total_g_low": 0.110,
+    "total_g_high": 0.150,
+    "carbon_intensity_g_per_kwh": 400.0,
+    "pue": 1.2,
+    "region": "US-CA",
+    "carbon_intensity_source": "region US-CA (2022)",
 }
 
 
@@ -71,11 +86,21 @@ class KernelRowOut(BaseModel):
 
     model_config = example(
         {
-            "phase": "decode", "kernel": "qkv_proj", "kind": "gemm", "executions": 8160,
-            "tensor_flops": 1.6e12, "cuda_core_ops": 0.0, "special_function_ops": 0.0,
-            "memory_bytes": 2.5e10, "network_bytes": 0.0, "bound": "memory",
-            "compute_precision": "bf16", "time_s": 0.012, "gpu_j": 6.1,
-            "arithmetic_intensity_flops_per_byte": 64.0, "ridge_point_flops_per_byte": 295.0,
+            "phase": "decode",
+            "kernel": "qkv_proj",
+            "kind": "gemm",
+            "executions": 8160,
+            "tensor_flops": 1.6e12,
+            "cuda_core_ops": 0.0,
+            "special_function_ops": 0.0,
+            "memory_bytes": 2.5e10,
+            "network_bytes": 0.0,
+            "bound": "memory",
+            "compute_precision": "bf16",
+            "time_s": 0.012,
+            "gpu_j": 6.1,
+            "arithmetic_intensity_flops_per_byte": 64.0,
+            "ridge_point_flops_per_byte": 295.0,
         }
     )
 
@@ -101,7 +126,8 @@ class BreakdownOut(BaseModel):
         {
             "kernels": [],
             "defaulted_inputs": {"precision.weights": "bf16", "serving.flash_attention": True},
-            "weight_bytes_per_gpu": 8.0e9, "kv_cache_bytes_per_gpu": 1.1e8,
+            "weight_bytes_per_gpu": 8.0e9,
+            "kv_cache_bytes_per_gpu": 1.1e8,
             "memory_capacity_bytes_per_gpu": 8.0e10,
         }
     )

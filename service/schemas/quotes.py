@@ -57,8 +57,12 @@ class ObservationIn(BaseModel):
     """What was measured when the quoted request ran."""
 
     model_config = example(
-        {"gpu_j": 790.0, "total_s": 3.5, "measured_with": "nvml",
-         "measured_at": "2026-11-22T10:00:05Z"}
+        {
+            "gpu_j": 790.0,
+            "total_s": 3.5,
+            "measured_with": "nvml",
+            "measured_at": "2026-11-22T10:00:05Z",
+        }
     )
 
     gpu_j: Annotated[StrictFloat, Field(gt=0, le=1e12)]
@@ -69,9 +73,15 @@ class ObservationIn(BaseModel):
 
 class ObservationOut(BaseModel):
     model_config = example(
-        {"observation_id": "o_01JDQ8Z9B3R0Y4M1N2P3Q4R5S6", "quote_id": "q_01JDQ8Z3V5Q4XJ8M2W7K9T0ABC",
-         "gpu_j": 790.0, "total_s": 3.5, "measured_with": "nvml",
-         "measured_at": "2026-11-22T10:00:05Z", "created_at": "2026-11-22T10:00:06Z"}
+        {
+            "observation_id": "o_01JDQ8Z9B3R0Y4M1N2P3Q4R5S6",
+            "quote_id": "q_01JDQ8Z3V5Q4XJ8M2W7K9T0ABC",
+            "gpu_j": 790.0,
+            "total_s": 3.5,
+            "measured_with": "nvml",
+            "measured_at": "2026-11-22T10:00:05Z",
+            "created_at": "2026-11-22T10:00:06Z",
+        }
     )
 
     observation_id: str

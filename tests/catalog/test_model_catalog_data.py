@@ -17,16 +17,45 @@ CATALOG_PATH = Path(__file__).resolve().parents[2] / "service" / "catalog" / "da
 
 PRECISIONS = {"fp32", "bf16", "fp16", "fp8", "int8", "int4", "mxfp4"}
 ENTRY_KEYS = {
-    "id", "aliases", "family", "series", "supported", "unsupported_reason", "published_precision",
-    "parameters", "active_parameters", "architecture", "notes", "sources",
+    "id",
+    "aliases",
+    "family",
+    "series",
+    "supported",
+    "unsupported_reason",
+    "published_precision",
+    "parameters",
+    "active_parameters",
+    "architecture",
+    "notes",
+    "sources",
 }
 ARCH_KEYS = {
-    "hidden_size", "num_layers", "num_attention_heads", "num_key_value_heads", "head_dim",
-    "intermediate_size", "vocab_size", "max_context_tokens", "mlp", "activation", "norm",
-    "position", "attention", "qkv_bias", "parallel_residual", "tie_word_embeddings",
-    "sliding_window_tokens", "num_sliding_window_layers", "num_experts", "experts_per_token",
-    "moe_intermediate_size", "num_moe_layers", "num_shared_experts",
-    "shared_expert_intermediate_size", "mla",
+    "hidden_size",
+    "num_layers",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "head_dim",
+    "intermediate_size",
+    "vocab_size",
+    "max_context_tokens",
+    "mlp",
+    "activation",
+    "norm",
+    "position",
+    "attention",
+    "qkv_bias",
+    "parallel_residual",
+    "tie_word_embeddings",
+    "sliding_window_tokens",
+    "num_sliding_window_layers",
+    "num_experts",
+    "experts_per_token",
+    "moe_intermediate_size",
+    "num_moe_layers",
+    "num_shared_experts",
+    "shared_expert_intermediate_size",
+    "mla",
 }
 MLA_KEYS = {"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"}
 ENUMS = {
@@ -41,56 +70,122 @@ BOOL_ARCH_KEYS = ("qkv_bias", "parallel_residual", "tie_word_embeddings")
 # Every model id named in the shared measurement data (ML.ENERGY v2 and v3, Splitwise, Vidur).
 SHARED_DATA_IDS = [
     # ML.ENERGY v2
-    "bigcode/starcoder2-15b", "bigcode/starcoder2-3b", "bigcode/starcoder2-7b",
-    "codellama/CodeLlama-13b-hf", "codellama/CodeLlama-34b-hf", "codellama/CodeLlama-70b-hf",
-    "codellama/CodeLlama-7b-hf", "facebook/chameleon-30b", "facebook/chameleon-7b",
-    "google/codegemma-1.1-2b", "google/codegemma-7b", "google/gemma-2-27b-it",
-    "google/gemma-2-2b-it", "google/gemma-2-9b-it", "llava-hf/llama3-llava-next-8b-hf",
-    "llava-hf/llava-1.5-13b-hf", "llava-hf/llava-1.5-7b-hf",
-    "meta-llama/Meta-Llama-3.1-405B-Instruct", "meta-llama/Meta-Llama-3.1-70B-Instruct",
-    "meta-llama/Meta-Llama-3.1-8B-Instruct", "microsoft/Phi-3-medium-4k-instruct",
-    "microsoft/Phi-3-mini-4k-instruct", "microsoft/Phi-3-small-8k-instruct",
-    "microsoft/Phi-3-vision-128k-instruct", "mistralai/Mistral-7B-Instruct-v0.3",
-    "mistralai/Mistral-Large-Instruct-2407", "mistralai/Mistral-Nemo-Instruct-2407",
-    "mistralai/Mixtral-8x22B-Instruct-v0.1", "mistralai/Mixtral-8x7B-Instruct-v0.1",
+    "bigcode/starcoder2-15b",
+    "bigcode/starcoder2-3b",
+    "bigcode/starcoder2-7b",
+    "codellama/CodeLlama-13b-hf",
+    "codellama/CodeLlama-34b-hf",
+    "codellama/CodeLlama-70b-hf",
+    "codellama/CodeLlama-7b-hf",
+    "facebook/chameleon-30b",
+    "facebook/chameleon-7b",
+    "google/codegemma-1.1-2b",
+    "google/codegemma-7b",
+    "google/gemma-2-27b-it",
+    "google/gemma-2-2b-it",
+    "google/gemma-2-9b-it",
+    "llava-hf/llama3-llava-next-8b-hf",
+    "llava-hf/llava-1.5-13b-hf",
+    "llava-hf/llava-1.5-7b-hf",
+    "meta-llama/Meta-Llama-3.1-405B-Instruct",
+    "meta-llama/Meta-Llama-3.1-70B-Instruct",
+    "meta-llama/Meta-Llama-3.1-8B-Instruct",
+    "microsoft/Phi-3-medium-4k-instruct",
+    "microsoft/Phi-3-mini-4k-instruct",
+    "microsoft/Phi-3-small-8k-instruct",
+    "microsoft/Phi-3-vision-128k-instruct",
+    "mistralai/Mistral-7B-Instruct-v0.3",
+    "mistralai/Mistral-Large-Instruct-2407",
+    "mistralai/Mistral-Nemo-Instruct-2407",
+    "mistralai/Mixtral-8x22B-Instruct-v0.1",
+    "mistralai/Mixtral-8x7B-Instruct-v0.1",
     # ML.ENERGY v3 (H100)
-    "Qwen/Qwen3-14B", "Qwen/Qwen3-235B-A22B-Instruct-2507",
-    "Qwen/Qwen3-235B-A22B-Instruct-2507-FP8", "Qwen/Qwen3-235B-A22B-Thinking-2507",
-    "Qwen/Qwen3-235B-A22B-Thinking-2507-FP8", "Qwen/Qwen3-8B", "google/gemma-3-12b-it",
-    "meta-llama/Llama-3.1-70B-Instruct", "meta-llama/Llama-3.1-8B-Instruct",
-    "meta-llama/Llama-3.3-70B-Instruct", "meta-llama/Llama-4-Maverick-17B-128E-Instruct-FP8",
-    "meta-llama/Llama-4-Scout-17B-16E-Instruct", "nvidia/NVIDIA-Nemotron-Nano-12B-v2",
-    "nvidia/NVIDIA-Nemotron-Nano-9B-v2", "openai/gpt-oss-120b", "openai/gpt-oss-20b",
+    "Qwen/Qwen3-14B",
+    "Qwen/Qwen3-235B-A22B-Instruct-2507",
+    "Qwen/Qwen3-235B-A22B-Instruct-2507-FP8",
+    "Qwen/Qwen3-235B-A22B-Thinking-2507",
+    "Qwen/Qwen3-235B-A22B-Thinking-2507-FP8",
+    "Qwen/Qwen3-8B",
+    "google/gemma-3-12b-it",
+    "meta-llama/Llama-3.1-70B-Instruct",
+    "meta-llama/Llama-3.1-8B-Instruct",
+    "meta-llama/Llama-3.3-70B-Instruct",
+    "meta-llama/Llama-4-Maverick-17B-128E-Instruct-FP8",
+    "meta-llama/Llama-4-Scout-17B-16E-Instruct",
+    "nvidia/NVIDIA-Nemotron-Nano-12B-v2",
+    "nvidia/NVIDIA-Nemotron-Nano-9B-v2",
+    "openai/gpt-oss-120b",
+    "openai/gpt-oss-20b",
     # Splitwise (llama2-70b, bloom-176b)
-    "meta-llama/Llama-2-70b-hf", "bigscience/bloom",
+    "meta-llama/Llama-2-70b-hf",
+    "bigscience/bloom",
     # Vidur profiling and model configs
-    "Qwen/Qwen-72B", "codellama/CodeLlama-34b-Instruct-hf", "internlm/internlm-20b",
-    "internlm/internlm2-20b", "meta-llama/Llama-2-7b-hf", "meta-llama/Meta-Llama-3-8B",
-    "meta-llama/Meta-Llama-3-70B", "microsoft/phi-2",
+    "Qwen/Qwen-72B",
+    "codellama/CodeLlama-34b-Instruct-hf",
+    "internlm/internlm-20b",
+    "internlm/internlm2-20b",
+    "meta-llama/Llama-2-7b-hf",
+    "meta-llama/Meta-Llama-3-8B",
+    "meta-llama/Meta-Llama-3-70B",
+    "microsoft/phi-2",
 ]
 
 LLMCO2_IDS = [
-    "bigscience/bloom-560m", "bigscience/bloom-1b1", "bigscience/bloom-1b7", "bigscience/bloom-3b",
-    "bigscience/bloom-7b1", "google/gemma-2b", "google/gemma-7b", "google/gemma-2-2b",
-    "google/gemma-2-9b", "google/gemma-2-27b", "Qwen/Qwen2-0.5B", "Qwen/Qwen2-1.5B",
-    "Qwen/Qwen2-7B", "Qwen/Qwen2-72B", "meta-llama/Llama-3.1-8B", "meta-llama/Llama-3.1-70B",
+    "bigscience/bloom-560m",
+    "bigscience/bloom-1b1",
+    "bigscience/bloom-1b7",
+    "bigscience/bloom-3b",
+    "bigscience/bloom-7b1",
+    "google/gemma-2b",
+    "google/gemma-7b",
+    "google/gemma-2-2b",
+    "google/gemma-2-9b",
+    "google/gemma-2-27b",
+    "Qwen/Qwen2-0.5B",
+    "Qwen/Qwen2-1.5B",
+    "Qwen/Qwen2-7B",
+    "Qwen/Qwen2-72B",
+    "meta-llama/Llama-3.1-8B",
+    "meta-llama/Llama-3.1-70B",
     "mistralai/Mixtral-8x7B-v0.1",
 ]
 
 OTHER_REQUIRED_IDS = [
-    "meta-llama/Llama-2-7b-hf", "meta-llama/Llama-2-13b-hf", "meta-llama/Llama-2-70b-hf",
-    "meta-llama/Meta-Llama-3-8B", "meta-llama/Meta-Llama-3-70B", "mistralai/Mistral-7B-v0.1",
-    "Qwen/Qwen1.5-7B", "Deci/DeciLM-7B", "EleutherAI/gpt-j-6b", "facebook/opt-6.7b",
-    "huggyllama/llama-7b", "BAAI/Aquila-7B",
-    "Qwen/Qwen3-0.6B", "Qwen/Qwen3-1.7B", "Qwen/Qwen3-4B", "Qwen/Qwen3-8B", "Qwen/Qwen3-14B",
-    "Qwen/Qwen3-32B", "Qwen/Qwen3-30B-A3B", "Qwen/Qwen3-235B-A22B",
-    "Qwen/Qwen3-Coder-480B-A35B-Instruct", "meta-llama/Llama-3.1-405B",
-    "meta-llama/Llama-3.1-405B-Instruct", "meta-llama/Llama-3.1-8B-Instruct",
-    "meta-llama/Llama-3.1-70B-Instruct", "meta-llama/Llama-3.3-70B-Instruct",
-    "meta-llama/Llama-4-Scout-17B-16E-Instruct", "meta-llama/Llama-4-Maverick-17B-128E-Instruct",
-    "meta-llama/Llama-4-Maverick-17B-128E-Instruct-FP8", "google/gemma-3-12b-it",
-    "google/gemma-3-27b-it", "openai/gpt-oss-20b", "openai/gpt-oss-120b",
-    "deepseek-ai/DeepSeek-V3", "deepseek-ai/DeepSeek-R1",
+    "meta-llama/Llama-2-7b-hf",
+    "meta-llama/Llama-2-13b-hf",
+    "meta-llama/Llama-2-70b-hf",
+    "meta-llama/Meta-Llama-3-8B",
+    "meta-llama/Meta-Llama-3-70B",
+    "mistralai/Mistral-7B-v0.1",
+    "Qwen/Qwen1.5-7B",
+    "Deci/DeciLM-7B",
+    "EleutherAI/gpt-j-6b",
+    "facebook/opt-6.7b",
+    "huggyllama/llama-7b",
+    "BAAI/Aquila-7B",
+    "Qwen/Qwen3-0.6B",
+    "Qwen/Qwen3-1.7B",
+    "Qwen/Qwen3-4B",
+    "Qwen/Qwen3-8B",
+    "Qwen/Qwen3-14B",
+    "Qwen/Qwen3-32B",
+    "Qwen/Qwen3-30B-A3B",
+    "Qwen/Qwen3-235B-A22B",
+    "Qwen/Qwen3-Coder-480B-A35B-Instruct",
+    "meta-llama/Llama-3.1-405B",
+    "meta-llama/Llama-3.1-405B-Instruct",
+    "meta-llama/Llama-3.1-8B-Instruct",
+    "meta-llama/Llama-3.1-70B-Instruct",
+    "meta-llama/Llama-3.3-70B-Instruct",
+    "meta-llama/Llama-4-Scout-17B-16E-Instruct",
+    "meta-llama/Llama-4-Maverick-17B-128E-Instruct",
+    "meta-llama/Llama-4-Maverick-17B-128E-Instruct-FP8",
+    "google/gemma-3-12b-it",
+    "google/gemma-3-27b-it",
+    "openai/gpt-oss-20b",
+    "openai/gpt-oss-120b",
+    "deepseek-ai/DeepSeek-V3",
+    "deepseek-ai/DeepSeek-R1",
 ]
 
 # Ids that must resolve to a real entry (not just an alias) because their precision differs from
@@ -163,8 +258,9 @@ def _is_num(x: Any) -> bool:
 # parameter formula
 
 
-def count_parameters(a: dict[str, Any], *, active: bool = False,
-                     include_input_embedding: bool = True) -> float:
+def count_parameters(
+    a: dict[str, Any], *, active: bool = False, include_input_embedding: bool = True
+) -> float:
     """Weights implied by an architecture entry.
 
     embeddings (+ learned positions) + per-layer attention + dense MLP or experts (+ shared
@@ -340,17 +436,32 @@ def test_architecture_keys_and_types(models: list[dict[str, Any]]) -> None:
         a = m["architecture"]
         mid = m["id"]
         assert set(a) == ARCH_KEYS, (mid, set(a) ^ ARCH_KEYS)
-        for key in ("hidden_size", "num_layers", "num_attention_heads", "num_key_value_heads",
-                    "head_dim", "intermediate_size", "vocab_size", "max_context_tokens"):
+        for key in (
+            "hidden_size",
+            "num_layers",
+            "num_attention_heads",
+            "num_key_value_heads",
+            "head_dim",
+            "intermediate_size",
+            "vocab_size",
+            "max_context_tokens",
+        ):
             assert _is_pos_int(a[key]), (mid, key, a[key])
         for key, allowed in ENUMS.items():
             assert a[key] in allowed, (mid, key, a[key])
         for key in BOOL_ARCH_KEYS:
             assert isinstance(a[key], bool), (mid, key)
-        for key in ("num_sliding_window_layers", "num_experts", "experts_per_token",
-                    "num_moe_layers", "num_shared_experts"):
+        for key in (
+            "num_sliding_window_layers",
+            "num_experts",
+            "experts_per_token",
+            "num_moe_layers",
+            "num_shared_experts",
+        ):
             assert isinstance(a[key], int) and not isinstance(a[key], bool) and a[key] >= 0, (
-                mid, key)
+                mid,
+                key,
+            )
 
 
 def test_architecture_ranges(models: list[dict[str, Any]]) -> None:
@@ -369,8 +480,12 @@ def test_heads_and_head_dim(models: list[dict[str, Any]]) -> None:
     for m in _supported(models):
         a = m["architecture"]
         mid = m["id"]
-        heads, kv, hd, h = (a["num_attention_heads"], a["num_key_value_heads"], a["head_dim"],
-                            a["hidden_size"])
+        heads, kv, hd, h = (
+            a["num_attention_heads"],
+            a["num_key_value_heads"],
+            a["head_dim"],
+            a["hidden_size"],
+        )
         assert heads % kv == 0, (mid, heads, kv)
         if a["attention"] == "mla":
             continue
@@ -434,6 +549,7 @@ def test_sliding_window_fields(models: list[dict[str, Any]]) -> None:
 
 def test_specific_layouts(lookup: dict[str, dict[str, Any]]) -> None:
     """Interleaving patterns the brief spells out."""
+
     def arch(mid: str) -> dict[str, Any]:
         return lookup[mid]["architecture"]
 
@@ -464,7 +580,9 @@ def test_specific_layouts(lookup: dict[str, dict[str, Any]]) -> None:
 
 @pytest.mark.parametrize("model_id,published,published_active", PUBLISHED_COUNTS)
 def test_parameter_formula_matches_published(
-    lookup: dict[str, dict[str, Any]], model_id: str, published: float,
+    lookup: dict[str, dict[str, Any]],
+    model_id: str,
+    published: float,
     published_active: float | None,
 ) -> None:
     a = lookup[model_id]["architecture"]

@@ -1,0 +1,1 @@
+"""The HTTP layer: routes validate, call the service, and return a schema."""

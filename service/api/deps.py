@@ -1,0 +1,108 @@
+"""Dependencies: the app's long-lived objects, the request's session, and the caller."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import Depends, Header, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from sqlalchemy.orm import Session
+
+from service.auth import DEV_PRINCIPAL, KeyStore, Principal
+from service.config import Settings
+from service.db.engine import Database
+from service.errors import Forbidden, Unauthorized
+from service.estimator import Estimator
+from service.metrics import Metrics
+from service.quoting import QuoteService
+
+
+@dataclass(slots=True)
+class AppServices:
+    """Built once per app in the lifespan; tests may replace any of them."""
+
+    settings: Settings
+    database: Database
+    estimator: Estimator
+    keys: KeyStore
+    quotes: QuoteService
+    metrics: Metrics
+
+
+def get_services(request: Request) -> AppServices:
+    services: AppServices = request.app.state.services
+    return services
+
+
+ServicesDep = Annotated[AppServices, Depends(get_services)]
+
+
+def get_estimator(services: ServicesDep) -> Estimator:
+    return services.estimator
+
+
+def get_quote_service(services: ServicesDep) -> QuoteService:
+    return services.quotes
+
+
+def get_session(services: ServicesDep) -> Iterator[Session]:
+    """The request's unit of work: commits when the route returns, rolls back if it raises.
+
+    Scoped to the route function so that a failed commit still turns into the response.
+    """
+    session = services.database.sessions()
+    try:
+        yield session
+        session.commit()
+    except BaseException:
+        session.rollback()
+        raise
+    finally:
+        session.close()
+
+
+SessionDep = Annotated[Session, Depends(get_session, scope="function")]
+EstimatorDep = Annotated[Estimator, Depends(get_estimator)]
+QuoteServiceDep = Annotated[QuoteService, Depends(get_quote_service)]
+IdempotencyKeyHeader = Annotated[
+    str | None, Header(alias="Idempotency-Key", min_length=1, max_length=200)
+]
+
+_bearer = HTTPBearer(auto_error=False, description="API key: `Authorization: Bearer <key>`")
+
+
+def get_principal(
+    services: ServicesDep,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> Principal:
+    """The tenant behind the bearer key; the dev tenant while no key is configured at all."""
+    if credentials is None:
+        if services.keys.open_mode():
+            return DEV_PRINCIPAL
+        raise Unauthorized(
+            "an API key is required: send `Authorization: Bearer <key>`",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+    principal = services.keys.authenticate(credentials.credentials)
+    if principal is None:
+        raise Unauthorized(
+            "the API key is unknown or revoked",
+            headers={"WWW-Authenticate": 'Bearer error="invalid_token"'},
+        )
+    return principal
+
+
+def require_scope(scope: str) -> Callable[[Principal], Principal]:
+    def check(principal: Annotated[Principal, Depends(get_principal)]) -> Principal:
+        if not principal.allows(scope):
+            raise Forbidden(f"this API key lacks the `{scope}` scope")
+        return principal
+
+    return check
+
+
+EstimateCaller = Annotated[Principal, Depends(require_scope("estimate"))]
+BillingCaller = Annotated[Principal, Depends(require_scope("billing"))]
+ObserveCaller = Annotated[Principal, Depends(require_scope("observe"))]

@@ -1,0 +1,121 @@
+"""The one place errors become RFC 9457 problem documents (application/problem+json)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from http import HTTPStatus
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import ValidationError
+from sqlalchemy.exc import IntegrityError, InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
+from starlette.exceptions import HTTPException
+
+from service.errors import (
+    Conflict,
+    DatabaseUnavailable,
+    FieldError,
+    InvalidRequest,
+    ServiceError,
+)
+
+logger = logging.getLogger(__name__)
+
+PROBLEM_MEDIA_TYPE = "application/problem+json"
+TYPE_BASE = "https://llm-energy-quotes.dev/problems/"
+
+
+def loc_path(loc: Sequence[int | str]) -> str:
+    """Pydantic's loc tuple as a dotted path into the body ('body.' dropped)."""
+    parts = list(loc)
+    if parts and parts[0] == "body":
+        parts = parts[1:]
+    return ".".join(str(part) for part in parts) or "body"
+
+
+def invalid_request(errors: Sequence[Mapping[str, Any]]) -> InvalidRequest:
+    fields = [FieldError(loc_path(e["loc"]), str(e["msg"])) for e in errors]
+    detail = "; ".join(f"{f.loc}: {f.msg}" for f in fields[:5]) or "invalid request"
+    return InvalidRequest(detail, errors=fields)
+
+
+def validation_problem(error: ValidationError) -> InvalidRequest:
+    return invalid_request(error.errors(include_url=False, include_context=False))
+
+
+def problem_body(error: ServiceError) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "type": TYPE_BASE + error.type_slug,
+        "title": error.title,
+        "status": error.status,
+        "detail": error.detail,
+    }
+    if error.errors:
+        body["errors"] = [{"loc": e.loc, "msg": e.msg} for e in error.errors]
+    body.update(error.extra)
+    return body
+
+
+def problem_response(error: ServiceError) -> JSONResponse:
+    return JSONResponse(
+        problem_body(error),
+        status_code=error.status,
+        headers=error.headers,
+        media_type=PROBLEM_MEDIA_TYPE,
+    )
+
+
+def http_problem(
+    status: int, detail: str, headers: Mapping[str, str] | None = None
+) -> JSONResponse:
+    """A plain HTTP error (404 route, 405, 413) as a problem of type about:blank."""
+    phrase = HTTPStatus(status).phrase
+    body = {"type": "about:blank", "title": phrase, "status": status, "detail": detail}
+    return JSONResponse(body, status_code=status, headers=headers, media_type=PROBLEM_MEDIA_TYPE)
+
+
+def install_problem_handlers(app: FastAPI) -> None:
+    """Register the handlers; none leaks a stack trace to the client."""
+
+    async def on_service_error(_: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, ServiceError)
+        return problem_response(exc)
+
+    async def on_validation(_: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, RequestValidationError)
+        return problem_response(invalid_request(exc.errors()))
+
+    async def on_http(_: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, HTTPException)
+        return http_problem(exc.status_code, str(exc.detail), exc.headers)
+
+    async def on_database_down(request: Request, exc: Exception) -> JSONResponse:
+        logger.warning("database unavailable on %s: %s", request.url.path, exc)
+        request.app.state.services.metrics.db_errors.labels(operation="request").inc()
+        retry_after = str(request.app.state.services.settings.retry_after_s)
+        return problem_response(
+            DatabaseUnavailable(
+                "the database is unavailable; nothing was stored, retry later",
+                headers={"Retry-After": retry_after},
+            )
+        )
+
+    async def on_integrity(_: Request, exc: Exception) -> JSONResponse:
+        logger.info("integrity conflict: %s", exc)
+        return problem_response(Conflict("a concurrent request stored the same entry; retry"))
+
+    async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
+        logger.exception("unhandled error on %s", request.url.path, exc_info=exc)
+        return problem_response(ServiceError("an unexpected error occurred; it has been logged"))
+
+    app.add_exception_handler(ServiceError, on_service_error)
+    app.add_exception_handler(RequestValidationError, on_validation)
+    app.add_exception_handler(HTTPException, on_http)
+    for db_error in (OperationalError, InterfaceError, PoolTimeout):
+        app.add_exception_handler(db_error, on_database_down)
+    app.add_exception_handler(IntegrityError, on_integrity)
+    app.add_exception_handler(Exception, on_unexpected)

@@ -1,0 +1,73 @@
+"""Public catalogues: GPUs, models and grid regions (no key needed)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from service.api.deps import EstimatorDep
+from service.catalog.gpus import GpuRecord, UnknownGpu
+from service.catalog.models import ModelRecord, UnknownModel
+from service.errors import NotFound
+from service.schemas.catalog import GpuList, GpuOut, ModelList, ModelOut, RegionList, RegionOut
+
+router = APIRouter(prefix="/v1", tags=["catalogues"])
+
+
+def _gpu(record: GpuRecord) -> GpuOut:
+    return GpuOut.model_validate(dict(record.raw))
+
+
+def _model(record: ModelRecord) -> ModelOut:
+    return ModelOut.model_validate(dict(record.raw))
+
+
+@router.get("/gpus", response_model=GpuList)
+def list_gpus(estimator: EstimatorDep) -> GpuList:
+    """Every GPU with its peak rates, memory, power, embodied carbon and sources."""
+    catalog = estimator.gpus
+    return GpuList(version=catalog.version, items=[_gpu(r) for r in catalog.records])
+
+
+@router.get("/gpus/{gpu_id}", response_model=GpuOut)
+def get_gpu(gpu_id: str, estimator: EstimatorDep) -> GpuOut:
+    try:
+        return _gpu(estimator.gpus.get(gpu_id))
+    except UnknownGpu as error:
+        raise NotFound(str(error), extra={"suggestions": error.suggestions}) from None
+
+
+@router.get("/models", response_model=ModelList)
+def list_models(estimator: EstimatorDep) -> ModelList:
+    """Every catalogue model, supported or not, with its architecture and sources."""
+    catalog = estimator.models
+    return ModelList(version=catalog.version, items=[_model(r) for r in catalog.records])
+
+
+@router.get("/models/{model_id:path}", response_model=ModelOut)
+def get_model(model_id: str, estimator: EstimatorDep) -> ModelOut:
+    """A model by Hugging Face repo id (which contains a slash) or alias."""
+    try:
+        return _model(estimator.models.get(model_id))
+    except UnknownModel as error:
+        raise NotFound(str(error), extra={"suggestions": error.suggestions}) from None
+
+
+@router.get("/regions", response_model=RegionList)
+def list_regions(estimator: EstimatorDep) -> RegionList:
+    """Grid carbon intensities by region, each with its year and source."""
+    catalog = estimator.regions
+    return RegionList(
+        version=catalog.version,
+        default_region=catalog.default.code,
+        notes=catalog.notes,
+        items=[
+            RegionOut(
+                code=r.code,
+                name=r.name,
+                year=r.year,
+                carbon_intensity_g_per_kwh=r.carbon_intensity_g_per_kwh,
+                source=r.source,
+            )
+            for r in catalog.records
+        ],
+    )

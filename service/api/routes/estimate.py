@@ -1,0 +1,85 @@
+"""POST /v1/estimate and POST /v1/estimate/batch (scope: estimate).
+
+Sync `def` routes: the estimate is CPU-bound and runs in FastAPI's thread pool.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from service.api.deps import EstimateCaller, IdempotencyKeyHeader, QuoteServiceDep, ServicesDep
+from service.api.problems import problem_body, validation_problem
+from service.errors import FieldError, InvalidRequest, ServiceError
+from service.schemas.common import Problem, example
+from service.schemas.estimate_request import EXAMPLE_REQUEST, EstimateRequest
+from service.schemas.estimate_response import EstimateResponse
+
+router = APIRouter(prefix="/v1/estimate", tags=["estimate"])
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": Problem, "content": {"application/problem+json": {}}}
+    for code in (401, 403, 409, 413, 422)
+}
+Verbose = Annotated[
+    bool, Query(description="Fill `breakdown` with the per-kernel table and defaulted inputs.")
+]
+_request_adapter: TypeAdapter[EstimateRequest] = TypeAdapter(EstimateRequest)
+
+
+class BatchRequest(BaseModel):
+    """Items are validated one by one: a bad item becomes a problem, the others are priced."""
+
+    model_config = example({"items": [EXAMPLE_REQUEST]})
+
+    items: Annotated[list[dict[str, Any]], Field(min_length=1)]
+
+
+class BatchResponse(BaseModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"items": []}]})
+
+    items: list[EstimateResponse | Problem]
+
+
+@router.post("", response_model=EstimateResponse, responses=ERRORS)
+def estimate(
+    body: EstimateRequest,
+    caller: EstimateCaller,
+    quotes: QuoteServiceDep,
+    idempotency_key: IdempotencyKeyHeader = None,
+    verbose: Verbose = False,
+) -> EstimateResponse:
+    """Quote one request's GPU energy, latency and CO2e before it runs."""
+    return quotes.quote(body, principal=caller, idempotency_key=idempotency_key, verbose=verbose)
+
+
+@router.post("/batch", response_model=BatchResponse, responses=ERRORS)
+def estimate_batch(
+    body: BatchRequest,
+    caller: EstimateCaller,
+    quotes: QuoteServiceDep,
+    services: ServicesDep,
+    verbose: Verbose = False,
+) -> dict[str, list[Any]]:
+    """Quote up to `max_batch_items` requests; answers are in the same order."""
+    limit = services.settings.max_batch_items
+    if len(body.items) > limit:
+        raise InvalidRequest(
+            f"at most {limit} items per batch, got {len(body.items)}",
+            errors=[FieldError("items", f"at most {limit} items")],
+        )
+    parsed: list[EstimateRequest | ServiceError] = []
+    for item in body.items:
+        try:
+            parsed.append(_request_adapter.validate_python(item))
+        except ValidationError as error:
+            parsed.append(validation_problem(error))
+    results = quotes.quote_batch(parsed, principal=caller, verbose=verbose)
+    return {
+        "items": [
+            problem_body(r) if isinstance(r, ServiceError) else r.model_dump(mode="json")
+            for r in results
+        ]
+    }

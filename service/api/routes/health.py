@@ -1,0 +1,52 @@
+"""GET /v1/health and GET /metrics."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from sqlalchemy.exc import SQLAlchemyError
+
+from service.api.deps import ServicesDep
+from service.db.repositories import CalibrationRepository
+from service.schemas.health import DatabaseHealth, Health
+
+router = APIRouter(tags=["operations"])
+
+
+@router.get("/v1/health", response_model=Health)
+def health(services: ServicesDep) -> Health:
+    """Model version, calibration, database reachability and whether the open dev mode is on."""
+    database = services.database
+    reachable = database.is_reachable()
+    calibration_id = None
+    if reachable:
+        try:
+            with database.sessions() as session:
+                current = CalibrationRepository(session).current()
+            calibration_id = current.id if current else None
+        except SQLAlchemyError:
+            reachable = False
+    if not reachable:
+        services.metrics.db_errors.labels(operation="health").inc()
+    open_mode = services.keys.open_mode()  # keeps its last answer while the database is away
+    estimator = services.estimator
+    return Health(
+        status="ok" if reachable else "degraded",
+        model_version=estimator.model_version,
+        calibration_id=calibration_id,
+        database=DatabaseHealth(reachable=reachable, backend=database.backend),
+        open_dev_mode=open_mode,
+        auth_mode="open-dev" if open_mode else "api-key",
+        catalogs={
+            "gpus": estimator.gpus.version,
+            "models": estimator.models.version,
+            "regions": estimator.regions.version,
+            "coefficients": estimator.coefficients.version,
+        },
+    )
+
+
+@router.get("/metrics", include_in_schema=False)
+def metrics(services: ServicesDep) -> Response:
+    """Prometheus text exposition."""
+    return Response(generate_latest(services.metrics.registry), media_type=CONTENT_TYPE_LATEST)

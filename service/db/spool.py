@@ -1,0 +1,138 @@
+"""A durable local spool for quotes the database could not take, replayed into it later.
+
+Each failed save becomes one JSON-lines file, written to a temporary name, fsynced and renamed
+(so a file either holds whole quotes or does not exist). Only enable it on a disk that outlives
+the process (a volume, not a container's scratch layer): a spooled quote's id is returned to
+the caller and must eventually be found in the database.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session
+
+from service.db.engine import Database
+from service.db.models import Quote
+from service.db.repositories import QuoteRepository
+from service.ids import ulid
+
+logger = logging.getLogger(__name__)
+
+_COLUMNS = [column.key for column in Quote.__table__.columns]
+
+
+def _to_json(quote: Quote) -> dict[str, Any]:
+    row = {name: getattr(quote, name) for name in _COLUMNS}
+    row["created_at"] = quote.created_at.isoformat()
+    return row
+
+
+def _from_json(row: dict[str, Any]) -> Quote:
+    return Quote(**{**row, "created_at": datetime.fromisoformat(row["created_at"])})
+
+
+class QuoteSpool:
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        directory.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+
+    def append(self, quotes: Sequence[Quote]) -> None:
+        """Durably keep `quotes` (raises OSError when even the disk fails)."""
+        final = self.directory / f"{ulid()}.jsonl"
+        temporary = final.with_suffix(".tmp")
+        with temporary.open("w", encoding="utf-8") as handle:
+            for quote in quotes:
+                handle.write(json.dumps(_to_json(quote), sort_keys=True) + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        temporary.rename(final)
+        directory_fd = os.open(self.directory, os.O_RDONLY)
+        try:
+            os.fsync(directory_fd)
+        finally:
+            os.close(directory_fd)
+
+    def pending(self) -> list[Path]:
+        return sorted(self.directory.glob("*.jsonl"))
+
+    def find(self, tenant: str, idempotency_key: str) -> Quote | None:
+        """A spooled quote of `tenant` under `idempotency_key`, if any."""
+        for path in self.pending():
+            for quote in self._read(path):
+                if quote.tenant == tenant and quote.idempotency_key == idempotency_key:
+                    return quote
+        return None
+
+    def replay(self, database: Database) -> int:
+        """Move spooled quotes into the database, oldest file first; returns how many moved.
+
+        Stops at the first file the database refuses (it stays for the next attempt).
+        """
+        moved = 0
+        with self._lock:
+            for path in self.pending():
+                quotes = self._read(path)
+                try:
+                    with database.sessions.begin() as session:
+                        for quote in quotes:
+                            moved += _insert_missing(session, quote)
+                except SQLAlchemyError as error:
+                    logger.info("spool replay deferred: %s", error)
+                    break
+                path.unlink()
+        return moved
+
+    @staticmethod
+    def _read(path: Path) -> list[Quote]:
+        lines = path.read_text(encoding="utf-8").splitlines()
+        return [_from_json(json.loads(line)) for line in lines if line.strip()]
+
+
+def _insert_missing(session: Session, quote: Quote) -> int:
+    repository = QuoteRepository(session)
+    if repository.by_id(quote.id) is not None:
+        return 0
+    key = quote.idempotency_key
+    if key is not None and repository.by_idempotency_key(quote.tenant, key) is not None:
+        quote.idempotency_key = None  # its id was returned: keep the quote, without the key
+    repository.add(quote)
+    return 1
+
+
+class SpoolReplayer:
+    """A daemon thread replaying the spool every `interval_s` seconds until stopped."""
+
+    def __init__(self, spool: QuoteSpool, database: Database, interval_s: float) -> None:
+        self.spool = spool
+        self.database = database
+        self.interval_s = interval_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="quote-spool", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=self.interval_s + 5)
+
+    def _run(self) -> None:
+        while True:
+            try:
+                moved = self.spool.replay(self.database)
+                if moved:
+                    logger.info("replayed %d spooled quote(s) into the database", moved)
+            except Exception:  # a bad file must not kill the thread; it is logged and kept
+                logger.exception("spool replay failed")
+            if self._stop.wait(self.interval_s):
+                return

@@ -1,0 +1,101 @@
+"""The FastAPI application: `create_app()` and the module-level `app` uvicorn serves."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import anyio.to_thread
+from fastapi import FastAPI
+from sqlalchemy.exc import OperationalError
+
+from service.api.deps import AppServices
+from service.api.middleware import BodyLimitMiddleware, MetricsMiddleware
+from service.api.problems import install_problem_handlers
+from service.api.routes import catalog, estimate, health, quotes
+from service.auth import KeyStore
+from service.config import Settings, get_settings
+from service.db import migrate
+from service.db.engine import Database
+from service.db.quote_store import QuoteStore
+from service.db.spool import QuoteSpool, SpoolReplayer
+from service.estimator import Estimator
+from service.idempotency import InFlightGuard
+from service.metrics import Metrics
+from service.quoting import QuoteService
+
+logger = logging.getLogger("service")
+
+DESCRIPTION = """
+Quotes the GPU energy, latency and CO2e of an LLM inference request before it runs.
+
+`energy.gpu_j_low`/`gpu_j_high` bound `gpu_j` by the `interval_lower_quantile` and
+`interval_upper_quantile` (by default the 10th and 90th percentiles) of measured/predicted
+energy on model families held out of the cost model's fit. Errors are RFC 9457 problem details.
+"""
+
+
+def build_services(settings: Settings, metrics: Metrics) -> AppServices:
+    """Everything a request needs, built once: catalogues, coefficients, engine, key store."""
+    database = Database(settings)
+    estimator = Estimator.from_catalogues()
+    keys = KeyStore(
+        database, require_key=settings.require_api_key, mode_ttl_s=settings.api_key_mode_ttl_s
+    )
+    spool = QuoteSpool(settings.spool_dir) if settings.spool_dir is not None else None
+    quotes = QuoteService(estimator, QuoteStore(database, spool), InFlightGuard(), metrics)
+    return AppServices(settings, database, estimator, keys, quotes, metrics)
+
+
+@asynccontextmanager
+async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    settings: Settings = app.state.settings
+    if settings.run_migrations_on_start:
+        try:
+            await anyio.to_thread.run_sync(migrate.upgrade, settings.database_url)
+        except OperationalError as error:
+            logger.error("migrations not run, database unavailable: %s", error)
+    services = build_services(settings, app.state.metrics)
+    app.state.services = services
+    if services.keys.open_mode():
+        logger.warning("no API key configured: open single-tenant dev mode (tenant 'dev')")
+    else:
+        logger.info("API keys required")
+    logger.info(
+        "estimator %s, database %s", services.estimator.model_version, services.database.backend
+    )
+    spool = services.quotes.store.spool
+    replayer = None
+    if spool is not None:
+        replayer = SpoolReplayer(spool, services.database, settings.spool_replay_interval_s)
+        replayer.start()
+    try:
+        yield
+    finally:
+        if replayer is not None:
+            replayer.stop()
+        services.database.dispose()
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """A configured app; the lifespan loads catalogues and migrates the database."""
+    settings = settings or get_settings()
+    logging.basicConfig(level=settings.log_level)
+    app = FastAPI(
+        title="LLM energy quotes",
+        version="0.1.0",
+        description=DESCRIPTION,
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.metrics = Metrics()
+    install_problem_handlers(app)
+    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
+    app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
+    for module in (estimate, quotes, catalog, health):
+        app.include_router(module.router)
+    return app
+
+
+app = create_app()

@@ -1,0 +1,40 @@
+"""Body of GET /v1/health."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel
+
+from service.schemas.common import example
+
+
+class DatabaseHealth(BaseModel):
+    model_config = example({"reachable": True, "backend": "sqlite"})
+
+    reachable: bool
+    backend: str
+
+
+class Health(BaseModel):
+    """`degraded` while the database is away: estimates still work, quotes are not stored."""
+
+    model_config = example(
+        {
+            "status": "ok",
+            "model_version": "roofline 2026.11.1",
+            "calibration_id": None,
+            "database": {"reachable": True, "backend": "sqlite"},
+            "open_dev_mode": True,
+            "auth_mode": "open-dev",
+            "catalogs": {"gpus": "2026.11.1", "models": "2026.11.1", "regions": "2026.11.0"},
+        }
+    )
+
+    status: Literal["ok", "degraded"]
+    model_version: str
+    calibration_id: str | None
+    database: DatabaseHealth
+    open_dev_mode: bool
+    auth_mode: Literal["open-dev", "api-key"]
+    catalogs: dict[str, str]

@@ -1,0 +1,77 @@
+"""Idempotency-Key on POST /v1/estimate, and POST /v1/estimate/batch (open dev mode)."""
+
+from __future__ import annotations
+
+from api_support import example_body, services_of
+from fastapi.testclient import TestClient
+from numpy.testing import assert_allclose
+
+
+def test_same_key_same_body_returns_the_same_quote(client: TestClient) -> None:
+    headers = {"Idempotency-Key": "retry-1"}
+    first = client.post("/v1/estimate", json=example_body(), headers=headers)
+    second = client.post("/v1/estimate", json=example_body(), headers=headers)
+    assert first.status_code == second.status_code == 200
+    assert first.json()["quote_id"] is not None
+    assert second.json() == first.json()
+
+
+def test_same_key_different_body_is_422(client: TestClient) -> None:
+    headers = {"Idempotency-Key": "retry-2"}
+    assert client.post("/v1/estimate", json=example_body(), headers=headers).status_code == 200
+    other = example_body(workload={"batch_size": 1, "prompt_tokens": 10, "output_tokens": 10})
+    response = client.post("/v1/estimate", json=other, headers=headers)
+    assert response.status_code == 422
+    assert response.json()["type"].endswith("idempotency-mismatch")
+
+
+def test_same_key_in_flight_is_409(client: TestClient) -> None:
+    guard = services_of(client).quotes.guard
+    with guard.hold("dev", "retry-3"):
+        response = client.post(
+            "/v1/estimate", json=example_body(), headers={"Idempotency-Key": "retry-3"}
+        )
+    assert response.status_code == 409
+    assert response.headers["content-type"].startswith("application/problem+json")
+    after = client.post("/v1/estimate", json=example_body(), headers={"Idempotency-Key": "retry-3"})
+    assert after.status_code == 200
+
+
+def test_batch_prices_good_items_and_reports_bad_ones_in_order(client: TestClient) -> None:
+    bad_gpu = example_body(hardware={"gpu": "H1OO"})
+    bad_type = example_body(workload={"batch_size": "8", "prompt_tokens": 1, "output_tokens": 1})
+    items = [example_body(), bad_gpu, bad_type, example_body(datacenter={"region": "PL"})]
+    response = client.post("/v1/estimate/batch", json={"items": items})
+    assert response.status_code == 200
+    results = response.json()["items"]
+    assert len(results) == 4
+    single = client.post("/v1/estimate", json=example_body()).json()
+    assert_allclose(results[0]["energy"]["gpu_j"], single["energy"]["gpu_j"], rtol=1e-12)
+    assert results[0]["quote_id"] != results[3]["quote_id"]
+    assert results[1]["status"] == 422 and results[1]["errors"][0]["loc"] == "hardware.gpu"
+    assert results[2]["status"] == 422 and results[2]["errors"][0]["loc"] == "workload.batch_size"
+    assert results[3]["carbon"]["region"] == "PL"
+    stored = client.get(f"/v1/quotes/{results[3]['quote_id']}")
+    assert stored.status_code == 200
+
+
+def test_batch_over_the_limit_is_422(client: TestClient) -> None:
+    response = client.post("/v1/estimate/batch", json={"items": [{}] * 1001})
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["loc"] == "items"
+
+
+def test_invalid_custom_architecture_names_the_field(client: TestClient) -> None:
+    body = example_body(
+        architecture={
+            "hidden_size": 64,
+            "num_layers": 2,
+            "num_attention_heads": 3,
+            "intermediate_size": 64,
+            "vocab_size": 100,
+        }
+    )
+    del body["model"]
+    problem = client.post("/v1/estimate", json=body).json()
+    assert problem["status"] == 422
+    assert problem["errors"][0]["loc"] == "architecture.num_attention_heads"

@@ -1,0 +1,54 @@
+"""The quote spool: durable files, replay that skips quotes already stored and never breaks
+on an idempotency key taken meanwhile."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+from service.config import Settings
+from service.db import migrate
+from service.db.engine import Database
+from service.db.models import Quote
+from service.db.repositories import QuoteRepository
+from service.db.spool import QuoteSpool
+from service.ids import new_quote_id
+
+
+def quote(tenant: str, key: str | None) -> Quote:
+    return Quote(
+        id=new_quote_id(),
+        tenant=tenant,
+        idempotency_key=key,
+        request_hash="h",
+        request={},
+        response={"energy": {"gpu_j": 1.0}},
+        model_version="roofline test",
+        calibration_id=None,
+        model_id="custom",
+        gpu_id="L4",
+        gpu_count=1,
+        created_at=datetime.now(UTC),
+    )
+
+
+def test_replay_moves_quotes_and_frees_clashing_keys(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'quotes.sqlite3'}"
+    migrate.upgrade(url)
+    database = Database(Settings(database_url=url))
+    spool = QuoteSpool(tmp_path / "spool")
+    taken = quote("acme", "k1")
+    with database.sessions.begin() as session:
+        QuoteRepository(session).add(taken)
+    spooled = [quote("acme", "k1"), quote("acme", "k2"), quote("acme", None)]
+    spool.append(spooled)
+    assert spool.find("acme", "k2") is not None and spool.find("globex", "k2") is None
+    assert spool.replay(database) == 3
+    assert spool.pending() == []
+    with database.sessions() as session:
+        repository = QuoteRepository(session)
+        assert all(repository.by_id(q.id) is not None for q in spooled)
+        assert repository.by_idempotency_key("acme", "k1").id == taken.id  # type: ignore[union-attr]
+        assert repository.by_id(spooled[0].id).idempotency_key is None  # type: ignore[union-attr]
+    assert spool.replay(database) == 0
+    database.dispose()
