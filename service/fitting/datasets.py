@@ -9,14 +9,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from service.fitting.datasets_azure import AZURE_TRACE_CSVS, AzureTraceKind, load_azure_trace
 from service.fitting.datasets_common import (
     DEFAULT_DATA_DIR,
     KNOWN_GPU_IDS,
     resolve_data_dir,
     sha256_file,
 )
-from service.fitting.datasets_mlenergy import (
+from service.fitting.energy_leaderboard import (
     MLENERGY_V2_CSV,
     MLENERGY_V3_CSV,
     PROMPT_TOKENS_BY_TASK,
@@ -25,12 +24,7 @@ from service.fitting.datasets_mlenergy import (
     load_mlenergy,
     read_mlenergy,
 )
-from service.fitting.datasets_splitwise import (
-    SPLITWISE_CSV,
-    PhaseTimeMeasurement,
-    load_splitwise,
-)
-from service.fitting.datasets_vidur import (
+from service.fitting.kernel_profiles import (
     CollectiveTimeMeasurement,
     KernelTimeMeasurement,
     load_vidur_collectives,
@@ -38,6 +32,12 @@ from service.fitting.datasets_vidur import (
     vidur_kernel_files,
     vidur_network_files,
 )
+from service.fitting.phase_times import (
+    SPLITWISE_CSV,
+    PhaseTimeMeasurement,
+    load_splitwise,
+)
+from service.fitting.request_trace import AZURE_TRACE_CSVS, AzureTraceKind, load_azure_trace
 
 __all__ = [
     "DEFAULT_DATA_DIR",
