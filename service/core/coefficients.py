@@ -24,6 +24,8 @@ class RooflineCoefficients:
             RoPE, residual adds, activations, softmax, embedding lookups), which reach less.
         network_efficiency: achieved fraction of the interconnect bandwidth in collectives.
         kernel_launch_s: fixed time per kernel execution [s] (launch, tail, small-kernel ramp).
+        decode_kernel_launch_s: the same in decode [s]; engines that replay decode steps as
+            CUDA graphs pay much less than a launch per kernel.
         collective_step_latency_s: latency per ring step of a collective [s].
         prefill_overhead_s: host-side time per prefill [s] (scheduling, input preparation).
         decode_step_overhead_s: host-side time per decode step [s] (scheduler, sampling glue).
@@ -39,6 +41,7 @@ class RooflineCoefficients:
     elementwise_memory_efficiency: float
     network_efficiency: float
     kernel_launch_s: float
+    decode_kernel_launch_s: float
     collective_step_latency_s: float
     prefill_overhead_s: float
     decode_step_overhead_s: float
@@ -95,6 +98,7 @@ IDEAL_ROOFLINE = RooflineCoefficients(
     elementwise_memory_efficiency=1.0,
     network_efficiency=1.0,
     kernel_launch_s=0.0,
+    decode_kernel_launch_s=0.0,
     collective_step_latency_s=0.0,
     prefill_overhead_s=0.0,
     decode_step_overhead_s=0.0,

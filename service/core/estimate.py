@@ -64,7 +64,11 @@ def estimate_request(
             rates=rates,
             compute_key=compute_key,
             power=coefficients.power,
-            kernel_launch_s=coefficients.roofline.kernel_launch_s,
+            kernel_launch_s=(
+                coefficients.roofline.kernel_launch_s
+                if phase is Phase.PREFILL
+                else coefficients.roofline.decode_kernel_launch_s
+            ),
             group_gpus=par.gpus_per_stage,
         )
         pieces = _phase_pieces(

@@ -39,6 +39,17 @@ from service.fitting.kernel_fit import (
 FloatArray = npt.NDArray[np.float64]
 
 
+def overhead_values(overheads: Overheads) -> dict[str, float]:
+    """Named roofline coefficients of one engine's host-overhead profile."""
+    names = (
+        "prefill_overhead_s",
+        "decode_step_overhead_s",
+        "decode_overhead_per_sequence_s",
+        "decode_kernel_launch_s",
+    )
+    return dict(zip(names, overheads, strict=True))
+
+
 def with_roofline_values(
     base: CostModelCoefficients, values: Mapping[str, float]
 ) -> CostModelCoefficients:
@@ -59,13 +70,10 @@ class FittedModel:
     def coefficients(
         self, base: CostModelCoefficients, engine: str = "vllm-v1"
     ) -> CostModelCoefficients:
-        prefill, step, per_sequence = self.overheads[engine]
         values = {
             **self.kernel,
             **self.network,
-            "prefill_overhead_s": prefill,
-            "decode_step_overhead_s": step,
-            "decode_overhead_per_sequence_s": per_sequence,
+            **overhead_values(self.overheads[engine]),
         }
         roofline = with_roofline_values(base, values).roofline
         power = PowerCoefficients(*(float(v) for v in self.power))
@@ -95,10 +103,15 @@ def fit_all(
     samples: KernelSamples, network: dict[str, float], rows: list[EndToEndRow]
 ) -> FittedModel:
     """Fit overheads per engine and power on `rows` (already estimated with the kernel fit)."""
-    overheads = {
-        engine: fit_overheads([r for r in rows if r.engine == engine])
-        for engine in sorted({r.engine for r in rows})
-    }
+    # Engines with prefill measurements first: the others borrow their prefill overhead.
+    engines = sorted(
+        {r.engine for r in rows},
+        key=lambda e: not any(r.measured_prefill_s for r in rows if r.engine == e),
+    )
+    overheads: dict[str, Overheads] = {}
+    for engine in engines:
+        borrowed = next(iter(overheads.values()))[0] if overheads else None
+        overheads[engine] = fit_overheads([r for r in rows if r.engine == engine], borrowed)
     energy_rows = [r for r in rows if r.measured_per_sequence_j is not None]
     power = _fit_power_per_engine(energy_rows, overheads)
     return FittedModel(fit_kernel_efficiencies(samples), network, overheads, power)

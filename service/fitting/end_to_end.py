@@ -25,12 +25,14 @@ from service.core.workload import Deployment, Parallelism, Precision, Workload
 from service.fitting.datasets import EnergyMeasurement, PhaseTimeMeasurement
 
 FloatArray = npt.NDArray[np.float64]
-Overheads = tuple[float, float, float]
-"""(prefill overhead, decode step overhead, decode overhead per sequence per step) [s]."""
+Overheads = tuple[float, float, float, float]
+"""(prefill overhead, decode step overhead, decode overhead per sequence per step, decode kernel
+launch) [s]."""
 
 
 @dataclass(frozen=True, slots=True)
 class PhaseArrays:
+    executions: FloatArray
     time_s: FloatArray
     compute_s: FloatArray
     memory_s: FloatArray
@@ -38,12 +40,8 @@ class PhaseArrays:
 
     @classmethod
     def of(cls, table: KernelTable) -> PhaseArrays:
-        return cls(
-            *(
-                np.asarray(c)
-                for c in (table.time_s, table.compute_s, table.memory_s, table.network_s)
-            )
-        )
+        columns = (table.executions, table.time_s, table.compute_s, table.memory_s, table.network_s)
+        return cls(*(np.asarray(c, dtype=np.float64) for c in columns))
 
 
 ENGINE_OF_SOURCE = {"mlenergy-v2": "vllm-v0", "mlenergy-v3": "vllm-v1", "splitwise": "vllm-v1"}
@@ -69,6 +67,7 @@ class EndToEndRow:
     dynamic_w: float
     prefill: PhaseArrays
     decode: PhaseArrays
+    launch_s: float
     measured_tpot_s: float
     measured_prefill_s: float | None
     measured_per_sequence_j: float | None
@@ -115,6 +114,7 @@ def _row(
         dynamic_w=gpu.tdp_w - gpu.idle_w,
         prefill=PhaseArrays.of(estimate.prefill.table),
         decode=PhaseArrays.of(estimate.decode.table),
+        launch_s=coeffs.roofline.kernel_launch_s,
         measured_tpot_s=tpot,
         measured_prefill_s=prefill,
         measured_per_sequence_j=energy,
@@ -123,11 +123,14 @@ def _row(
 
 
 def without_overheads(coeffs: CostModelCoefficients) -> CostModelCoefficients:
+    """`coeffs` with no host overheads and decode kernels launched like prefill ones (the fit
+    adjusts the decode launch cost from each kernel's execution count)."""
     roofline = replace(
         coeffs.roofline,
         prefill_overhead_s=0.0,
         decode_step_overhead_s=0.0,
         decode_overhead_per_sequence_s=0.0,
+        decode_kernel_launch_s=coeffs.roofline.kernel_launch_s,
     )
     return replace(coeffs, roofline=roofline)
 
@@ -212,10 +215,16 @@ def _peak_prefill_s(p: PhaseTimeMeasurement, models: ModelCatalog, gpus: GpuCata
     return flops / (gpus.get(p.gpu_id).spec.gemm_peak_flops_per_s("fp16") * p.tensor_parallel)
 
 
+def decode_kernel_s(r: EndToEndRow, overheads: Overheads) -> FloatArray:
+    """Per-kernel decode time [s] with the engine's decode launch cost."""
+    return r.decode.time_s + (overheads[3] - r.launch_s) * r.decode.executions
+
+
 def predicted_tpot_s(rows: list[EndToEndRow], overheads: Overheads) -> FloatArray:
     return np.array(
         [
-            r.decode.time_s.sum() / max(r.decode_steps, 1) + step_overhead_s(r, overheads)
+            decode_kernel_s(r, overheads).sum() / max(r.decode_steps, 1)
+            + step_overhead_s(r, overheads)
             for r in rows
         ]
     )
@@ -226,13 +235,11 @@ def predicted_prefill_s(rows: list[EndToEndRow], overheads: Overheads) -> FloatA
 
 
 def _phase_energy_j(
-    r: EndToEndRow, phase: PhaseArrays, overhead_s: float, power: FloatArray
+    r: EndToEndRow, phase: PhaseArrays, time_s: FloatArray, overhead_s: float, power: FloatArray
 ) -> float:
     share = power[0] * phase.compute_s + power[1] * phase.memory_s + power[2] * phase.network_s
-    kernel_s = float(phase.time_s.sum())
-    active = r.group_gpus * (
-        r.idle_w * kernel_s + r.dynamic_w * np.minimum(share, phase.time_s).sum()
-    )
+    kernel_s = float(time_s.sum())
+    active = r.group_gpus * (r.idle_w * kernel_s + r.dynamic_w * np.minimum(share, time_s).sum())
     overhead_w = r.idle_w + r.dynamic_w * power[3]
     waiting = (
         r.idle_w * (r.gpu_count - r.group_gpus) * kernel_s + overhead_w * r.gpu_count * overhead_s
@@ -247,9 +254,13 @@ def predicted_per_sequence_j(
     return np.array(
         [
             (
-                _phase_energy_j(r, r.prefill, overheads[0], power)
+                _phase_energy_j(r, r.prefill, r.prefill.time_s, overheads[0], power)
                 + _phase_energy_j(
-                    r, r.decode, r.decode_steps * step_overhead_s(r, overheads), power
+                    r,
+                    r.decode,
+                    decode_kernel_s(r, overheads),
+                    r.decode_steps * step_overhead_s(r, overheads),
+                    power,
                 )
             )
             / r.batch_size
@@ -258,29 +269,46 @@ def predicted_per_sequence_j(
     )
 
 
-def fit_overheads(rows: list[EndToEndRow]) -> Overheads:
-    """Host overheads [s] minimising robust log error of TPOT and prefill time."""
+def fit_overheads(rows: list[EndToEndRow], prefill_overhead_s: float | None = None) -> Overheads:
+    """Host overheads [s] minimising robust log error of TPOT and prefill time.
+
+    Rows without prefill measurements cannot tell the prefill overhead: pass it in
+    `prefill_overhead_s` (taken from an engine that has them) and it is held fixed.
+    """
     timed = [r for r in rows if r.measured_prefill_s is not None]
     tpot = np.array([r.measured_tpot_s for r in rows])
     prefill = np.array([r.measured_prefill_s or 0.0 for r in timed])
+    fixed = prefill_overhead_s if not timed else None
+
+    def full(params: FloatArray) -> Overheads:
+        return _overheads(np.concatenate([[fixed], params]) if fixed is not None else params)
 
     def residuals(params: FloatArray) -> FloatArray:
+        overheads = full(params)
         return np.concatenate(
             [
-                np.log(predicted_tpot_s(rows, (params[0], params[1], params[2])) / tpot),
-                np.log(predicted_prefill_s(timed, (params[0], params[1], params[2])) / prefill),
+                np.log(predicted_tpot_s(rows, overheads) / tpot),
+                np.log(predicted_prefill_s(timed, overheads) / prefill),
             ]
         )
 
+    start = np.array([1e-3, 1e-3, 1e-6, 2e-6])
+    upper = np.array([0.5, 0.05, 1e-3, 2e-5])
+    scale = np.array([1e-3, 1e-3, 1e-6, 1e-6])
+    first = 0 if fixed is None else 1
     fit = least_squares(
         residuals,
-        np.array([1e-3, 1e-3, 1e-6]),
-        bounds=([0.0, 0.0, 0.0], [0.5, 0.05, 1e-3]),
+        start[first:],
+        bounds=(np.zeros(4 - first), upper[first:]),
         loss="soft_l1",
         f_scale=0.1,
-        x_scale=np.array([1e-3, 1e-3, 1e-6]),
+        x_scale=scale[first:],
     )
-    return float(fit.x[0]), float(fit.x[1]), float(fit.x[2])
+    return full(fit.x)
+
+
+def _overheads(params: FloatArray) -> Overheads:
+    return float(params[0]), float(params[1]), float(params[2]), float(params[3])
 
 
 def fit_power(rows: list[EndToEndRow], overheads: Overheads) -> FloatArray:

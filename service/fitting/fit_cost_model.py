@@ -19,12 +19,17 @@ from typing import Any
 import numpy as np
 
 from service.catalog import load_gpu_catalog, load_model_catalog
-from service.catalog.coefficients import COEFFICIENTS_PATH, coefficients_from_document
+from service.catalog.coefficients import (
+    COEFFICIENTS_PATH,
+    DEFAULT_ENGINE,
+    coefficients_from_document,
+)
 from service.fitting.cross_validation import (
     FittedModel,
     HeldOut,
     cross_validate,
     fit_all,
+    overhead_values,
     with_roofline_values,
 )
 from service.fitting.datasets import (
@@ -36,7 +41,12 @@ from service.fitting.datasets import (
     load_vidur_kernels,
 )
 from service.fitting.end_to_end import EndToEndRow, end_to_end_rows
-from service.fitting.kernel_fit import fit_collectives, fit_kernel_efficiencies, kernel_samples
+from service.fitting.kernel_fit import (
+    GEMM_TILE_M,
+    fit_collectives,
+    fit_kernel_efficiencies,
+    kernel_samples,
+)
 from service.fitting.metrics import accuracy
 from service.fitting.report import write_report
 
@@ -126,7 +136,6 @@ def _coefficients_document(
     rows: list[EndToEndRow],
     skipped: list[str],
 ) -> dict[str, Any]:
-    prefill, step, per_sequence = final.overheads["vllm-v1"]
     metrics = {}
     for quantity in sorted(held.pairs):
         predicted, measured, _ = held.arrays(quantity)
@@ -154,19 +163,10 @@ def _coefficients_document(
         "roofline": {
             **final.kernel,
             **final.network,
-            "prefill_overhead_s": prefill,
-            "decode_step_overhead_s": step,
-            "decode_overhead_per_sequence_s": per_sequence,
-            "gemm_tile_m": 64,
+            **overhead_values(final.overheads[DEFAULT_ENGINE]),
+            "gemm_tile_m": GEMM_TILE_M,
         },
-        "engines": {
-            engine: {
-                "prefill_overhead_s": o[0],
-                "decode_step_overhead_s": o[1],
-                "decode_overhead_per_sequence_s": o[2],
-            }
-            for engine, o in final.overheads.items()
-        },
+        "engines": {engine: overhead_values(o) for engine, o in final.overheads.items()},
         "power": dict(
             zip(
                 ("compute", "memory", "network", "host_overhead"), final.power.tolist(), strict=True
