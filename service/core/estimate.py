@@ -2,23 +2,16 @@
 
 from __future__ import annotations
 
-from service.core.architecture import ModelArchitecture, validate_architecture
+from service.core.architecture import ModelArchitecture
 from service.core.coefficients import CostModelCoefficients
-from service.core.counts import AttentionSpan, PassShape
-from service.core.dtypes import gemm_compute_key
+from service.core.counts import AttentionSpan, PassShape, padded_rows
 from service.core.errors import InvalidParallelism, InvalidWorkload
-from service.core.graph import KernelNode, build_kernel_graph
 from service.core.kernel_table import KernelTable
-from service.core.kernel_work import kernel_work
 from service.core.memory import check_fits, memory_footprint
-from service.core.phase import PhaseContext, WorkPiece, phase_kernel_table
+from service.core.phase import ContextRange, PhaseContext, PhaseRequest, phase_kernel_tables
+from service.core.plan import cost_plan
 from service.core.results import Phase, PhaseCost, RequestEstimate
-from service.core.roofline import unit_rates
-from service.core.shards import ShardShapes, shard_shapes
-from service.core.work import Work
 from service.core.workload import Deployment, Workload
-
-ATTENTION_KINDS = frozenset({"attention", "attention_scores", "softmax", "attention_context"})
 
 
 def estimate_request(
@@ -35,7 +28,6 @@ def estimate_request(
     the layout does not divide the model, the GPU cannot run the precision, or (with
     `check_memory`) the weights and KV cache do not fit.
     """
-    validate_architecture(arch)
     validate_workload(arch, workload)
     par = deployment.parallelism
     if par.pipeline > arch.num_layers:
@@ -43,39 +35,24 @@ def estimate_request(
             f"parallelism.pipeline = {par.pipeline} exceeds the {arch.num_layers} layers",
             field="hardware.parallelism.pipeline",
         )
-    shapes = shard_shapes(arch, deployment)
-    footprint = memory_footprint(arch, shapes, workload, deployment)
+    plan = cost_plan(arch, deployment, coefficients.roofline)
+    footprint = memory_footprint(arch, plan.shapes, workload, deployment)
     if check_memory:
         check_fits(footprint, deployment)
-    compute_key = gemm_compute_key(deployment.precision.weights, deployment.precision.activations)
-    rates = unit_rates(deployment.gpu, compute_key, coefficients.roofline)
-    graph = build_kernel_graph(
-        arch,
-        flash_attention=deployment.flash_attention,
-        tensor_group=par.gpus_per_stage,
-        pipeline_stages=par.pipeline,
+    roofline = coefficients.roofline
+    requests = tuple(
+        _phase_request(arch, workload, deployment, phase, roofline.gemm_tile_m)
+        for phase in (Phase.PREFILL, Phase.DECODE)
     )
-    nodes = graph.nodes + graph.step_nodes
-    phases = []
-    for phase in (Phase.PREFILL, Phase.DECODE):
-        ctx = PhaseContext(
-            phase=phase,
-            gpu=deployment.gpu,
-            rates=rates,
-            compute_key=compute_key,
-            power=coefficients.power,
-            kernel_launch_s=(
-                coefficients.roofline.kernel_launch_s
-                if phase is Phase.PREFILL
-                else coefficients.roofline.decode_kernel_launch_s
-            ),
-            group_gpus=par.gpus_per_stage,
-        )
-        pieces = _phase_pieces(
-            nodes, arch, shapes, workload, phase, deployment, coefficients.roofline.gemm_tile_m
-        )
-        table = phase_kernel_table(nodes, pieces, ctx)
-        phases.append(_phase_cost(phase, table, workload, deployment, coefficients))
+    contexts = (
+        PhaseContext(Phase.PREFILL, coefficients.power, roofline.kernel_launch_s),
+        PhaseContext(Phase.DECODE, coefficients.power, roofline.decode_kernel_launch_s),
+    )
+    tables = phase_kernel_tables(plan, requests, contexts)
+    phases = [
+        _phase_cost(ctx.phase, table, workload, deployment, coefficients)
+        for ctx, table in zip(contexts, tables, strict=True)
+    ]
     prefill, decode = phases
     decode_steps = workload.output_tokens - 1
     return RequestEstimate(
@@ -108,60 +85,40 @@ def validate_workload(arch: ModelArchitecture, workload: Workload) -> None:
         )
 
 
-def _phase_pieces(
-    nodes: tuple[KernelNode, ...],
-    arch: ModelArchitecture,
-    shapes: ShardShapes,
-    workload: Workload,
-    phase: Phase,
-    deployment: Deployment,
-    tile_m: int,
-) -> list[list[WorkPiece]]:
-    """Each node's per-execution work over the phase, as pieces of context range."""
+def _phase_request(
+    arch: ModelArchitecture, workload: Workload, deployment: Deployment, phase: Phase, tile_m: int
+) -> PhaseRequest:
+    """The BASIS terms of one phase of `workload` (see service.core.plan)."""
     batch, prompt = workload.batch_size, workload.prompt_tokens
     if phase is Phase.PREFILL:
+        tokens = float(batch * prompt)
         spans = _prefill_spans(arch, prompt, deployment.flash_attention)
-        shape = PassShape(batch * prompt, batch, batch, spans, tile_m)
-        return [[WorkPiece(kernel_work(node, arch, shapes, shape), None, 0, 0)] for node in nodes]
-    first, last = prompt + 1, prompt + workload.output_tokens - 1
-    if last < first:
-        return [[] for _ in nodes]
-    step = PassShape(batch, batch, batch, {}, tile_m)
-    return [
-        _attention_decode_pieces(node, arch, shapes, step, first, last)
-        if node.kind in ATTENTION_KINDS
-        else [WorkPiece(kernel_work(node, arch, shapes, step), None, first, last)]
-        for node in nodes
-    ]
-
-
-def _attention_decode_pieces(
-    node: KernelNode,
-    arch: ModelArchitecture,
-    shapes: ShardShapes,
-    step: PassShape,
-    first: int,
-    last: int,
-) -> list[WorkPiece]:
-    """Attention work is affine in the keys read; a sliding window caps them at its width."""
-
-    def work_at(keys: int) -> Work:
-        span = AttentionSpan(pairs=keys, keys_read=keys, new_tokens=1)
-        shape = PassShape(
-            step.tokens, step.sequences, step.logit_rows, {node.operand: span}, step.tile_m
+        sliding = spans.get("sliding", AttentionSpan(0.0, 0.0, 0.0))
+        full = spans["full"]
+        basis = [
+            1.0,
+            tokens,
+            float(batch),
+            batch * full.pairs,
+            batch * full.keys_read,
+            batch * full.new_tokens,
+            batch * sliding.pairs,
+            batch * sliding.keys_read,
+            batch * sliding.new_tokens,
+        ]
+        shape = PassShape(tokens, batch, batch, spans, tile_m)
+        contexts = None
+        steps = 1
+    else:
+        rows = float(batch)
+        basis = [1.0, rows, rows, 0.0, 0.0, rows, 0.0, 0.0, rows]
+        shape = PassShape(rows, batch, batch, {}, tile_m)
+        contexts = ContextRange(
+            prompt + 1, prompt + workload.output_tokens - 1, arch.sliding_window_tokens
         )
-        return kernel_work(node, arch, shapes, shape)
-
-    base = work_at(0)
-    slope = work_at(1).minus(base)
-    window = arch.sliding_window_tokens if node.operand == "sliding" else None
-    if window is None or window >= last:
-        return [WorkPiece(base, slope, first, last)]
-    pieces = []
-    if first <= window:
-        pieces.append(WorkPiece(base, slope, first, window))
-    pieces.append(WorkPiece(work_at(window), None, max(first, window + 1), last))
-    return pieces
+        steps = contexts.steps
+    padded = [basis[0], padded_rows(basis[1], tile_m), padded_rows(basis[2], tile_m), *basis[3:]]
+    return PhaseRequest(tuple(basis), tuple(padded), steps, shape, contexts, batch)
 
 
 def _prefill_spans(arch: ModelArchitecture, prompt: int, flash: bool) -> dict[str, AttentionSpan]:
@@ -188,12 +145,12 @@ def _phase_cost(
 ) -> PhaseCost:
     steps = 1 if phase is Phase.PREFILL else workload.output_tokens - 1
     overhead_s = host_overhead_s(phase, workload, coefficients)
-    kernel_s = sum(table.time_s)
+    kernel_s = table.kernel_time_s
     gpu = deployment.gpu
     held = deployment.gpu_count
     waiting = held - deployment.parallelism.gpus_per_stage  # other pipeline stages idle meanwhile
     overhead_w = gpu.idle_w + (gpu.tdp_w - gpu.idle_w) * coefficients.power.host_overhead
-    gpu_j = sum(table.gpu_j) + gpu.idle_w * waiting * kernel_s + overhead_w * held * overhead_s
+    gpu_j = table.kernel_gpu_j + gpu.idle_w * waiting * kernel_s + overhead_w * held * overhead_s
     return PhaseCost(
         phase=phase,
         time_s=kernel_s + overhead_s,

@@ -36,6 +36,10 @@ class GpuSpec:
     tdp_w: float
     idle_w: float
 
+    def __hash__(self) -> int:
+        # The peaks mapping is read-only but not hashable itself; hash its items.
+        return hash((self.id, tuple(sorted(self.tensor_dense_flops_per_s.items())), self.tdp_w))
+
     def gemm_peak_flops_per_s(self, compute_key: str) -> float:
         """Dense peak [FLOP/s] for GEMMs running at `compute_key` (see dtypes.gemm_compute_key)."""
         if compute_key == CUDA_CORE_FP32:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -10,38 +12,54 @@ import numpy.typing as npt
 from service.core.graph import KernelNode
 from service.core.hardware import GpuSpec
 from service.core.results import Bound, KernelCost, Phase
-from service.core.work import WORK_FIELDS, Work
+from service.core.work import MEMORY_FIELDS, WORK_FIELDS, Work
 
 FloatArray = npt.NDArray[np.float64]
 _BOUNDS = (Bound.COMPUTE, Bound.MEMORY, Bound.NETWORK)
 _COLUMN = {name: i for i, name in enumerate(WORK_FIELDS)}
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+class TotalsSource(Protocol):
+    def totals_matrix(self) -> FloatArray: ...
+
+
+@dataclass(frozen=True, eq=False)
 class KernelTable:
-    """One phase's kernels, one entry per node: `totals` holds each kernel's Work summed over
-    executions and GPUs; times [s] are wall-clock shares, energies [J] of the GPUs running it."""
+    """One phase's kernels, one entry per node: times [s] are wall-clock shares, energies [J]
+    those of the GPUs running the kernel (`kernel_time_s` and `kernel_gpu_j` their sums);
+    counts are totalled on first use."""
 
     phase: Phase
     nodes: tuple[KernelNode, ...]
-    executions: list[float]
-    totals: list[Work]
-    time_s: list[float]
-    gpu_j: list[float]
-    compute_s: list[float]
-    memory_s: list[float]
-    network_s: list[float]
+    executions: FloatArray
+    kernel_time_s: float
+    kernel_gpu_j: float
+    time_s: FloatArray
+    gpu_j: FloatArray
+    compute_s: FloatArray
+    memory_s: FloatArray
+    network_s: FloatArray
     compute_key: str
     gpu: GpuSpec
+    counts: TotalsSource
+
+    @cached_property
+    def totals_matrix(self) -> FloatArray:
+        """(kernels, WORK_FIELDS): each kernel's counts summed over executions and GPUs."""
+        return self.counts.totals_matrix()
+
+    @property
+    def totals(self) -> list[Work]:
+        """Each kernel's counts as a Work row."""
+        return [Work(*row) for row in self.totals_matrix.tolist()]
 
     def column(self, field: str) -> FloatArray:
         """One Work field of every kernel, summed over the phase."""
-        index = _COLUMN[field]
-        return np.array([work[index] for work in self.totals])
+        return self.totals_matrix[:, _COLUMN[field]]
 
     @property
     def memory_bytes(self) -> FloatArray:
-        return np.array([work.memory_bytes for work in self.totals])
+        return np.asarray(self.totals_matrix[:, MEMORY_FIELDS].sum(axis=1), dtype=np.float64)
 
     @property
     def bounds(self) -> list[Bound]:
@@ -56,7 +74,7 @@ class KernelTable:
         memory = self.memory_bytes
         rows = []
         for i, (node, bound) in enumerate(zip(self.nodes, self.bounds, strict=True)):
-            w = self.totals[i]._asdict()
+            w = dict(zip(WORK_FIELDS, self.totals_matrix[i].tolist(), strict=True))
             ops = w["tensor_flops"] + w["cuda_core_ops"] + w["special_function_ops"]
             rows.append(
                 KernelCost(
@@ -77,7 +95,9 @@ class KernelTable:
                     gpu_j=float(self.gpu_j[i]),
                     bound=bound,
                     compute_precision=self.compute_key,
-                    arithmetic_intensity_flops_per_byte=ops / memory[i] if memory[i] else 0.0,
+                    arithmetic_intensity_flops_per_byte=float(ops / memory[i])
+                    if memory[i]
+                    else 0.0,
                     ridge_point_flops_per_byte=tensor_ridge if w["tensor_flops"] else cuda_ridge,
                 )
             )

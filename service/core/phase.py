@@ -1,162 +1,216 @@
-"""Cost of every kernel over a whole phase.
+"""Cost of every kernel over a whole phase, from a CostPlan and the request's basis terms.
 
-Each kernel's per-execution work is turned into per-unit times on the GPU's roofline. Kernels
-whose work grows with the context (attention in decode) are summed over decode steps in closed
-form; the others are constant per step.
+Kernels that do not read the KV cache cost the same at every step of a phase: their unit times
+are one matrix product away. Attention in decode grows with the context c; its unit times are
+affine in c, and the sum over steps is exact from the upper envelope of those lines
+(roofline.sum_max_affine), with no loop over tokens.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+import numpy.typing as npt
+
 from service.core.coefficients import PowerCoefficients
-from service.core.graph import KernelNode
-from service.core.hardware import GpuSpec
+from service.core.counts import PassShape
 from service.core.kernel_table import KernelTable
+from service.core.kernel_work import kernel_work
+from service.core.plan import BASIS, CostPlan
 from service.core.results import Phase
-from service.core.roofline import (
-    COMPUTE_UNITS,
-    STREAMING_KINDS,
-    UnitRates,
-    sum_affine,
-    sum_max_affine,
-    unit_times_s,
-)
-from service.core.work import Work
+from service.core.roofline import sum_affine, sum_max_affine
+
+FloatArray = npt.NDArray[np.float64]
+_TOKENS, _LOGIT_ROWS = BASIS.index("tokens"), BASIS.index("logit_rows")
 
 
 @dataclass(frozen=True, slots=True)
-class WorkPiece:
-    """Per-execution work `base + slope * c` for every integer context c in [first, last].
+class ContextRange:
+    """Decode's integer contexts [first, last]: step j attends to prompt + j keys."""
 
-    Prefill is one piece with first == last; a decode kernel that does not read the KV cache
-    has no slope and the same work at every decode step.
-    """
-
-    base: Work
-    slope: Work | None
     first: int
     last: int
+    sliding_window: int | None
 
     @property
-    def count(self) -> int:
-        return self.last - self.first + 1
+    def steps(self) -> int:
+        return max(0, self.last - self.first + 1)
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseRequest:
+    """The request's basis terms for one phase.
+
+    Attributes:
+        basis: BASIS values of one execution (for decode: its context-free part).
+        padded: the same with tokens and logit rows padded to the GEMM tile.
+        steps: executions of each kernel per layer (1 prefill, output_tokens - 1 decode).
+        shape: the pass itself, for kernels counted directly.
+        contexts: decode's context range (None in prefill).
+        batch: sequences in the batch.
+    """
+
+    basis: tuple[float, ...]
+    padded: tuple[float, ...]
+    steps: int
+    shape: PassShape
+    contexts: ContextRange | None
+    batch: int
 
 
 @dataclass(frozen=True, slots=True)
 class PhaseContext:
-    """What every kernel of a phase shares: GPU, rates, power model and layout."""
+    """What every kernel of a phase shares besides the plan."""
 
     phase: Phase
-    gpu: GpuSpec
-    rates: UnitRates
-    compute_key: str
     power: PowerCoefficients
     kernel_launch_s: float
-    group_gpus: int
 
 
-def phase_kernel_table(
-    nodes: tuple[KernelNode, ...], pieces: list[list[WorkPiece]], ctx: PhaseContext
-) -> KernelTable:
-    """Totals of every kernel over the phase: counts over all GPUs, time, energy and bound.
-
-    Plain Python floats: with ~20 kernels a phase, numpy's per-call overhead would cost more
-    than the arithmetic.
-    """
-    gpu, power, rates = ctx.gpu, ctx.power, ctx.rates
-    dynamic_w = gpu.tdp_w - gpu.idle_w
-    inv_tensor = 1.0 / rates.tensor_flops_per_s
-    inv_cuda = 1.0 / rates.cuda_core_ops_per_s
-    inv_sfu = 1.0 / rates.special_function_ops_per_s
-    inv_network = 1.0 / rates.network_bytes_per_s
-    latency = rates.collective_step_latency_s
-    launch = ctx.kernel_launch_s
-    group = ctx.group_gpus
-    columns: tuple[list[float], ...] = ([], [], [], [], [], [], [])
-    totals: list[Work] = []
-    for node, node_pieces in zip(nodes, pieces, strict=True):
-        streaming = node.kind in STREAMING_KINDS
-        if len(node_pieces) == 1 and node_pieces[0].slope is None:
-            piece = node_pieces[0]
-            w = piece.base
-            count = piece.count
-            memory_rate = (
-                rates.memory_bytes_per_s if streaming else rates.elementwise_memory_bytes_per_s
+def phase_kernel_tables(
+    plan: CostPlan, requests: tuple[PhaseRequest, ...], contexts: tuple[PhaseContext, ...]
+) -> tuple[KernelTable, ...]:
+    """Every kernel's time, energy and bound in each phase, all phases in one set of array
+    operations (numpy's per-call cost, not arithmetic, dominates at ~20 kernels)."""
+    terms = np.array([r.basis + r.padded for r in requests]).T
+    steps = np.array([float(r.steps) for r in requests])
+    launch = np.array([c.kernel_launch_s for c in contexts])
+    # Per kernel, unit (tensor, CUDA core, special function, memory, network) and phase:
+    # seconds of one execution.
+    unit = plan.seconds_per_unit @ terms
+    nonlinear = {
+        (i, p): np.asarray(kernel_work(plan.nodes[i], plan.arch, plan.shapes, r.shape))
+        for i in plan.nonlinear
+        for p, r in enumerate(requests)
+    }
+    for (i, p), work in nonlinear.items():
+        unit[i, :, p] = work @ plan.seconds_per_count[plan.streaming[i]]
+    scale = plan.layers[:, None] * steps
+    time_s = (unit.max(axis=1) + launch) * scale
+    compute_s = unit[:, :3].max(axis=1) * scale
+    memory_s = unit[:, 3] * scale
+    network_s = unit[:, 4] * scale
+    for p, request in enumerate(requests):
+        if request.contexts is None:
+            continue
+        for i in plan.attention:
+            seconds = _decode_attention_s(plan, i, request, request.contexts, launch[p])
+            layers = plan.layers[i]
+            time_s[i, p], compute_s[i, p], memory_s[i, p], network_s[i, p] = (
+                seconds[0] * layers,
+                seconds[1] * layers,
+                seconds[2] * layers,
+                seconds[3] * layers,
             )
-            compute = max(
-                w.padded_tensor_flops * inv_tensor,
-                w.cuda_core_ops * inv_cuda,
-                w.special_function_ops * inv_sfu,
-            )
-            memory = (
-                w.weight_bytes
-                + w.activation_read_bytes
-                + w.activation_write_bytes
-                + w.kv_cache_read_bytes
-                + w.kv_cache_write_bytes
-            ) / memory_rate
-            network = w.network_bytes * inv_network + w.collective_steps * latency
-            time_s = (max(compute, memory, network) + launch) * count
-            compute_s, memory_s, network_s = compute * count, memory * count, network * count
-            total = w.scaled(count * node.layers * group)
-        else:
-            time_s, compute_s, memory_s, network_s, summed = _context_dependent_sums(
-                node_pieces, ctx, streaming
-            )
-            total = summed.scaled(node.layers * group)
-        layers = node.layers
-        time_s, compute_s, memory_s, network_s = (
-            time_s * layers,
-            compute_s * layers,
-            memory_s * layers,
-            network_s * layers,
+    power = contexts[0].power
+    share = power.compute * compute_s + power.memory * memory_s + power.network * network_s
+    gpu, group = plan.gpu, plan.shapes.group
+    # Utilisation-weighted dynamic power, capped so no kernel draws more than TDP.
+    gpu_j = group * (gpu.idle_w * time_s + (gpu.tdp_w - gpu.idle_w) * np.minimum(share, time_s))
+    phase_time_s, phase_gpu_j = time_s.sum(axis=0).tolist(), gpu_j.sum(axis=0).tolist()
+    return tuple(
+        KernelTable(
+            phase=ctx.phase,
+            nodes=plan.nodes,
+            executions=scale[:, p],
+            kernel_time_s=phase_time_s[p],
+            kernel_gpu_j=phase_gpu_j[p],
+            time_s=time_s[:, p],
+            gpu_j=gpu_j[:, p],
+            compute_s=compute_s[:, p],
+            memory_s=memory_s[:, p],
+            network_s=network_s[:, p],
+            compute_key=plan.compute_key,
+            gpu=gpu,
+            counts=PhaseCounts(plan, request, {i: w for (i, q), w in nonlinear.items() if q == p}),
         )
-        share = power.compute * compute_s + power.memory * memory_s + power.network * network_s
-        # Utilisation-weighted dynamic power, capped so no kernel draws more than TDP.
-        gpu_j = group * (gpu.idle_w * time_s + dynamic_w * min(share, time_s))
-        executions = sum(piece.count for piece in node_pieces) * layers
-        for column, value in zip(
-            columns, (executions, time_s, gpu_j, compute_s, memory_s, network_s, 0.0), strict=True
-        ):
-            column.append(value)
-        totals.append(total)
-    return KernelTable(
-        phase=ctx.phase,
-        nodes=nodes,
-        executions=columns[0],
-        totals=totals,
-        time_s=columns[1],
-        gpu_j=columns[2],
-        compute_s=columns[3],
-        memory_s=columns[4],
-        network_s=columns[5],
-        compute_key=ctx.compute_key,
-        gpu=gpu,
+        for p, (request, ctx) in enumerate(zip(requests, contexts, strict=True))
     )
 
 
-def _context_dependent_sums(
-    pieces: list[WorkPiece], ctx: PhaseContext, streaming: bool
-) -> tuple[float, float, float, float, Work]:
-    """(time, compute, memory, network seconds, total counts) of one kernel over its pieces."""
+@dataclass(frozen=True, slots=True, eq=False)
+class PhaseCounts:
+    """What a KernelTable needs to total its kernels' counts when asked (not on the hot path)."""
+
+    plan: CostPlan
+    request: PhaseRequest
+    nonlinear_work: dict[int, FloatArray]
+
+    def totals_matrix(self) -> FloatArray:
+        """(kernels, WORK_FIELDS) counts summed over the phase's executions and all GPUs."""
+        plan = self.plan
+        basis_sum, padded_sum = _phase_sums(self.request)
+        totals = plan.work_per_unit @ basis_sum
+        totals[:, 1] = plan.work_per_unit[:, 1, :] @ padded_sum
+        for i, work in self.nonlinear_work.items():
+            totals[i] = work * float(self.request.steps)
+        return totals * (plan.layers * plan.shapes.group)[:, None]
+
+
+def _phase_sums(request: PhaseRequest) -> tuple[FloatArray, FloatArray]:
+    """BASIS terms summed over the phase's executions: (real, with padded rows)."""
+    steps = float(request.steps)
+    basis_sum = np.array(request.basis) * steps
+    padded_sum = np.array(request.padded) * steps
+    contexts = request.contexts
+    if contexts is None:
+        return basis_sum, padded_sum
+    batch = float(request.batch)
+    contexts_sum = sum_affine(0.0, 1.0, contexts.first, contexts.last)
+    window = contexts.sliding_window
+    windowed_sum = contexts_sum if window is None else _capped_sum(contexts, window)
+    span_sums = {
+        "pairs_full": batch * contexts_sum,
+        "keys_full": batch * contexts_sum,
+        "pairs_sliding": batch * windowed_sum,
+        "keys_sliding": batch * windowed_sum,
+    }
+    for term, value in span_sums.items():
+        basis_sum[BASIS.index(term)] += value
+        padded_sum[BASIS.index(term)] += value
+    return basis_sum, padded_sum
+
+
+def _capped_sum(contexts: ContextRange, window: int) -> float:
+    """Sum over c in [first, last] of min(c, window)."""
+    below = sum_affine(0.0, 1.0, contexts.first, min(contexts.last, window))
+    above_count = max(0, contexts.last - max(contexts.first, window + 1) + 1)
+    return below + window * above_count
+
+
+def _slope(batch: float, variant: str) -> FloatArray:
+    """d(terms)/dc of one decode step for an attention variant: B pairs and B keys per key, in
+    both the real and the padded copy of the terms (spans are never padded)."""
+    slope = np.zeros(2 * len(BASIS))
+    for term in (f"pairs_{variant}", f"keys_{variant}"):
+        slope[BASIS.index(term)] = batch
+        slope[len(BASIS) + BASIS.index(term)] = batch
+    return slope
+
+
+def _decode_attention_s(
+    plan: CostPlan, i: int, request: PhaseRequest, contexts: ContextRange, launch_s: float
+) -> tuple[float, float, float, float]:
+    """(time, compute, memory, network) seconds of one attention kernel over decode, per layer."""
+    variant = plan.nodes[i].operand
+    slope = _slope(float(request.batch), variant)
+    window = contexts.sliding_window if variant == "sliding" else None
+    pieces = [(0.0, 1.0, contexts.first, contexts.last)]  # (keys offset, slope factor, range)
+    if window is not None and window < contexts.last:
+        pieces = [(0.0, 1.0, contexts.first, min(contexts.last, window))]
+        pieces.append((float(window), 0.0, max(contexts.first, window + 1), contexts.last))
+    rows = plan.seconds_per_unit[i]
     time_s = compute_s = memory_s = network_s = 0.0
-    total = Work()
-    for piece in pieces:
-        base_times = unit_times_s(piece.base, ctx.rates, streaming=streaming)
-        time_s += ctx.kernel_launch_s * piece.count
-        total = total.plus(piece.base.scaled(piece.count))
-        if piece.slope is None:
-            time_s += max(base_times) * piece.count
-            compute_s += max(base_times[:COMPUTE_UNITS]) * piece.count
-            memory_s += base_times[3] * piece.count
-            network_s += base_times[4] * piece.count
+    for offset, factor, first, last in pieces:
+        if last < first:
             continue
-        slope_times = unit_times_s(piece.slope, ctx.rates, streaming=streaming)
-        lines = list(zip(base_times, slope_times, strict=True))
-        time_s += sum_max_affine(lines, piece.first, piece.last)
-        compute_s += sum_max_affine(lines[:COMPUTE_UNITS], piece.first, piece.last)
-        memory_s += sum_affine(*lines[3], piece.first, piece.last)
-        network_s += sum_affine(*lines[4], piece.first, piece.last)
-        total = total.plus(piece.slope.scaled(sum_affine(0.0, 1.0, piece.first, piece.last)))
-    return time_s, compute_s, memory_s, network_s, total
+        base = np.array(request.basis + request.padded) + offset * slope
+        intercepts = (rows @ base).tolist()
+        slopes = (rows @ (slope * factor)).tolist()
+        lines = list(zip(intercepts, slopes, strict=True))
+        time_s += sum_max_affine(lines, first, last) + launch_s * (last - first + 1)
+        compute_s += sum_max_affine(lines[:3], first, last)
+        memory_s += sum_affine(*lines[3], first, last)
+        network_s += sum_affine(*lines[4], first, last)
+    return time_s, compute_s, memory_s, network_s

@@ -89,6 +89,12 @@ def sum_max_affine(lines: list[tuple[float, float]], first: int, last: int) -> f
     """
     if last < first:
         return 0.0
+    # Common case: one line is highest at both ends, hence everywhere between.
+    at_first = [a + b * first for a, b in lines]
+    at_last = [a + b * last for a, b in lines]
+    top = at_first.index(max(at_first))
+    if at_last[top] >= max(at_last):
+        return sum_affine(*lines[top], first, last)
     lines = _upper_candidates(lines, first, last)
     if len(lines) == 1:
         return sum_affine(lines[0][0], lines[0][1], first, last)
@@ -117,23 +123,16 @@ def _upper_candidates(
 ) -> list[tuple[float, float]]:
     """Lines that can set the maximum on [first, last]: a line no higher than another at both
     ends never does (of identical or tying lines, the first is kept)."""
-
-    def ends(line: tuple[float, float]) -> tuple[float, float]:
-        return line[0] + line[1] * first, line[0] + line[1] * last
-
+    ends = [(a + b * first, a + b * last) for a, b in lines]
     kept = []
-    for i, line in enumerate(lines):
-        lo, hi = ends(line)
-        dominated = False
-        for j, other in enumerate(lines):
-            if j == i:
-                continue
-            other_lo, other_hi = ends(other)
-            if other_lo >= lo and other_hi >= hi and (other_lo > lo or other_hi > hi or j < i):
-                dominated = True
-                break
+    for i, (lo, hi) in enumerate(ends):
+        dominated = any(
+            o_lo >= lo and o_hi >= hi and (o_lo > lo or o_hi > hi or j < i)
+            for j, (o_lo, o_hi) in enumerate(ends)
+            if j != i
+        )
         if not dominated:
-            kept.append(line)
+            kept.append(lines[i])
     return kept
 
 

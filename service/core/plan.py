@@ -1,0 +1,173 @@
+"""A request-independent plan of a model on a deployment: every kernel's counts as linear
+functions of a few workload terms, turned into seconds per unit of each term.
+
+Every count of every kernel except the routed-expert GEMMs is linear in nine terms (the
+`BASIS`): a constant, the query tokens T, the logit rows R, and per attention variant the
+query-key pairs, cached keys read and new keys written, each summed over sequences. Probing
+each kernel's counter at unit values of those terms yields its coefficients once per
+(model, deployment, coefficients); pricing a request is then a few small matrix products.
+GEMM rows are padded for compute time by evaluating the tensor-core row at padded T and R.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+import numpy.typing as npt
+
+from service.core.architecture import ModelArchitecture, validate_architecture
+from service.core.coefficients import RooflineCoefficients
+from service.core.counts import AttentionSpan, PassShape
+from service.core.dtypes import gemm_compute_key
+from service.core.graph import KernelNode, build_kernel_graph
+from service.core.hardware import GpuSpec
+from service.core.kernel_work import kernel_work
+from service.core.roofline import STREAMING_KINDS, UnitRates, unit_rates
+from service.core.shards import ShardShapes, shard_shapes
+from service.core.work import WORK_FIELDS
+from service.core.workload import Deployment
+
+FloatArray = npt.NDArray[np.float64]
+BASIS: tuple[str, ...] = (
+    "one",
+    "tokens",
+    "logit_rows",
+    "pairs_full",
+    "keys_full",
+    "new_full",
+    "pairs_sliding",
+    "keys_sliding",
+    "new_sliding",
+)
+NONLINEAR_KINDS = frozenset({"expert_gemm"})
+"""Kinds whose counts are not linear in the basis (touched experts); counted per request."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class CostPlan:
+    """Everything about (model, deployment, roofline coefficients) that no request changes.
+
+    Attributes:
+        nodes: layer-graph nodes then per-step nodes.
+        work_per_unit: (kernels, WORK_FIELDS, BASIS) counts per unit of each basis term.
+        seconds_per_unit: (kernels, 5 units, 2 x BASIS) seconds per unit of each term: the
+            tensor-core row reads the padded copy of the terms (second half), the CUDA-core,
+            special-function, memory and network rows the real ones (first half).
+        layers: (kernels,) executions per forward pass.
+        nonlinear: indices of kernels counted per request.
+        attention: indices of kernels whose work depends on the context.
+        seconds_per_count: (kinds streaming/elementwise) -> (WORK_FIELDS, 5) for direct rows.
+    """
+
+    arch: ModelArchitecture
+    gpu: GpuSpec
+    shapes: ShardShapes
+    rates: UnitRates
+    compute_key: str
+    nodes: tuple[KernelNode, ...]
+    work_per_unit: FloatArray
+    seconds_per_unit: FloatArray
+    layers: FloatArray
+    nonlinear: tuple[int, ...]
+    attention: tuple[int, ...]
+    streaming: tuple[bool, ...]
+    seconds_per_count: dict[bool, FloatArray]
+
+
+def seconds_per_count(rates: UnitRates, *, streaming: bool) -> FloatArray:
+    """Matrix (WORK_FIELDS x units) turning a row of counts into per-unit seconds."""
+    memory_rate = rates.memory_bytes_per_s if streaming else rates.elementwise_memory_bytes_per_s
+    matrix = np.zeros((len(WORK_FIELDS), 5))
+    matrix[1, 0] = 1.0 / rates.tensor_flops_per_s  # padded tensor FLOPs set compute time
+    matrix[2, 1] = 1.0 / rates.cuda_core_ops_per_s
+    matrix[3, 2] = 1.0 / rates.special_function_ops_per_s
+    matrix[4:9, 3] = 1.0 / memory_rate
+    matrix[9, 4] = 1.0 / rates.network_bytes_per_s
+    matrix[10, 4] = rates.collective_step_latency_s
+    return matrix
+
+
+def _probe_shape(term: str) -> PassShape:
+    """A pass in which `term` is 1 and every other basis term 0 (tile 1: no padding)."""
+    zero = AttentionSpan(0.0, 0.0, 0.0)
+    spans = {"full": zero, "sliding": zero}
+    tokens = 1.0 if term == "tokens" else 0.0
+    logit_rows = 1.0 if term == "logit_rows" else 0.0
+    sequences = 0.0
+    if "_" in term and term not in ("logit_rows",):
+        quantity, variant = term.split("_")
+        values = {"pairs": 0.0, "keys": 0.0, "new": 0.0, quantity: 1.0}
+        spans[variant] = AttentionSpan(values["pairs"], values["keys"], values["new"])
+        sequences = 1.0  # counters multiply span values by sequences
+    return PassShape(tokens, sequences, logit_rows, spans, 1)
+
+
+_PROBES = tuple(_probe_shape(term) for term in BASIS)
+
+
+def _node_work_per_unit(
+    node: KernelNode, arch: ModelArchitecture, shapes: ShardShapes
+) -> FloatArray:
+    """(WORK_FIELDS, BASIS) coefficients of one kernel's counts."""
+    values = np.array([kernel_work(node, arch, shapes, probe) for probe in _PROBES]).T
+    values[:, 1:] -= values[:, :1]  # each probe also carries the constant term
+    return values
+
+
+@lru_cache(maxsize=256)
+def cost_plan(
+    arch: ModelArchitecture, deployment: Deployment, roofline: RooflineCoefficients
+) -> CostPlan:
+    """The plan of `arch` on `deployment` (cached: a serving process sees few combinations).
+
+    Raises the cost model's typed errors for an invalid architecture, a layout that does not
+    divide it, or a precision the GPU cannot run.
+    """
+    validate_architecture(arch)
+    shapes = shard_shapes(arch, deployment)
+    compute_key = gemm_compute_key(deployment.precision.weights, deployment.precision.activations)
+    rates = unit_rates(deployment.gpu, compute_key, roofline)
+    par = deployment.parallelism
+    graph = build_kernel_graph(
+        arch,
+        flash_attention=deployment.flash_attention,
+        tensor_group=par.gpus_per_stage,
+        pipeline_stages=par.pipeline,
+    )
+    nodes = graph.nodes + graph.step_nodes
+    streaming = tuple(node.kind in STREAMING_KINDS for node in nodes)
+    per_count = {flag: seconds_per_count(rates, streaming=flag) for flag in (True, False)}
+    work = np.zeros((len(nodes), len(WORK_FIELDS), len(BASIS)))
+    nonlinear = []
+    for i, node in enumerate(nodes):
+        if node.kind in NONLINEAR_KINDS:
+            nonlinear.append(i)
+        else:
+            work[i] = _node_work_per_unit(node, arch, shapes)
+    seconds = np.einsum("kfb,kfu->kub", work, np.array([per_count[s] for s in streaming]))
+    attention = tuple(
+        i for i in range(len(nodes)) if np.any(work[i][:, 3:] != 0.0) and i not in nonlinear
+    )
+    return CostPlan(
+        arch=arch,
+        gpu=deployment.gpu,
+        shapes=shapes,
+        rates=rates,
+        compute_key=compute_key,
+        nodes=nodes,
+        work_per_unit=work,
+        seconds_per_unit=np.concatenate(
+            [
+                seconds * np.array([0.0, 1, 1, 1, 1])[:, None],
+                seconds * np.array([1.0, 0, 0, 0, 0])[:, None],
+            ],
+            axis=2,
+        ),
+        layers=np.array([node.layers for node in nodes], dtype=np.float64),
+        nonlinear=tuple(nonlinear),
+        attention=attention,
+        streaming=streaming,
+        seconds_per_count=per_count,
+    )
