@@ -16,13 +16,14 @@ from scipy.optimize import least_squares
 
 from service.catalog import GpuCatalog, ModelCatalog
 from service.core.coefficients import CostModelCoefficients
-from service.core.dtypes import DType, parse_dtype
+from service.core.dtypes import DType
 from service.core.errors import CostModelError
 from service.core.estimate import estimate_request
 from service.core.kernel_table import KernelTable
 from service.core.memory import active_parameter_count
 from service.core.workload import Deployment, Parallelism, Precision, Workload
 from service.fitting.datasets import EnergyMeasurement, PhaseTimeMeasurement
+from service.fitting.request_inputs import ENGINE_OF_SOURCE, RequestInputs, mlenergy_inputs
 
 FloatArray = npt.NDArray[np.float64]
 Overheads = tuple[float, float, float, float]
@@ -42,12 +43,6 @@ class PhaseArrays:
     def of(cls, table: KernelTable) -> PhaseArrays:
         columns = (table.executions, table.time_s, table.compute_s, table.memory_s, table.network_s)
         return cls(*(np.asarray(c, dtype=np.float64) for c in columns))
-
-
-ENGINE_OF_SOURCE = {"mlenergy-v2": "vllm-v0", "mlenergy-v3": "vllm-v1", "splitwise": "vllm-v1"}
-"""Serving-engine host-overhead profile of each source: ML.ENERGY v2 ran vLLM 0.5.4 (the V0
-engine, whose per-step host work grows with the batch); v3 ran vLLM 0.11.1 (V1 engine). The
-Splitwise harness is grouped with the modern profile."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,37 +69,23 @@ class EndToEndRow:
     fits_memory: bool
 
 
-def _precision(weights: str) -> Precision:
-    dtype = parse_dtype(weights, field="weights")
-    activations = DType.FP8 if dtype is DType.FP8 else DType.BF16  # FP8 checkpoints run W8A8
-    return Precision(dtype, activations, DType.BF16)
-
-
 def _row(
     source: str,
-    model_id: str,
-    gpu_id: str,
-    parallelism: Parallelism,
-    precision: Precision,
-    workload: Workload,
-    models: ModelCatalog,
-    gpus: GpuCatalog,
+    inputs: RequestInputs,
     coeffs: CostModelCoefficients,
     tpot: float,
     prefill: float | None,
     energy: float | None,
 ) -> EndToEndRow:
-    record = models.get(model_id)
-    arch = record.require_architecture()
-    gpu = gpus.get(gpu_id).spec
-    deployment = Deployment(gpu, parallelism, precision)
-    estimate = estimate_request(arch, workload, deployment, coeffs, check_memory=False)
+    deployment, workload = inputs.deployment, inputs.workload
+    gpu, parallelism = deployment.gpu, deployment.parallelism
+    estimate = estimate_request(inputs.arch, workload, deployment, coeffs, check_memory=False)
     fits = estimate.memory.required_bytes_per_gpu <= estimate.memory.capacity_bytes_per_gpu
     return EndToEndRow(
         source=source,
-        engine=ENGINE_OF_SOURCE[source],
-        model_id=record.id,
-        family=record.family,
+        engine=inputs.engine,
+        model_id=inputs.model_id,
+        family=inputs.family,
         gpu_id=gpu.id,
         batch_size=workload.batch_size,
         decode_steps=workload.output_tokens - 1,
@@ -147,56 +128,37 @@ def end_to_end_rows(
     rows: list[EndToEndRow] = []
     skipped: list[str] = []
     for m in energy:
-        if m.category != "llm_text_generation" or m.pipeline_parallel > 1:
-            skipped.append(f"{m.row_ref}: {m.category}, pipeline {m.pipeline_parallel}")
+        inputs = mlenergy_inputs(m, models, gpus)
+        if isinstance(inputs, str):
+            skipped.append(inputs)
             continue
-        par = Parallelism(tensor=m.tensor_parallel, expert=m.expert_parallel)
-        if par.gpu_count != m.gpu_count:  # EP rows list TP 1: attention spans the EP group
-            par = Parallelism(tensor=m.gpu_count // m.expert_parallel, expert=m.expert_parallel)
-        work = Workload(m.batch_size, m.prompt_tokens, m.output_tokens)
         try:
             rows.append(
-                _row(
-                    m.source,
-                    m.model_id,
-                    m.gpu_id,
-                    par,
-                    _precision(m.weights_precision),
-                    work,
-                    models,
-                    gpus,
-                    zero,
-                    m.time_per_output_token_s,
-                    None,
-                    m.per_sequence_gpu_j,
-                )
+                _row(m.source, inputs, zero, m.time_per_output_token_s, None, m.per_sequence_gpu_j)
             )
-        except (CostModelError, LookupError) as error:
+        except CostModelError as error:
             skipped.append(f"{m.row_ref}: {error}")
     for p in phases:
         if p.power_capped:
             continue  # derived from the uncapped rows, not measured
-        work = Workload(p.batch_size, p.prompt_tokens, p.output_tokens)
         if p.prefill_s < _peak_prefill_s(p, models, gpus):
             skipped.append(f"{p.row_refs[0]}: prefill faster than the GPUs' dense peak allows")
             continue
+        record = models.get(p.model_id)
+        inputs = RequestInputs(
+            arch=record.require_architecture(),
+            workload=Workload(p.batch_size, p.prompt_tokens, p.output_tokens),
+            deployment=Deployment(
+                gpus.get(p.gpu_id).spec,
+                Parallelism(tensor=p.tensor_parallel),
+                Precision(DType.FP16, DType.FP16, DType.FP16),
+            ),
+            engine=ENGINE_OF_SOURCE["splitwise"],
+            model_id=record.id,
+            family=record.family,
+        )
         try:
-            rows.append(
-                _row(
-                    "splitwise",
-                    p.model_id,
-                    p.gpu_id,
-                    Parallelism(tensor=p.tensor_parallel),
-                    Precision(DType.FP16, DType.FP16, DType.FP16),
-                    work,
-                    models,
-                    gpus,
-                    zero,
-                    p.decode_step_s,
-                    p.prefill_s,
-                    None,
-                )
-            )
+            rows.append(_row("splitwise", inputs, zero, p.decode_step_s, p.prefill_s, None))
         except CostModelError as error:
             skipped.append(f"{p.row_refs[0]}: {error}")
     return rows, skipped
