@@ -8,7 +8,8 @@ COPY pyproject.toml README.md ./
 COPY service ./service
 RUN /opt/venv/bin/pip install .
 
-# Runtime stage: the venv, the migrations, and a non-root user.
+# Runtime stage: the venv, the migrations, and a non-root user. The service is run from /app
+# (PYTHONPATH) so that `service.db.migrate` finds alembic.ini and migrations/ beside it.
 FROM python:3.11-slim-bookworm AS runtime
 ENV PATH=/opt/venv/bin:$PATH PYTHONPATH=/app PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 RUN useradd --create-home --uid 10001 quotes
@@ -17,9 +18,14 @@ COPY --from=build /opt/venv /opt/venv
 COPY alembic.ini ./
 COPY migrations ./migrations
 COPY service ./service
-RUN mkdir -p /app/var && chown quotes:quotes /app/var
+# var/ holds the default SQLite file and, when QUOTES_SPOOL_DIR points there, the quote spool;
+# created here so that a volume mounted on it starts out owned by the non-root user.
+RUN mkdir -p /app/var/spool && chown -R quotes:quotes /app/var
 USER quotes
 EXPOSE 8000
+# Liveness: /v1/health answers 200 also while the database is away (status "degraded"), since
+# estimates keep working then; restarting the container would not bring the database back.
 HEALTHCHECK --interval=15s --timeout=3s --start-period=20s --retries=3 \
-    CMD python -c "import urllib.request,sys; sys.exit(0 if urllib.request.urlopen('http://127.0.0.1:8000/v1/health', timeout=2).status == 200 else 1)"
-CMD ["uvicorn", "service.main:app", "--host", "0.0.0.0", "--port", "8000"]
+    CMD ["python", "-c", "import sys, urllib.request; sys.exit(urllib.request.urlopen('http://127.0.0.1:8000/v1/health', timeout=2).status != 200)"]
+# Workers: WEB_CONCURRENCY (read by uvicorn), one per CPU core given to the container.
+CMD ["uvicorn", "service.main:app", "--host", "0.0.0.0", "--port", "8000", "--timeout-graceful-shutdown", "20"]

@@ -46,21 +46,34 @@ def quote_page(
     cursor: str | None,
     created_after: datetime | None,
     created_before: datetime | None,
+    settled_before: datetime | None = None,
     limit: int,
 ) -> QuotePage:
-    """The next `limit` quotes of `tenant`, oldest first; rows inserted meanwhile come later."""
+    """The next `limit` quotes of `tenant`, oldest first, strictly after `cursor`.
+
+    Only quotes created at or before `settled_before` are listed: a quote commits within one
+    statement timeout of its `created_at`, so with `settled_before` = now - settle window no
+    quote can still commit behind the rows returned, and following `next_cursor` (and later
+    `resume_cursor`) neither skips nor repeats a row, however many are inserted meanwhile.
+    """
     after = decode_cursor(cursor) if cursor else None
     rows = QuoteRepository(session).page(
         tenant,
         after=after,
         created_after=created_after,
         created_before=created_before,
+        settled_before=settled_before,
         limit=limit + 1,
     )
     more = len(rows) > limit
     rows = rows[:limit]
     next_cursor = encode_cursor(rows[-1]) if more else None
-    return QuotePage(items=[quote_summary(row) for row in rows], next_cursor=next_cursor)
+    resume_cursor = encode_cursor(rows[-1]) if rows else cursor
+    return QuotePage(
+        items=[quote_summary(row) for row in rows],
+        next_cursor=next_cursor,
+        resume_cursor=resume_cursor,
+    )
 
 
 def quote_summary(quote: Quote) -> QuoteSummary:

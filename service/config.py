@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
+from typing import Self
 
-from pydantic import AliasChoices, Field, PositiveFloat, PositiveInt
+from pydantic import AliasChoices, Field, PositiveFloat, PositiveInt, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_DATABASE_URL = "sqlite:///./var/quotes.sqlite3"
@@ -26,6 +27,11 @@ class Settings(BaseSettings):
     db_pool_timeout_s: PositiveFloat = 2.0
     db_statement_timeout_ms: PositiveInt = 5000
     sqlite_busy_timeout_ms: PositiveInt = 2000
+    db_reconnect_backoff_s: PositiveFloat = Field(
+        default=2.0,
+        description="After a failed connection attempt, new ones fail at once for this long "
+        "[s], then one probe at a time: requests do not each wait out the connect timeout.",
+    )
     retry_after_s: PositiveInt = 5
     max_body_bytes: PositiveInt = 2 * 1024 * 1024
     max_batch_items: PositiveInt = 1000
@@ -42,11 +48,39 @@ class Settings(BaseSettings):
         "off by default, when such quotes are answered with quote_id null.",
     )
     spool_replay_interval_s: PositiveFloat = 5.0
+    billing_settle_s: float = Field(
+        default=10.0,
+        ge=0,
+        description="The billing pull only returns quotes older than this [s], so that no quote "
+        "can commit behind a page already read; must exceed the longest insert (statement or "
+        "SQLite busy timeout) plus clock skew between instances. 0 turns it off (tests only).",
+    )
+    idempotency_lease_s: PositiveFloat = Field(
+        default=20.0,
+        description="How long an Idempotency-Key claimed by a request that never finished (a "
+        "crashed process) blocks other processes with 409 [s]; must exceed the longest estimate.",
+    )
     # Placeholders for the learned regressor (a later issue): one onnxruntime session per process.
     onnx_model_path: Path | None = None
     onnx_intra_op_threads: PositiveInt = 1
     onnx_inter_op_threads: PositiveInt = 1
     log_level: str = "INFO"
+
+    @model_validator(mode="after")
+    def _windows_cover_the_longest_write(self) -> Self:
+        longest_insert_s = max(self.db_statement_timeout_ms, self.sqlite_busy_timeout_ms) / 1000
+        if 0 < self.billing_settle_s <= longest_insert_s:
+            raise ValueError(
+                f"billing_settle_s ({self.billing_settle_s}) must exceed the statement/busy "
+                f"timeout ({longest_insert_s} s)"
+            )
+        longest_estimate_s = self.db_pool_timeout_s + self.db_connect_timeout_s + longest_insert_s
+        if self.idempotency_lease_s <= longest_estimate_s:
+            raise ValueError(
+                f"idempotency_lease_s ({self.idempotency_lease_s}) must exceed pool + connect + "
+                f"statement timeouts ({longest_estimate_s} s)"
+            )
+        return self
 
     @property
     def is_sqlite(self) -> bool:

@@ -5,21 +5,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from service.carbon_accounting import carbon_out
 from service.catalog.coefficients import DEFAULT_ENGINE, load_engine_coefficients
+from service.catalog.facilities import FacilityCatalog, load_facility_catalog
 from service.catalog.gpus import GpuCatalog, load_gpu_catalog
 from service.catalog.models import ModelCatalog, load_model_catalog
 from service.catalog.regions import RegionCatalog, load_region_catalog
+from service.catalog.servers import ServerCatalog, load_server_catalog
 from service.core.carbon import request_carbon
 from service.core.coefficients import CostModelCoefficients
 from service.core.errors import CostModelError, InsufficientMemory, InvalidArchitecture
 from service.core.estimate import estimate_request
 from service.core.results import KernelCost, RequestEstimate
+from service.core.uncertainty import Ranged
 from service.errors import FieldError, InvalidRequest
 from service.resolve import ResolvedRequest, resolve_request
 from service.schemas.estimate_request import EstimateRequest
 from service.schemas.estimate_response import (
     BreakdownOut,
-    CarbonOut,
     EnergyOut,
     EstimateResponse,
     KernelRowOut,
@@ -46,10 +49,14 @@ class Estimator:
         models: ModelCatalog,
         regions: RegionCatalog,
         coefficients: CostModelCoefficients | dict[str, CostModelCoefficients],
+        facilities: FacilityCatalog | None = None,
+        servers: ServerCatalog | None = None,
     ) -> None:
         self.gpus = gpus
         self.models = models
         self.regions = regions
+        self.facilities = facilities or load_facility_catalog()
+        self.servers = servers or load_server_catalog()
         if not isinstance(coefficients, dict):
             coefficients = {DEFAULT_ENGINE: coefficients}
         self.engine_coefficients = coefficients
@@ -74,7 +81,9 @@ class Estimator:
     def estimate(self, request: EstimateRequest, *, verbose: bool = False) -> PricedRequest:
         """Price `request`; raises InvalidRequest (or UnknownName) naming the input at fault."""
         try:
-            resolved = resolve_request(request, self.gpus, self.models, self.regions)
+            resolved = resolve_request(
+                request, self.gpus, self.models, self.regions, self.facilities, self.servers
+            )
             coefficients = self.engine_coefficients.get(resolved.engine, self.coefficients)
             result = estimate_request(
                 resolved.architecture, resolved.workload, resolved.deployment, coefficients
@@ -90,15 +99,9 @@ class Estimator:
         self, resolved: ResolvedRequest, result: RequestEstimate, *, verbose: bool
     ) -> EstimateResponse:
         interval = self.coefficients.energy_interval
-        carbon_in = resolved.carbon
-        carbon = request_carbon(
-            result.gpu_j,
-            result.total_s,
-            gpu_count=result.gpu_count,
-            gpu_embodied_kg_co2e=resolved.gpu.embodied_kg_co2e,
-            carbon_intensity_g_per_kwh=carbon_in.carbon_intensity_g_per_kwh,
-            pue=carbon_in.pue,
-        )
+        # The fitted interval brackets 1 in practice; clamp so a biased fit cannot invert bounds.
+        gpu_j = Ranged(result.gpu_j, min(interval.low_ratio, 1.0), max(interval.high_ratio, 1.0))
+        carbon = request_carbon(gpu_j, result.total_s, resolved.carbon.factors)
         breakdown = None
         if verbose:
             kernels = result.prefill.kernels + result.decode.kernels
@@ -122,7 +125,8 @@ class Estimator:
                 gpu_j_low=result.gpu_j * interval.low_ratio,
                 gpu_j_high=result.gpu_j * interval.high_ratio,
                 per_sequence_gpu_j=result.per_sequence_gpu_j,
-                facility_j=carbon.facility_j,
+                server_overhead_j=carbon.server_overhead_j.value,
+                facility_j=carbon.facility_j.value,
                 prefill_gpu_j=result.prefill.gpu_j,
                 decode_gpu_j=result.decode.gpu_j,
                 interval_lower_quantile=interval.lower_quantile,
@@ -134,17 +138,7 @@ class Estimator:
                 time_per_output_token_s=result.time_per_output_token_s,
                 total_s=result.total_s,
             ),
-            carbon=CarbonOut(
-                operational_g=carbon.operational_g,
-                embodied_g=carbon.embodied_g,
-                total_g=carbon.total_g,
-                total_g_low=carbon.operational_g * interval.low_ratio + carbon.embodied_g,
-                total_g_high=carbon.operational_g * interval.high_ratio + carbon.embodied_g,
-                carbon_intensity_g_per_kwh=carbon.carbon_intensity_g_per_kwh,
-                pue=carbon.pue,
-                region=carbon_in.region,
-                carbon_intensity_source=carbon_in.source,
-            ),
+            carbon=carbon_out(resolved.carbon, carbon),
             breakdown=breakdown,
             warnings=[*result.warnings, *resolved.notes],
         )

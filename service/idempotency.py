@@ -21,8 +21,9 @@ def fingerprint(payload: Any) -> str:
 class InFlightGuard:
     """Idempotency keys whose first request is still being processed in this process.
 
-    Across processes the unique (tenant, idempotency_key) constraint settles races: the loser
-    reads the winner's row back.
+    Across processes a claim row in the database does the same (`QuoteStore.claim`); while
+    the database is away only this guard holds, and the unique (tenant, idempotency_key)
+    constraint settles any race once it is back: the loser reads the winner's row back.
     """
 
     def __init__(self) -> None:

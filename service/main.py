@@ -12,6 +12,7 @@ from sqlalchemy.exc import OperationalError
 
 from service.api.deps import AppServices
 from service.api.middleware import BodyLimitMiddleware, MetricsMiddleware
+from service.api.openapi import QuotesAPI
 from service.api.problems import install_problem_handlers
 from service.api.routes import catalog, estimate, health, quotes
 from service.auth import KeyStore
@@ -44,7 +45,8 @@ def build_services(settings: Settings, metrics: Metrics) -> AppServices:
         database, require_key=settings.require_api_key, mode_ttl_s=settings.api_key_mode_ttl_s
     )
     spool = QuoteSpool(settings.spool_dir) if settings.spool_dir is not None else None
-    quotes = QuoteService(estimator, QuoteStore(database, spool), InFlightGuard(), metrics)
+    store = QuoteStore(database, spool, claim_lease_s=settings.idempotency_lease_s)
+    quotes = QuoteService(estimator, store, InFlightGuard(), metrics)
     return AppServices(settings, database, estimator, keys, quotes, metrics)
 
 
@@ -82,7 +84,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     """A configured app; the lifespan loads catalogues and migrates the database."""
     settings = settings or get_settings()
     logging.basicConfig(level=settings.log_level)
-    app = FastAPI(
+    app = QuotesAPI(
         title="LLM energy quotes",
         version="0.1.0",
         description=DESCRIPTION,

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Histogram, disable_created_metrics
+
+# No `*_created` series: they double the exposition and Prometheus derives resets itself.
+disable_created_metrics()  # type: ignore[no-untyped-call]  # (untyped in prometheus-client)
 
 
 class Metrics:

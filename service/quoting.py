@@ -7,8 +7,15 @@ from dataclasses import dataclass
 
 from service.auth import Principal
 from service.db.models import Quote
-from service.db.quote_store import DuplicateIdempotencyKey, QuoteStore, Saved, StoreFailed
-from service.errors import IdempotencyMismatch, ServiceError
+from service.db.quote_store import (
+    Claim,
+    DuplicateIdempotencyKey,
+    KeyClaimed,
+    QuoteStore,
+    Saved,
+    StoreFailed,
+)
+from service.errors import Conflict, IdempotencyMismatch, ServiceError
 from service.estimator import Estimator
 from service.idempotency import InFlightGuard, fingerprint
 from service.ids import new_quote_id
@@ -62,20 +69,29 @@ class QuoteService:
         """Price and store one request; a repeated idempotency key returns the stored quote."""
         if idempotency_key is None:
             return self._store([self._price(request, verbose)], principal.tenant, None)[0]
+        tenant = principal.tenant
         request_hash = request_fingerprint(request, verbose)
-        with self.guard.hold(principal.tenant, idempotency_key):
+        with self.guard.hold(tenant, idempotency_key):  # in this process
             try:
-                existing = self.store.by_idempotency_key(principal.tenant, idempotency_key)
+                existing = self.store.by_idempotency_key(tenant, idempotency_key)
             except StoreFailed:
                 self.metrics.db_errors.labels(operation="idempotency_lookup").inc()
-                existing = None
+                existing, database_away = None, True
+            else:
+                database_away = False
             if existing is not None:
                 return _replay(existing, request_hash)
-            priced = self._price(request, verbose)
+            claim = None if database_away else self._claim(tenant, idempotency_key)
             try:
-                return self._store([priced], principal.tenant, idempotency_key)[0]
+                priced = self._price(request, verbose)
+            except BaseException:
+                if claim is not None:
+                    self.store.release(claim)
+                raise
+            try:
+                return self._store([priced], tenant, idempotency_key, claim)[0]
             except DuplicateIdempotencyKey:
-                return self._replay_winner(priced, principal.tenant, idempotency_key)
+                return self._replay_winner(priced, tenant, idempotency_key)
 
     def quote_batch(
         self,
@@ -98,15 +114,34 @@ class QuoteService:
         stored = iter(self._store(priced, principal.tenant, None))
         return [next(stored) if isinstance(r, _Priced) else r for r in results]
 
+    def _claim(self, tenant: str, key: str) -> Claim | None:
+        """Claim `key` in the database; None (unclaimed, the in-process guard only) while the
+        database is away; Conflict (409) while another process prices under it."""
+        try:
+            return self.store.claim(tenant, key)
+        except KeyClaimed:
+            raise Conflict(
+                "a request with this Idempotency-Key is still in flight; retry later",
+                headers={"Retry-After": "1"},
+            ) from None
+        except StoreFailed:
+            self.metrics.db_errors.labels(operation="idempotency_claim").inc()
+            return None
+
     def _price(self, request: EstimateRequest, verbose: bool) -> _Priced:
         priced = self.estimator.estimate(request, verbose=verbose)
         self.metrics.estimates.labels(model=priced.model_id, gpu=priced.gpu_id).inc()
         return _Priced(request, request_fingerprint(request, verbose), priced.response)
 
     def _store(
-        self, priced: Sequence[_Priced], tenant: str, idempotency_key: str | None
+        self,
+        priced: Sequence[_Priced],
+        tenant: str,
+        idempotency_key: str | None,
+        claim: Claim | None = None,
     ) -> list[EstimateResponse]:
-        """The responses with their quote ids once committed; without, plus a warning, if not."""
+        """The responses with their quote ids once committed (or spooled); without, plus a
+        warning, if not. `claim` is released whatever happens."""
         if not priced:
             return []
         final = [p.response.model_copy(update={"quote_id": new_quote_id()}) for p in priced]
@@ -115,14 +150,30 @@ class QuoteService:
             for p, response in zip(priced, final, strict=True)
         ]
         try:
-            saved = self.store.save(rows)
+            saved = self._save(rows, claim)
         except StoreFailed:
             self.metrics.db_errors.labels(operation="store_quote").inc()
             return [_warn(p.response, NOT_STORED_WARNING) for p in priced]
+        # created_at as stamped when stored
+        final = [
+            response.model_copy(update={"created_at": row.created_at})
+            for response, row in zip(final, rows, strict=True)
+        ]
         if saved is Saved.SPOOLED:
             self.metrics.db_errors.labels(operation="store_quote").inc()
             return [_warn(response, SPOOLED_WARNING) for response in final]
         return final
+
+    def _save(self, rows: Sequence[Quote], claim: Claim | None) -> Saved:
+        """Save `rows`; the claim goes in the same transaction, or separately if that fails."""
+        released = False
+        try:
+            saved = self.store.save(rows, release=claim)
+            released = saved is Saved.STORED
+            return saved
+        finally:
+            if claim is not None and not released:
+                self.store.release(claim)
 
     def _replay_winner(self, priced: _Priced, tenant: str, key: str) -> EstimateResponse:
         """Another request stored this key first: answer with its quote."""

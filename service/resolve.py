@@ -5,28 +5,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from service.carbon_accounting import CarbonInputs, resolve_carbon_inputs
 from service.catalog.coefficients import DEFAULT_ENGINE
+from service.catalog.facilities import FacilityCatalog, load_facility_catalog
 from service.catalog.gpus import GpuCatalog, GpuRecord, UnknownGpu
 from service.catalog.models import ModelCatalog, UnknownModel
-from service.catalog.regions import RegionCatalog, UnknownRegion
+from service.catalog.regions import RegionCatalog, RegionRecord, UnknownRegion
+from service.catalog.servers import ServerCatalog, load_server_catalog
 from service.core.architecture import ModelArchitecture, default_head_dim
-from service.core.carbon import DEFAULT_PUE
 from service.core.dtypes import DType
 from service.core.workload import Deployment, Parallelism, Precision, Workload
 from service.errors import FieldError, UnknownName
 from service.schemas.estimate_request import ArchitectureIn, EstimateRequest
 
 CUSTOM_MODEL_ID = "custom"
-
-
-@dataclass(frozen=True, slots=True)
-class CarbonInputs:
-    """Grid intensity [gCO2e/kWh] and PUE [-] to price the request's emissions with."""
-
-    carbon_intensity_g_per_kwh: float
-    pue: float
-    region: str | None
-    source: str
 
 
 @dataclass(slots=True)
@@ -54,7 +46,12 @@ def unknown_name(loc: str, error: UnknownGpu | UnknownModel | UnknownRegion) -> 
 
 
 def resolve_request(
-    request: EstimateRequest, gpus: GpuCatalog, models: ModelCatalog, regions: RegionCatalog
+    request: EstimateRequest,
+    gpus: GpuCatalog,
+    models: ModelCatalog,
+    regions: RegionCatalog,
+    facilities: FacilityCatalog | None = None,
+    servers: ServerCatalog | None = None,
 ) -> ResolvedRequest:
     """Look names up in the catalogues and fill defaults; raises UnknownName or core errors."""
     defaulted: dict[str, Any] = {}
@@ -92,7 +89,15 @@ def resolve_request(
     workload = Workload(
         request.workload.batch_size, request.workload.prompt_tokens, request.workload.output_tokens
     )
-    carbon = _carbon_inputs(request, regions, defaulted, notes)
+    carbon = resolve_carbon_inputs(
+        request.datacenter,
+        _region(request, regions, defaulted, notes),
+        gpu,
+        hardware.count,
+        facilities or load_facility_catalog(),
+        servers or load_server_catalog(),
+        defaulted,
+    )
     return ResolvedRequest(
         model_id,
         architecture,
@@ -176,30 +181,24 @@ def _flash_attention(request: EstimateRequest, defaulted: dict[str, Any]) -> boo
     return request.serving.flash_attention
 
 
-def _carbon_inputs(
+def _region(
     request: EstimateRequest, regions: RegionCatalog, defaulted: dict[str, Any], notes: list[str]
-) -> CarbonInputs:
+) -> RegionRecord | None:
+    """The request's region; the default (world) one when it names neither a region nor an
+    intensity; None when it gives an intensity but no region."""
     datacenter = request.datacenter
-    pue = datacenter.pue if datacenter and datacenter.pue is not None else None
-    if pue is None:
-        pue = DEFAULT_PUE
-        defaulted["datacenter.pue"] = pue
-    region = None
     if datacenter and datacenter.region is not None:
         try:
-            region = regions.get(datacenter.region)
+            return regions.get(datacenter.region)
         except UnknownRegion as error:
             raise unknown_name("datacenter.region", error) from None
-    explicit = datacenter.carbon_intensity_g_per_kwh if datacenter else None
-    if explicit is not None:
-        code = region.code if region else None
-        return CarbonInputs(explicit, pue, code, "explicit carbon_intensity_g_per_kwh")
-    if region is None:
-        region = regions.default
-        defaulted["datacenter.region"] = region.code
-        notes.append(
-            f"no datacenter region or carbon intensity given: used the {region.name} "
-            f"({region.carbon_intensity_g_per_kwh:g} gCO2e/kWh, {region.year})"
-        )
-    source = f"region {region.code} ({region.year}): {region.source}"
-    return CarbonInputs(region.carbon_intensity_g_per_kwh, pue, region.code, source)
+    if datacenter and datacenter.carbon_intensity_g_per_kwh is not None:
+        return None
+    region = regions.default
+    defaulted["datacenter.region"] = region.code
+    notes.append(
+        f"no datacenter region or carbon intensity given: used the {region.name} "
+        f"({region.carbon_intensity_g_per_kwh:g} gCO2e/kWh, {region.year}) and industry-average "
+        "PUE and water figures"
+    )
+    return region

@@ -1,43 +1,107 @@
-"""Facility energy and CO2e of one request: operational (grid) plus embodied (GPU manufacture).
+"""CO2e and water of one request: operational (facility energy x grid) plus embodied (hardware).
 
-A minimal model until the carbon issue lands; pure functions over numbers, no I/O.
+Pure functions over numbers, no I/O. The accounting, per request:
+
+- IT energy [J] = GPU energy + the held servers' non-GPU power x duration (`facility.py`);
+- facility energy [J] = IT energy x PUE;
+- operational [gCO2e] = facility energy [kWh] x location-based grid intensity [gCO2e/kWh];
+- embodied [gCO2e] = (held GPUs' + held server share's manufacturing emissions) x duration /
+  (lifetime x utilisation) (`embodied.py`);
+- water [L] = WUE x IT energy + grid water intensity x facility energy (`water.py`).
+
+Bounds: each factor is `Ranged`; products combine bounds in log space in quadrature, sums add them
+end to end (`uncertainty.py`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-JOULES_PER_KWH = 3.6e6
-SECONDS_PER_YEAR = 365.25 * 24 * 3600.0
+from service.core.embodied import SECONDS_PER_YEAR, EmbodiedCharge, request_embodied_g
+from service.core.facility import (
+    JOULES_PER_KWH,
+    ServerProfile,
+    facility_energy_j,
+    it_energy_j,
+    kwh,
+    server_overhead_j,
+    server_overhead_power_w,
+)
+from service.core.uncertainty import Ranged, product, total
+from service.core.water import WaterUse, request_water
 
-# Placeholder default until the carbon issue lands: a typical hyperscale/colocation PUE.
-DEFAULT_PUE = 1.2
-# Placeholder amortisation period of a GPU's embodied carbon [years].
+__all__ = [
+    "DEFAULT_GPU_LIFETIME_YEARS",
+    "DEFAULT_PUE",
+    "JOULES_PER_KWH",
+    "SECONDS_PER_YEAR",
+    "CarbonEstimate",
+    "CarbonFactors",
+    "operational_carbon_g",
+    "request_carbon",
+]
+
+# World-average PUE (Uptime Institute Global Data Center Survey 2024), the fallback the facility
+# catalogue also uses for data centres of no known operator.
+DEFAULT_PUE = 1.56
+# Default service life of GPU servers [years] (the facility catalogue gives its source).
 DEFAULT_GPU_LIFETIME_YEARS = 5.0
 
 
 @dataclass(frozen=True, slots=True)
-class CarbonEstimate:
-    """CO2e of one request [g], with the inputs it used.
+class CarbonFactors:
+    """Everything but the GPU energy and duration that prices a request's CO2e and water.
 
     Attributes:
-        facility_j: energy drawn from the grid [J] (GPU energy x PUE).
-        operational_g: grid emissions of `facility_j` [gCO2e].
-        embodied_g: share of the GPUs' manufacturing emissions for the request's duration [gCO2e].
-        total_g: operational_g + embodied_g [gCO2e].
+        gpu_count: GPUs the request holds [-].
+        server: the non-GPU part of their servers (power [W], embodied [kgCO2e], GPUs per server).
+        carbon_intensity_g_per_kwh: location-based grid intensity [gCO2e/kWh].
+        pue: power usage effectiveness of the facility [-].
+        gpu_embodied_kg_co2e: manufacturing emissions of one GPU [kgCO2e].
+        lifetime_years: service life the hardware's embodied emissions are spread over [years].
+        utilisation: fraction of that life spent serving requests [-].
+        wue_l_per_kwh: on-site water usage effectiveness [L per kWh of IT energy].
+        offsite_water_l_per_kwh: water consumed generating grid electricity [L/kWh].
     """
 
-    facility_j: float
-    operational_g: float
-    embodied_g: float
-    total_g: float
-    carbon_intensity_g_per_kwh: float
-    pue: float
+    gpu_count: int
+    server: ServerProfile
+    carbon_intensity_g_per_kwh: Ranged
+    pue: Ranged
+    gpu_embodied_kg_co2e: Ranged
+    lifetime_years: Ranged
+    utilisation: Ranged
+    wue_l_per_kwh: Ranged
+    offsite_water_l_per_kwh: Ranged
 
 
-def facility_energy_j(gpu_j: float, pue: float = DEFAULT_PUE) -> float:
-    """Energy at the facility meter [J] for `gpu_j` of GPU energy [J] under a PUE [-]."""
-    return gpu_j * pue
+@dataclass(frozen=True, slots=True)
+class CarbonEstimate:
+    """Energy, CO2e and water of one request, each with its bounds.
+
+    Attributes:
+        server_overhead_w: non-GPU server power charged to the request [W].
+        server_overhead_j: non-GPU server energy charged to the request [J].
+        it_j: GPU energy + server_overhead_j [J].
+        facility_j: it_j x PUE, energy at the facility meter [J].
+        operational_g: facility energy x grid intensity [gCO2e].
+        embodied: GPU and server-share manufacturing emissions charged to the request [gCO2e].
+        total_g: operational_g + embodied total [gCO2e].
+        water: on-site and off-site water consumed [L].
+    """
+
+    server_overhead_w: Ranged
+    server_overhead_j: Ranged
+    it_j: Ranged
+    facility_j: Ranged
+    operational_g: Ranged
+    embodied: EmbodiedCharge
+    total_g: Ranged
+    water: WaterUse
+
+    @property
+    def embodied_g(self) -> Ranged:
+        return self.embodied.total_g
 
 
 def operational_carbon_g(facility_j: float, carbon_intensity_g_per_kwh: float) -> float:
@@ -45,36 +109,33 @@ def operational_carbon_g(facility_j: float, carbon_intensity_g_per_kwh: float) -
     return facility_j / JOULES_PER_KWH * carbon_intensity_g_per_kwh
 
 
-def embodied_carbon_g(
-    gpu_embodied_kg_co2e: float,
-    gpu_count: int,
-    duration_s: float,
-    lifetime_years: float = DEFAULT_GPU_LIFETIME_YEARS,
-) -> float:
-    """The request's share [gCO2e] of `gpu_count` GPUs' embodied carbon [kg each], amortised
-    linearly over `lifetime_years` of use for `duration_s` [s]."""
-    lifetime_s = lifetime_years * SECONDS_PER_YEAR
-    return gpu_embodied_kg_co2e * 1000.0 * gpu_count * duration_s / lifetime_s
+def operational_g(facility_j: Ranged, carbon_intensity_g_per_kwh: Ranged) -> Ranged:
+    """Grid emissions [gCO2e] of `facility_j` [J], bounds of energy and intensity in quadrature."""
+    return product(kwh(facility_j), carbon_intensity_g_per_kwh)
 
 
-def request_carbon(
-    gpu_j: float,
-    duration_s: float,
-    *,
-    gpu_count: int,
-    gpu_embodied_kg_co2e: float,
-    carbon_intensity_g_per_kwh: float,
-    pue: float = DEFAULT_PUE,
-) -> CarbonEstimate:
-    """Facility energy and CO2e of a request using `gpu_j` [J] over `duration_s` [s]."""
-    facility_j = facility_energy_j(gpu_j, pue)
-    operational_g = operational_carbon_g(facility_j, carbon_intensity_g_per_kwh)
-    embodied_g = embodied_carbon_g(gpu_embodied_kg_co2e, gpu_count, duration_s)
+def request_carbon(gpu_j: Ranged, duration_s: float, factors: CarbonFactors) -> CarbonEstimate:
+    """CO2e and water of a request whose GPUs use `gpu_j` [J] over `duration_s` [s]."""
+    overhead_j = server_overhead_j(factors.server, factors.gpu_count, duration_s)
+    it_j = it_energy_j(gpu_j, overhead_j)
+    facility_j = facility_energy_j(it_j, factors.pue)
+    operational = operational_g(facility_j, factors.carbon_intensity_g_per_kwh)
+    embodied = request_embodied_g(
+        factors.gpu_embodied_kg_co2e,
+        factors.gpu_count,
+        factors.server,
+        duration_s,
+        factors.lifetime_years,
+        factors.utilisation,
+    )
+    water = request_water(it_j, facility_j, factors.wue_l_per_kwh, factors.offsite_water_l_per_kwh)
     return CarbonEstimate(
+        server_overhead_w=server_overhead_power_w(factors.server, factors.gpu_count),
+        server_overhead_j=overhead_j,
+        it_j=it_j,
         facility_j=facility_j,
-        operational_g=operational_g,
-        embodied_g=embodied_g,
-        total_g=operational_g + embodied_g,
-        carbon_intensity_g_per_kwh=carbon_intensity_g_per_kwh,
-        pue=pue,
+        operational_g=operational,
+        embodied=embodied,
+        total_g=total(operational, embodied.total_g),
+        water=water,
     )

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import logging
 import sqlite3
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, make_url, text
+from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.config import Settings
+
+logger = logging.getLogger(__name__)
 
 
 def ensure_sqlite_directory(url: str) -> None:
@@ -37,6 +43,14 @@ def build_engine(settings: Settings) -> Engine:
     connect_args: dict[str, Any] = {
         "connect_timeout": max(1, round(settings.db_connect_timeout_s)),
         "options": options,
+        # A server that vanished without closing the connection (network partition) is noticed
+        # after unacknowledged sends for tcp_user_timeout [ms], or by keepalives when idle,
+        # instead of after the kernel's ~15 min retransmission timeout.
+        "keepalives": 1,
+        "keepalives_idle": 10,
+        "keepalives_interval": 2,
+        "keepalives_count": 3,
+        "tcp_user_timeout": max(1000, round(settings.db_connect_timeout_s * 1000)),
     }
     return create_engine(
         url,
@@ -44,6 +58,54 @@ def build_engine(settings: Settings) -> Engine:
         pool_pre_ping=True,
         pool_timeout=settings.db_pool_timeout_s,
     )
+
+
+class ReconnectBackoff:
+    """Once a connection attempt has failed, refuse new ones at once for `backoff_s`, then let
+    a single attempt through at a time until one succeeds.
+
+    Without it every request would wait out the connect timeout again (for each of its
+    database calls) while the database is away; with it only the probe does. Connections
+    already in the pool are not affected (they are checked by pre-ping).
+    """
+
+    def __init__(self, backoff_s: float) -> None:
+        self.backoff_s = backoff_s
+        self._lock = threading.Lock()
+        self._down = False
+        self._retry_at = 0.0
+        self._probing = False
+
+    def install(self, engine: Engine) -> None:
+        event.listen(engine, "do_connect", self._connect)
+
+    def _connect(
+        self, dialect: Dialect, _record: object, cargs: tuple[Any, ...], cparams: dict[str, Any]
+    ) -> Any:
+        dbapi = dialect.loaded_dbapi
+        with self._lock:
+            probe = self._down
+            if probe and (self._probing or time.monotonic() < self._retry_at):
+                wait_s = max(0.0, self._retry_at - time.monotonic())
+                raise dbapi.OperationalError(
+                    f"database unreachable at the last attempt; next attempt in {wait_s:.1f} s"
+                )
+            self._probing = self._probing or probe
+        try:
+            connection = dialect.connect(*cargs, **cparams)
+        except dbapi.Error:
+            with self._lock:
+                if not self._down:
+                    logger.warning("database unreachable; retrying every %.1f s", self.backoff_s)
+                self._down, self._retry_at = True, time.monotonic() + self.backoff_s
+                self._probing = self._probing and not probe
+            raise
+        with self._lock:
+            if self._down:
+                logger.info("database reachable again")
+            self._down = False
+            self._probing = self._probing and not probe
+        return connection
 
 
 def _configure_sqlite(engine: Engine, busy_timeout_ms: int) -> None:
@@ -63,6 +125,7 @@ class Database:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.engine = build_engine(settings)
+        ReconnectBackoff(settings.db_reconnect_backoff_s).install(self.engine)
         self.sessions: sessionmaker[Session] = sessionmaker(self.engine, expire_on_commit=False)
 
     @property

@@ -1,4 +1,4 @@
-"""Tables: quotes, observations of measured energy, API keys, calibrations."""
+"""Tables: quotes, idempotency claims, observations of measured energy, API keys, calibrations."""
 
 from __future__ import annotations
 
@@ -32,6 +32,21 @@ class Quote(Base):
     gpu_id: Mapped[str] = mapped_column(String(100))
     gpu_count: Mapped[int] = mapped_column(Integer)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utc_now)
+
+
+class IdempotencyClaim(Base):
+    """An Idempotency-Key whose first request is still being priced, visible to every process.
+
+    Inserted before pricing and deleted in the transaction that stores the quote; a claim
+    older than the lease (its process died) may be taken over.
+    """
+
+    __tablename__ = "idempotency_claims"
+
+    tenant: Mapped[str] = mapped_column(String(100), primary_key=True)
+    idempotency_key: Mapped[str] = mapped_column(String(200), primary_key=True)
+    holder: Mapped[str] = mapped_column(String(40))
+    claimed_at: Mapped[datetime] = mapped_column(UTCDateTime)
 
 
 class Observation(Base):

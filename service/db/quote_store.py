@@ -9,17 +9,24 @@ returned once its row is committed, so the commit has to happen before the respo
 from __future__ import annotations
 
 import logging
+import secrets
 from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from enum import StrEnum
 
+from pydantic import TypeAdapter
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
+from service.db.base import utc_now
 from service.db.engine import Database
-from service.db.models import Quote
-from service.db.repositories import QuoteRepository
+from service.db.models import IdempotencyClaim, Quote
+from service.db.repositories import IdempotencyClaimRepository, QuoteRepository
 from service.db.spool import QuoteSpool
 
 logger = logging.getLogger(__name__)
+
+_JSON_TIME: TypeAdapter[datetime] = TypeAdapter(datetime)
 
 
 class StoreFailed(Exception):
@@ -30,22 +37,54 @@ class DuplicateIdempotencyKey(Exception):
     """Another request stored a quote under the same idempotency key first."""
 
 
+class KeyClaimed(Exception):
+    """Another process is pricing a request under the same idempotency key right now."""
+
+
 class Saved(StrEnum):
     STORED = "stored"
     SPOOLED = "spooled"
 
 
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """This process's claim on an idempotency key (released when its quote is stored)."""
+
+    tenant: str
+    key: str
+    holder: str
+
+
 class QuoteStore:
-    def __init__(self, database: Database, spool: QuoteSpool | None = None) -> None:
+    def __init__(
+        self,
+        database: Database,
+        spool: QuoteSpool | None = None,
+        *,
+        claim_lease_s: float = 20.0,
+    ) -> None:
         self.database = database
         self.spool = spool
+        self.claim_lease_s = claim_lease_s
+        self.holder = secrets.token_hex(8)  # this process (one store per app)
 
-    def save(self, quotes: Sequence[Quote]) -> Saved:
-        """Commit `quotes` in one transaction, or spool them; raises StoreFailed or
-        DuplicateIdempotencyKey."""
+    def save(self, quotes: Sequence[Quote], release: Claim | None = None) -> Saved:
+        """Commit `quotes` in one transaction (releasing the claim `release` in it), or spool
+        them; raises StoreFailed or DuplicateIdempotencyKey.
+
+        `created_at` (row and response) is stamped once the connection is held, so a quote
+        commits at most one statement/busy timeout after its `created_at` (the billing pull's
+        settle window relies on it).
+        """
         try:
             with self.database.sessions.begin() as session:
+                session.connection()
+                _stamp(quotes, utc_now())
                 QuoteRepository(session).add_all(quotes)
+                if release is not None:
+                    IdempotencyClaimRepository(session).release(
+                        release.tenant, release.key, release.holder
+                    )
             return Saved.STORED
         except IntegrityError as error:
             raise DuplicateIdempotencyKey() from error
@@ -60,6 +99,46 @@ class QuoteStore:
             raise StoreFailed(str(error)) from error
         return Saved.SPOOLED
 
+    def claim(self, tenant: str, key: str) -> Claim:
+        """Claim `key` for this process; KeyClaimed while another process holds a live claim,
+        StoreFailed when the database cannot be asked."""
+        now = utc_now()
+        claim = Claim(tenant, key, self.holder)
+        try:
+            try:
+                with self.database.sessions.begin() as session:
+                    IdempotencyClaimRepository(session).add(
+                        IdempotencyClaim(
+                            tenant=tenant, idempotency_key=key, holder=self.holder, claimed_at=now
+                        )
+                    )
+                return claim
+            except IntegrityError:
+                pass
+            # Claimed already: by this process (an earlier attempt whose release failed; the
+            # in-process guard says none is running now), or by a process that died.
+            with self.database.sessions.begin() as session:
+                taken = IdempotencyClaimRepository(session).take_over(
+                    tenant,
+                    key,
+                    holder=self.holder,
+                    now=now,
+                    stale_before=now - timedelta(seconds=self.claim_lease_s),
+                )
+        except SQLAlchemyError as error:
+            raise StoreFailed(str(error)) from error
+        if not taken:
+            raise KeyClaimed(key)
+        return claim
+
+    def release(self, claim: Claim) -> None:
+        """Drop the claim (best effort: a claim left behind expires after the lease)."""
+        try:
+            with self.database.sessions.begin() as session:
+                IdempotencyClaimRepository(session).release(claim.tenant, claim.key, claim.holder)
+        except SQLAlchemyError as error:
+            logger.warning("could not release idempotency claim %r: %s", claim.key, error)
+
     def by_idempotency_key(self, tenant: str, key: str) -> Quote | None:
         """The tenant's quote stored (or spooled) under `key`; StoreFailed when unreadable."""
         try:
@@ -72,3 +151,10 @@ class QuoteStore:
         if found is None and self.spool is not None:
             return self.spool.find(tenant, key)
         return found
+
+
+def _stamp(quotes: Sequence[Quote], now: datetime) -> None:
+    stamp = _JSON_TIME.dump_python(now, mode="json")
+    for quote in quotes:
+        quote.created_at = now
+        quote.response = {**quote.response, "created_at": stamp}

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import and_, func, or_, select
+from sqlalchemy import CursorResult, and_, delete, func, or_, select, update
 from sqlalchemy.orm import Session
 
-from service.db.models import ApiKey, Calibration, Observation, Quote
+from service.db.models import ApiKey, Calibration, IdempotencyClaim, Observation, Quote
 
 
 class QuoteRepository:
@@ -44,14 +44,18 @@ class QuoteRepository:
         after: tuple[datetime, str] | None,
         created_after: datetime | None,
         created_before: datetime | None,
+        settled_before: datetime | None = None,
         limit: int,
     ) -> list[Quote]:
-        """Up to `limit` quotes in (created_at, id) order, strictly after the keyset `after`."""
+        """Up to `limit` quotes in (created_at, id) order, strictly after the keyset `after`,
+        created before `settled_before` (inclusive) when given."""
         statement = select(Quote).where(Quote.tenant == tenant)
         if created_after is not None:
             statement = statement.where(Quote.created_at >= created_after)
         if created_before is not None:
             statement = statement.where(Quote.created_at < created_before)
+        if settled_before is not None:
+            statement = statement.where(Quote.created_at <= settled_before)
         if after is not None:
             at, quote_id = after
             statement = statement.where(
@@ -59,6 +63,42 @@ class QuoteRepository:
             )
         statement = statement.order_by(Quote.created_at, Quote.id).limit(limit)
         return list(self.session.scalars(statement))
+
+
+class IdempotencyClaimRepository:
+    """Claims on idempotency keys in flight; each write is meant to be its own transaction."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def add(self, claim: IdempotencyClaim) -> None:
+        """Insert the claim (IntegrityError when the key is already claimed)."""
+        self.session.add(claim)
+        self.session.flush()
+
+    def take_over(
+        self, tenant: str, key: str, *, holder: str, now: datetime, stale_before: datetime
+    ) -> bool:
+        """Re-claim `key` for `holder` if its claim is `holder`'s own or older than
+        `stale_before`; whether it was taken."""
+        claim = IdempotencyClaim
+        statement = (
+            update(claim)
+            .where(claim.tenant == tenant, claim.idempotency_key == key)
+            .where(or_(claim.holder == holder, claim.claimed_at < stale_before))
+            .values(holder=holder, claimed_at=now)
+        )
+        result = self.session.execute(statement)
+        assert isinstance(result, CursorResult)
+        return result.rowcount == 1
+
+    def release(self, tenant: str, key: str, holder: str) -> None:
+        claim = IdempotencyClaim
+        self.session.execute(
+            delete(claim).where(
+                claim.tenant == tenant, claim.idempotency_key == key, claim.holder == holder
+            )
+        )
 
 
 class ObservationRepository:

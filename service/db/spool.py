@@ -89,12 +89,17 @@ class QuoteSpool:
                 except SQLAlchemyError as error:
                     logger.info("spool replay deferred: %s", error)
                     break
-                path.unlink()
+                path.unlink(missing_ok=True)
         return moved
 
     @staticmethod
     def _read(path: Path) -> list[Quote]:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        """The quotes of a spool file; none when another thread or worker process sharing the
+        directory has just replayed and removed it."""
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            return []
         return [_from_json(json.loads(line)) for line in lines if line.strip()]
 
 

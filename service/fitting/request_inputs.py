@@ -67,7 +67,9 @@ def mlenergy_inputs(
         record = models.get(m.model_id)
         arch = record.require_architecture()
         deployment = Deployment(
-            gpus.get(m.gpu_id).spec, mlenergy_parallelism(m), mlenergy_precision(m.weights_precision)
+            gpus.get(m.gpu_id).spec,
+            mlenergy_parallelism(m),
+            mlenergy_precision(m.weights_precision),
         )
     except (CostModelError, LookupError) as error:
         return f"{m.row_ref}: {error}"

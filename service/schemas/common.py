@@ -19,24 +19,21 @@ class ProblemError(BaseModel):
     msg: str
 
 
-class Problem(BaseModel):
-    """RFC 9457 problem details (`application/problem+json`)."""
+PROBLEM_EXAMPLE: dict[str, Any] = {
+    "type": "https://llm-energy-quotes.dev/problems/unknown-name",
+    "title": "Unknown catalogue entry",
+    "status": 422,
+    "detail": "hardware.gpu: unknown GPU 'H100'",
+    "errors": [{"loc": "hardware.gpu", "msg": "unknown GPU 'H100'"}],
+    "suggestions": ["H100-SXM5-80GB", "H100-PCIE-80GB"],
+}
 
-    model_config = ConfigDict(
-        extra="allow",
-        json_schema_extra={
-            "examples": [
-                {
-                    "type": "https://errors.llm-energy-quotes.dev/unknown-name",
-                    "title": "Unknown catalogue entry",
-                    "status": 422,
-                    "detail": "unknown GPU 'H100'; did you mean H100-SXM5-80GB, H100-PCIE-80GB?",
-                    "errors": [{"loc": "hardware.gpu", "msg": "unknown GPU 'H100'"}],
-                    "suggestions": ["H100-SXM5-80GB", "H100-PCIE-80GB"],
-                }
-            ]
-        },
-    )
+
+class Problem(BaseModel):
+    """RFC 9457 problem details (`application/problem+json`); extra members such as
+    `suggestions` or `required_gpu_count` depend on the problem `type`."""
+
+    model_config = ConfigDict(extra="allow", json_schema_extra={"examples": [PROBLEM_EXAMPLE]})
 
     type: str
     title: str

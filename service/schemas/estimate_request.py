@@ -13,6 +13,15 @@ Degree = Annotated[StrictInt, Field(ge=1, le=64)]
 Tokens = Annotated[StrictInt, Field(ge=1, le=1_000_000)]
 Size = Annotated[StrictInt, Field(ge=1, le=10_000_000)]
 MetadataValue = Annotated[str, Field(max_length=500)] | StrictInt | StrictFloat | StrictBool | None
+WaterPerKwh = Annotated[
+    StrictFloat, Field(ge=0.0, le=20.0, description="On-site water usage effectiveness [L/IT kWh].")
+]
+LifetimeYears = Annotated[
+    StrictFloat, Field(gt=0.0, le=20.0, description="Life embodied carbon is spread over [years].")
+]
+Utilisation = Annotated[
+    StrictFloat, Field(gt=0.0, le=1.0, description="Fraction of that life spent serving [-].")
+]
 
 EXAMPLE_REQUEST: dict[str, Any] = {
     "model": "meta-llama/Llama-3.1-8B-Instruct",
@@ -88,13 +97,27 @@ class ServingIn(BaseModel):
 
 
 class DatacenterIn(BaseModel):
-    """Region code from GET /v1/regions; an explicit intensity overrides the region's."""
+    """Where the request runs. `region` is a code from GET /v1/regions (country, grid zone or an
+    AWS/GCP/Azure region); an explicit intensity overrides the region's, and each other field
+    overrides the default the quote would otherwise take (see the quote's `carbon.factors`)."""
 
-    model_config = example({"region": "FR", "pue": 1.1, "carbon_intensity_g_per_kwh": None})
+    model_config = example(
+        {
+            "region": "FR",
+            "pue": 1.1,
+            "carbon_intensity_g_per_kwh": None,
+            "wue_l_per_kwh": 0.2,
+            "lifetime_years": 5,
+            "utilisation": 0.8,
+        }
+    )
 
     region: Annotated[str, Field(min_length=1, max_length=50)] | None = None
     pue: Annotated[StrictFloat, Field(ge=1.0, le=3.0)] | None = None
     carbon_intensity_g_per_kwh: Annotated[StrictFloat, Field(ge=0.0, le=2000.0)] | None = None
+    wue_l_per_kwh: WaterPerKwh | None = None
+    lifetime_years: LifetimeYears | None = None
+    utilisation: Utilisation | None = None
 
 
 class ArchitectureIn(BaseModel):

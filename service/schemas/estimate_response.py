@@ -14,7 +14,8 @@ ENERGY_EXAMPLE = {
     "gpu_j_low": 700.0,
     "gpu_j_high": 950.0,
     "per_sequence_gpu_j": 101.6,
-    "facility_j": 974.9,
+    "server_overhead_j": 922.5,
+    "facility_j": 2706.4,
     "prefill_gpu_j": 40.2,
     "decode_gpu_j": 772.2,
     "interval_lower_quantile": 0.1,
@@ -28,16 +29,39 @@ LATENCY_EXAMPLE = {
     "total_s": 3.69,
 }
 
+PUE_FACTOR_EXAMPLE = {
+    "value": 1.56,
+    "low": 1.25,
+    "high": 1.8,
+    "unit": "-",
+    "defaulted": True,
+    "source": "fleet PUE of operator 'default': Uptime Institute Global Data Center Survey 2024",
+}
+
 CARBON_EXAMPLE = {
-    "operational_g": 0.108,
-    "embodied_g": 0.021,
-    "total_g": 0.129,
-    "total_g_low": 0.110,
-    "total_g_high": 0.150,
-    "carbon_intensity_g_per_kwh": 400.0,
-    "pue": 1.2,
+    "operational_g": 0.170,
+    "embodied_g": 0.041,
+    "total_g": 0.211,
+    "total_g_low": 0.130,
+    "total_g_high": 0.429,
+    "carbon_intensity_g_per_kwh": 226.5,
+    "pue": 1.56,
     "region": "US-CA",
-    "carbon_intensity_source": "region US-CA (2022)",
+    "carbon_intensity_source": "region US-CA (2022, direct): US EPA eGRID2022 ...",
+    "operational_g_low": 0.105,
+    "operational_g_high": 0.324,
+    "embodied_g_low": 0.025,
+    "embodied_g_high": 0.105,
+    "embodied_gpu_g": 0.008,
+    "embodied_server_g": 0.033,
+    "embodied_method": "product-carbon-footprint",
+    "server_overhead_w": 250.0,
+    "lifetime_years": 5.0,
+    "utilisation": 1.0,
+    "water_l": 0.0032,
+    "water_l_low": 0.0012,
+    "water_l_high": 0.0075,
+    "factors": {"pue": PUE_FACTOR_EXAMPLE},
 }
 
 
@@ -51,7 +75,12 @@ class EnergyOut(BaseModel):
     gpu_j_low: float
     gpu_j_high: float
     per_sequence_gpu_j: float = Field(description="gpu_j / batch_size [J].")
-    facility_j: float = Field(description="gpu_j x PUE [J] (server overhead not yet modelled).")
+    server_overhead_j: float = Field(
+        default=0.0,
+        description="Non-GPU server energy (CPUs, memory, NICs, fans) charged to the request: "
+        "the held GPUs' share of the server's non-GPU power x total_s [J].",
+    )
+    facility_j: float = Field(description="(gpu_j + server_overhead_j) x PUE [J].")
     prefill_gpu_j: float
     decode_gpu_j: float
     interval_lower_quantile: float
@@ -67,7 +96,28 @@ class LatencyOut(BaseModel):
     total_s: float = Field(description="prefill_s + decode_s [s].")
 
 
+class CarbonFactorOut(BaseModel):
+    """One factor the quote was priced with: value, its 10th-90th percentile band, unit, source,
+    and whether it was a default (True) or given in the request (False)."""
+
+    model_config = example(PUE_FACTOR_EXAMPLE)
+
+    value: float
+    low: float
+    high: float
+    unit: str
+    defaulted: bool
+    source: str
+
+
 class CarbonOut(BaseModel):
+    """CO2e [g] and water [L] of the whole request, with every factor used and its source.
+
+    `total_g = operational_g + embodied_g`; `operational_g` = facility kWh x grid intensity;
+    `embodied_g` = GPUs' and server share's manufacturing emissions x total_s /
+    (lifetime x utilisation). `_low`/`_high`: products of factors combine their bands in log
+    space in quadrature, sums add them (README, "Carbon accounting boundary")."""
+
     model_config = example(CARBON_EXAMPLE)
 
     operational_g: float
@@ -79,6 +129,28 @@ class CarbonOut(BaseModel):
     pue: float
     region: str | None
     carbon_intensity_source: str
+    operational_g_low: float = 0.0
+    operational_g_high: float = 0.0
+    embodied_g_low: float = 0.0
+    embodied_g_high: float = 0.0
+    embodied_gpu_g: float = Field(default=0.0, description="GPUs' share of embodied_g [g].")
+    embodied_server_g: float = Field(
+        default=0.0, description="Server non-GPU parts' share of embodied_g [g]."
+    )
+    embodied_method: str = Field(
+        default="", description="How the GPU's embodied figure was made (gpus.json method)."
+    )
+    server_overhead_w: float = Field(
+        default=0.0, description="Non-GPU server power charged to the request [W]."
+    )
+    lifetime_years: float = 0.0
+    utilisation: float = 0.0
+    water_l: float = Field(default=0.0, description="On-site + off-site water consumed [L].")
+    water_l_low: float = 0.0
+    water_l_high: float = 0.0
+    factors: dict[str, CarbonFactorOut] = Field(
+        default_factory=dict, description="Every factor used, by name, with its source."
+    )
 
 
 class KernelRowOut(BaseModel):

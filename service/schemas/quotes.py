@@ -45,12 +45,24 @@ class QuoteSummary(BaseModel):
 
 
 class QuotePage(BaseModel):
-    """Oldest first; pass `next_cursor` back as `cursor` until it is null."""
+    """Oldest first; pass `next_cursor` back as `cursor` until it is null. Keep
+    `resume_cursor` and pass it as `cursor` on the next pull to continue after the last row."""
 
-    model_config = example({"items": [QUOTE_SUMMARY_EXAMPLE], "next_cursor": None})
+    model_config = example(
+        {
+            "items": [QUOTE_SUMMARY_EXAMPLE],
+            "next_cursor": None,
+            "resume_cursor": "WyIyMDI2LTExLTIyVDEwOjAwOjAwKzAwOjAwIiwgInFfMDFKRFE4WjNW"
+            "NVE0WEo4TTJXN0s5VDBBQkMiXQ",
+        }
+    )
 
     items: list[QuoteSummary]
-    next_cursor: str | None
+    next_cursor: str | None = Field(description="The next page's cursor; null at the end.")
+    resume_cursor: str | None = Field(
+        description="Continues after the last row returned so far, also at the end (null only "
+        "while nothing has been returned): the cursor to start the next billing pull from."
+    )
 
 
 class ObservationIn(BaseModel):

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from api_support import example_body, running_client
+from typing import Any
+
+from api_support import example_body, running_client, take_database_away
 from fastapi.testclient import TestClient
+from prometheus_client.parser import text_string_to_metric_families
 
 from service.catalog import load_gpu_catalog
 
@@ -118,16 +121,121 @@ def test_health_reports_open_dev_mode(client: TestClient) -> None:
     assert health["calibration_id"] is None
 
 
-def test_metrics_count_requests_and_estimates(client: TestClient) -> None:
-    client.post("/v1/estimate", json=example_body(hardware={"gpu": "L40S", "count": 1}))
-    text = client.get("/metrics").text
-    assert 'quotes_http_requests_total{method="POST",route="/v1/estimate",status="200"}' in text
-    assert 'quotes_estimates_total{gpu="L40S",model="meta-llama/Llama-3.1-8B-Instruct"}' in text
-    assert "quotes_http_request_duration_seconds_bucket" in text
-    assert "quotes_db_errors_total" in text or "# HELP quotes_db_errors_total" in text
+def scrape(client: TestClient) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    """GET /metrics, parsed: (sample name, labels) -> value."""
+    response = client.get("/metrics")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/plain")
+    return {
+        (sample.name, frozenset(sample.labels.items())): sample.value
+        for family in text_string_to_metric_families(response.text)
+        for sample in family.samples
+    }
 
 
-def test_openapi_has_examples(client: TestClient) -> None:
+def value(samples: dict[Any, float], name: str, **labels: str) -> float:
+    return samples.get((name, frozenset(labels.items())), 0.0)
+
+
+def test_metrics_count_requests_latencies_and_estimates(client: TestClient) -> None:
+    model = "meta-llama/Llama-3.1-8B-Instruct"
+    before = scrape(client)
+    for _ in range(3):
+        client.post("/v1/estimate", json=example_body(hardware={"gpu": "L40S", "count": 1}))
+    client.post("/v1/estimate", json=example_body(hardware={"gpu": "L40S", "count": 65}))
+    quote_id = client.post("/v1/estimate", json=example_body()).json()["quote_id"]
+    client.get(f"/v1/quotes/{quote_id}")
+    client.get("/v1/quotes/q_00000000000000000000000000")
+    client.get("/v1/no-such-route")
+    after = scrape(client)
+
+    def delta(name: str, **labels: str) -> float:
+        return value(after, name, **labels) - value(before, name, **labels)
+
+    requests = "quotes_http_requests_total"
+    assert delta(requests, route="/v1/estimate", method="POST", status="200") == 4
+    assert delta(requests, route="/v1/estimate", method="POST", status="422") == 1
+    # by route template, not raw path (bounded label cardinality)
+    assert delta(requests, route="/v1/quotes/{quote_id}", method="GET", status="200") == 1
+    assert delta(requests, route="/v1/quotes/{quote_id}", method="GET", status="404") == 1
+    assert delta(requests, route="unmatched", method="GET", status="404") == 1
+    assert not any(quote_id in str(labels) for _, labels in after)
+    latency = "quotes_http_request_duration_seconds"
+    labels = {"route": "/v1/estimate", "method": "POST", "status": "200"}
+    assert delta(f"{latency}_count", **labels) == 4
+    assert delta(f"{latency}_sum", **labels) > 0
+    assert value(after, f"{latency}_bucket", **labels, le="+Inf") == value(
+        after, f"{latency}_count", **labels
+    )
+    estimates = "quotes_estimates_total"
+    assert delta(estimates, model=model, gpu="L40S") == 3  # the refused one was not priced
+    assert delta(estimates, model=model, gpu="H100-SXM5-80GB") == 1
+
+
+def test_metrics_count_database_errors(database_url: str) -> None:
+    with running_client(database_url) as test_client:
+        quote_id = test_client.post("/v1/estimate", json=example_body()).json()["quote_id"]
+        take_database_away(test_client)
+        test_client.post("/v1/estimate", json=example_body())
+        test_client.get(f"/v1/quotes/{quote_id}")
+        test_client.get("/v1/health")
+        samples = scrape(test_client)
+    errors = "quotes_db_errors_total"
+    assert value(samples, errors, operation="store_quote") == 1
+    assert value(samples, errors, operation="request") == 1
+    assert value(samples, errors, operation="health") == 1
+    requests = "quotes_http_requests_total"
+    assert value(samples, requests, route="/v1/quotes/{quote_id}", method="GET", status="503") == 1
+
+
+EXPECTED_RESPONSES = {
+    ("post", "/v1/estimate"): {"200", "401", "403", "409", "413", "422"},
+    ("post", "/v1/estimate/batch"): {"200", "401", "403", "413", "422"},
+    ("get", "/v1/quotes"): {"200", "401", "403", "422", "503"},
+    ("get", "/v1/quotes/{quote_id}"): {"200", "401", "403", "404", "422", "503"},
+    ("post", "/v1/quotes/{quote_id}/observations"): {
+        "201",
+        "401",
+        "403",
+        "404",
+        "409",
+        "413",
+        "422",
+        "503",
+    },
+    ("get", "/v1/gpus"): {"200"},
+    ("get", "/v1/gpus/{gpu_id}"): {"200", "404"},
+    ("get", "/v1/models"): {"200"},
+    ("get", "/v1/models/{model_id}"): {"200", "404"},
+    ("get", "/v1/regions"): {"200"},
+    ("get", "/v1/health"): {"200"},
+}
+
+
+def test_openapi_declares_every_response_as_problem_details(client: TestClient) -> None:
+    spec = client.get("/openapi.json").json()
+    operations = {
+        (method, path): operation
+        for path, methods in spec["paths"].items()
+        for method, operation in methods.items()
+    }
+    assert set(operations) == set(EXPECTED_RESPONSES)
+    for key, operation in operations.items():
+        responses = operation["responses"]
+        assert set(responses) == EXPECTED_RESPONSES[key] | {"default"}, key
+        for status, response in responses.items():
+            if status == "default" or status >= "400":
+                assert list(response["content"]) == ["application/problem+json"], (key, status)
+                schema = response["content"]["application/problem+json"]["schema"]
+                assert schema["$ref"].endswith("/Problem"), (key, status)
+    assert "Retry-After" in operations[("get", "/v1/quotes")]["responses"]["503"]["headers"]
+
+
+def test_openapi_has_an_example_on_every_schema_and_docs_are_served(client: TestClient) -> None:
     schemas = client.get("/openapi.json").json()["components"]["schemas"]
-    for name in ("EstimateRequest", "EstimateResponse", "WorkloadIn", "ObservationIn"):
-        assert schemas[name].get("examples"), name
+    assert {"EstimateRequest", "EstimateResponse", "Problem", "QuotePage"} <= set(schemas)
+    missing = [name for name, schema in schemas.items() if not schema.get("examples")]
+    assert missing == [], f"schemas without an example: {missing}"
+    docs = client.get("/docs")
+    assert docs.status_code == 200 and "swagger-ui" in docs.text
+    assert client.get("/redoc").status_code == 200

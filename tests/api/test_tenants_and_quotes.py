@@ -99,6 +99,16 @@ def test_a_tenant_cannot_see_another_tenants_quote(
         headers=bearer(keys["globex"]),
     )
     assert observe.status_code == 404
+    csv_listing = client.get(
+        "/v1/quotes", params={"format": "csv", "limit": 1000}, headers=bearer(keys["globex"])
+    )
+    assert csv_listing.status_code == 200 and created["quote_id"] not in csv_listing.text
+    # Another tenant's quote is indistinguishable from one that does not exist.
+    unknown = client.get("/v1/quotes/q_00000000000000000000000000", headers=bearer(keys["globex"]))
+    assert other.json()["title"] == unknown.json()["title"] == observe.json()["title"]
+    assert other.headers["content-type"].startswith("application/problem+json")
+    detail = client.get(f"/v1/quotes/{created['quote_id']}", headers=bearer(keys["acme"])).json()
+    assert detail["observations"] == [], "the refused observation was stored"
 
 
 def test_idempotency_keys_are_scoped_to_the_tenant(

@@ -13,7 +13,7 @@ from sqlalchemy import create_engine, inspect
 from service.db import migrate
 from service.db.base import Base
 
-TABLES = {"quotes", "observations", "api_keys", "calibrations"}
+TABLES = {"quotes", "idempotency_claims", "observations", "api_keys", "calibrations"}
 
 
 def tables(url: str) -> set[str]:

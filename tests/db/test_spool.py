@@ -6,6 +6,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
 from service.config import Settings
 from service.db import migrate
 from service.db.engine import Database
@@ -50,5 +52,23 @@ def test_replay_moves_quotes_and_frees_clashing_keys(tmp_path: Path) -> None:
         assert all(repository.by_id(q.id) is not None for q in spooled)
         assert repository.by_idempotency_key("acme", "k1").id == taken.id  # type: ignore[union-attr]
         assert repository.by_id(spooled[0].id).idempotency_key is None  # type: ignore[union-attr]
+    assert spool.replay(database) == 0
+    database.dispose()
+
+
+def test_a_file_removed_by_another_worker_is_skipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Workers share the spool directory: a file listed by one may be replayed and removed by
+    another before it is read."""
+    url = f"sqlite:///{tmp_path / 'quotes.sqlite3'}"
+    migrate.upgrade(url)
+    database = Database(Settings(database_url=url))
+    spool = QuoteSpool(tmp_path / "spool")
+    spool.append([quote("acme", "gone")])
+    listed = spool.pending()
+    assert QuoteSpool(tmp_path / "spool").replay(database) == 1  # the other worker
+    monkeypatch.setattr(spool, "pending", lambda: listed)
+    assert spool.find("acme", "gone") is None
     assert spool.replay(database) == 0
     database.dispose()

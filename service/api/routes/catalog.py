@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from service.api.deps import EstimatorDep
+from service.api.openapi import problem_responses
 from service.catalog.gpus import GpuRecord, UnknownGpu
 from service.catalog.models import ModelRecord, UnknownModel
 from service.errors import NotFound
@@ -21,14 +22,14 @@ def _model(record: ModelRecord) -> ModelOut:
     return ModelOut.model_validate(dict(record.raw))
 
 
-@router.get("/gpus", response_model=GpuList)
+@router.get("/gpus", response_model=GpuList, responses=problem_responses())
 def list_gpus(estimator: EstimatorDep) -> GpuList:
     """Every GPU with its peak rates, memory, power, embodied carbon and sources."""
     catalog = estimator.gpus
     return GpuList(version=catalog.version, items=[_gpu(r) for r in catalog.records])
 
 
-@router.get("/gpus/{gpu_id}", response_model=GpuOut)
+@router.get("/gpus/{gpu_id}", response_model=GpuOut, responses=problem_responses(404))
 def get_gpu(gpu_id: str, estimator: EstimatorDep) -> GpuOut:
     try:
         return _gpu(estimator.gpus.get(gpu_id))
@@ -36,14 +37,14 @@ def get_gpu(gpu_id: str, estimator: EstimatorDep) -> GpuOut:
         raise NotFound(str(error), extra={"suggestions": error.suggestions}) from None
 
 
-@router.get("/models", response_model=ModelList)
+@router.get("/models", response_model=ModelList, responses=problem_responses())
 def list_models(estimator: EstimatorDep) -> ModelList:
     """Every catalogue model, supported or not, with its architecture and sources."""
     catalog = estimator.models
     return ModelList(version=catalog.version, items=[_model(r) for r in catalog.records])
 
 
-@router.get("/models/{model_id:path}", response_model=ModelOut)
+@router.get("/models/{model_id:path}", response_model=ModelOut, responses=problem_responses(404))
 def get_model(model_id: str, estimator: EstimatorDep) -> ModelOut:
     """A model by Hugging Face repo id (which contains a slash) or alias."""
     try:
@@ -52,7 +53,7 @@ def get_model(model_id: str, estimator: EstimatorDep) -> ModelOut:
         raise NotFound(str(error), extra={"suggestions": error.suggestions}) from None
 
 
-@router.get("/regions", response_model=RegionList)
+@router.get("/regions", response_model=RegionList, responses=problem_responses())
 def list_regions(estimator: EstimatorDep) -> RegionList:
     """Grid carbon intensities by region, each with its year and source."""
     catalog = estimator.regions

@@ -11,22 +11,20 @@ from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from service.api.deps import EstimateCaller, IdempotencyKeyHeader, QuoteServiceDep, ServicesDep
+from service.api.openapi import problem_responses
 from service.api.problems import problem_body, validation_problem
 from service.errors import FieldError, InvalidRequest, ServiceError
-from service.schemas.common import Problem, example
+from service.schemas.common import PROBLEM_EXAMPLE, Problem, example
 from service.schemas.estimate_request import EXAMPLE_REQUEST, EstimateRequest
 from service.schemas.estimate_response import EstimateResponse
 
 router = APIRouter(prefix="/v1/estimate", tags=["estimate"])
 
-ERRORS: dict[int | str, dict[str, Any]] = {
-    code: {"model": Problem, "content": {"application/problem+json": {}}}
-    for code in (401, 403, 409, 413, 422)
-}
 Verbose = Annotated[
     bool, Query(description="Fill `breakdown` with the per-kernel table and defaulted inputs.")
 ]
 _request_adapter: TypeAdapter[EstimateRequest] = TypeAdapter(EstimateRequest)
+_EXAMPLE_RESPONSE = EstimateResponse.model_json_schema()["examples"][0]
 
 
 class BatchRequest(BaseModel):
@@ -38,12 +36,18 @@ class BatchRequest(BaseModel):
 
 
 class BatchResponse(BaseModel):
-    model_config = ConfigDict(json_schema_extra={"examples": [{"items": []}]})
+    """One answer per item, in order: an estimate or, for a bad item, its problem."""
+
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"items": [_EXAMPLE_RESPONSE, PROBLEM_EXAMPLE]}]}
+    )
 
     items: list[EstimateResponse | Problem]
 
 
-@router.post("", response_model=EstimateResponse, responses=ERRORS)
+@router.post(
+    "", response_model=EstimateResponse, responses=problem_responses(401, 403, 409, 413, 422)
+)
 def estimate(
     body: EstimateRequest,
     caller: EstimateCaller,
@@ -55,7 +59,9 @@ def estimate(
     return quotes.quote(body, principal=caller, idempotency_key=idempotency_key, verbose=verbose)
 
 
-@router.post("/batch", response_model=BatchResponse, responses=ERRORS)
+@router.post(
+    "/batch", response_model=BatchResponse, responses=problem_responses(401, 403, 413, 422)
+)
 def estimate_batch(
     body: BatchRequest,
     caller: EstimateCaller,

@@ -7,13 +7,14 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy.exc import SQLAlchemyError
 
 from service.api.deps import ServicesDep
+from service.api.openapi import problem_responses
 from service.db.repositories import CalibrationRepository
 from service.schemas.health import DatabaseHealth, Health
 
 router = APIRouter(tags=["operations"])
 
 
-@router.get("/v1/health", response_model=Health)
+@router.get("/v1/health", response_model=Health, responses=problem_responses())
 def health(services: ServicesDep) -> Health:
     """Model version, calibration, database reachability and whether the open dev mode is on."""
     database = services.database

@@ -2,33 +2,48 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from datetime import timedelta
+from typing import Annotated, Literal
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Path, Query, Response
 from pydantic import AwareDatetime
 
-from service.api.deps import BillingCaller, IdempotencyKeyHeader, ObserveCaller, SessionDep
+from service.api.deps import (
+    BillingCaller,
+    IdempotencyKeyHeader,
+    ObserveCaller,
+    ServicesDep,
+    SessionDep,
+)
+from service.api.openapi import problem_responses
 from service.billing import observation_out, page_csv, quote_detail, quote_page
+from service.db.base import utc_now
 from service.observing import record_observation
-from service.schemas.common import Problem
 from service.schemas.quotes import ObservationIn, ObservationOut, QuoteDetail, QuotePage
 
 router = APIRouter(prefix="/v1/quotes", tags=["quotes"])
 
-ERRORS: dict[int | str, dict[str, Any]] = {
-    code: {"model": Problem, "content": {"application/problem+json": {}}}
-    for code in (401, 403, 404, 422, 503)
-}
+QuoteId = Annotated[str, Path(min_length=1, max_length=64, description="A quote's `quote_id`")]
 
 
 @router.get(
     "",
     response_model=QuotePage,
-    responses={**ERRORS, 200: {"content": {"text/csv": {}}}},
+    responses={
+        **problem_responses(401, 403, 422, 503),
+        200: {
+            "content": {"text/csv": {"schema": {"type": "string"}}},
+            "headers": {
+                "X-Next-Cursor": {"description": "`next_cursor` (format=csv; absent at the end)"},
+                "X-Resume-Cursor": {"description": "`resume_cursor` (format=csv)"},
+            },
+        },
+    },
 )
 def list_quotes(
     caller: BillingCaller,
     session: SessionDep,
+    services: ServicesDep,
     created_after: AwareDatetime | None = None,
     created_before: AwareDatetime | None = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
@@ -36,23 +51,31 @@ def list_quotes(
     format: Literal["json", "csv"] = "json",
 ) -> QuotePage | Response:
     """The tenant's quotes, oldest first, `created_after` inclusive and `created_before`
-    exclusive; follow `next_cursor` (CSV: the `X-Next-Cursor` header) until it is null."""
+    exclusive; follow `next_cursor` (CSV: the `X-Next-Cursor` header) until it is null, and
+    start the next pull from `resume_cursor` (`X-Resume-Cursor`). A quote is listed once it is
+    `QUOTES_BILLING_SETTLE_S` old, which is what keeps the pages stable under inserts."""
+    settle_s = services.settings.billing_settle_s
     page = quote_page(
         session,
         caller.tenant,
         cursor=cursor,
         created_after=created_after,
         created_before=created_before,
+        settled_before=utc_now() - timedelta(seconds=settle_s) if settle_s > 0 else None,
         limit=limit,
     )
     if format == "csv":
         headers = {"X-Next-Cursor": page.next_cursor} if page.next_cursor else {}
+        if page.resume_cursor:
+            headers["X-Resume-Cursor"] = page.resume_cursor
         return Response(page_csv(page), media_type="text/csv; charset=utf-8", headers=headers)
     return page
 
 
-@router.get("/{quote_id}", response_model=QuoteDetail, responses=ERRORS)
-def get_quote(quote_id: str, caller: BillingCaller, session: SessionDep) -> QuoteDetail:
+@router.get(
+    "/{quote_id}", response_model=QuoteDetail, responses=problem_responses(401, 403, 404, 422, 503)
+)
+def get_quote(quote_id: QuoteId, caller: BillingCaller, session: SessionDep) -> QuoteDetail:
     """One of the tenant's quotes (another tenant's id answers 404)."""
     return quote_detail(session, caller.tenant, quote_id)
 
@@ -61,10 +84,10 @@ def get_quote(quote_id: str, caller: BillingCaller, session: SessionDep) -> Quot
     "/{quote_id}/observations",
     response_model=ObservationOut,
     status_code=201,
-    responses=ERRORS,
+    responses=problem_responses(401, 403, 404, 409, 413, 422, 503),
 )
 def post_observation(
-    quote_id: str,
+    quote_id: QuoteId,
     body: ObservationIn,
     caller: ObserveCaller,
     session: SessionDep,
