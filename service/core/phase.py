@@ -179,36 +179,32 @@ def _capped_sum(contexts: ContextRange, window: int) -> float:
     return below + window * above_count
 
 
-def _slope(batch: float, variant: str) -> FloatArray:
-    """d(terms)/dc of one decode step for an attention variant: B pairs and B keys per key, in
-    both the real and the padded copy of the terms (spans are never padded)."""
-    slope = np.zeros(2 * len(BASIS))
-    for term in (f"pairs_{variant}", f"keys_{variant}"):
-        slope[BASIS.index(term)] = batch
-        slope[len(BASIS) + BASIS.index(term)] = batch
-    return slope
-
-
 def _decode_attention_s(
     plan: CostPlan, i: int, request: PhaseRequest, contexts: ContextRange, launch_s: float
 ) -> tuple[float, float, float, float]:
-    """(time, compute, memory, network) seconds of one attention kernel over decode, per layer."""
+    """(time, compute, memory, network) seconds of one attention kernel over decode, per layer.
+
+    Plain floats over the few non-zero coefficients: numpy's per-call cost would dominate.
+    """
     variant = plan.nodes[i].operand
-    slope = _slope(float(request.batch), variant)
+    batch = float(request.batch)
+    terms = request.basis + request.padded
+    sparse = plan.sparse_seconds_per_unit[i]
+    slope_terms = plan.context_terms[variant]
+    slopes = [batch * sum(c for b, c in unit if b in slope_terms) for unit in sparse]
     window = contexts.sliding_window if variant == "sliding" else None
     pieces = [(0.0, 1.0, contexts.first, contexts.last)]  # (keys offset, slope factor, range)
     if window is not None and window < contexts.last:
         pieces = [(0.0, 1.0, contexts.first, min(contexts.last, window))]
         pieces.append((float(window), 0.0, max(contexts.first, window + 1), contexts.last))
-    rows = plan.seconds_per_unit[i]
     time_s = compute_s = memory_s = network_s = 0.0
     for offset, factor, first, last in pieces:
         if last < first:
             continue
-        base = np.array(request.basis + request.padded) + offset * slope
-        intercepts = (rows @ base).tolist()
-        slopes = (rows @ (slope * factor)).tolist()
-        lines = list(zip(intercepts, slopes, strict=True))
+        lines = [
+            (sum(c * terms[b] for b, c in unit) + offset * slope, slope * factor)
+            for unit, slope in zip(sparse, slopes, strict=True)
+        ]
         time_s += sum_max_affine(lines, first, last) + launch_s * (last - first + 1)
         compute_s += sum_max_affine(lines[:3], first, last)
         memory_s += sum_affine(*lines[3], first, last)

@@ -74,6 +74,8 @@ class CostPlan:
     attention: tuple[int, ...]
     streaming: tuple[bool, ...]
     seconds_per_count: dict[bool, FloatArray]
+    sparse_seconds_per_unit: dict[int, list[list[tuple[int, float]]]]
+    context_terms: dict[str, frozenset[int]]
 
 
 def seconds_per_count(rates: UnitRates, *, streaming: bool) -> FloatArray:
@@ -147,6 +149,13 @@ def cost_plan(
         else:
             work[i] = _node_work_per_unit(node, arch, shapes)
     seconds = np.einsum("kfb,kfu->kub", work, np.array([per_count[s] for s in streaming]))
+    seconds_per_unit = np.concatenate(
+        [
+            seconds * np.array([0.0, 1, 1, 1, 1])[:, None],
+            seconds * np.array([1.0, 0, 0, 0, 0])[:, None],
+        ],
+        axis=2,
+    )
     attention = tuple(
         i for i in range(len(nodes)) if np.any(work[i][:, 3:] != 0.0) and i not in nonlinear
     )
@@ -158,16 +167,24 @@ def cost_plan(
         compute_key=compute_key,
         nodes=nodes,
         work_per_unit=work,
-        seconds_per_unit=np.concatenate(
-            [
-                seconds * np.array([0.0, 1, 1, 1, 1])[:, None],
-                seconds * np.array([1.0, 0, 0, 0, 0])[:, None],
-            ],
-            axis=2,
-        ),
+        seconds_per_unit=seconds_per_unit,
         layers=np.array([node.layers for node in nodes], dtype=np.float64),
         nonlinear=tuple(nonlinear),
         attention=attention,
         streaming=streaming,
         seconds_per_count=per_count,
+        sparse_seconds_per_unit={i: _sparse_rows(seconds_per_unit[i]) for i in attention},
+        context_terms={
+            variant: frozenset(
+                offset + BASIS.index(f"{quantity}_{variant}")
+                for quantity in ("pairs", "keys")
+                for offset in (0, len(BASIS))
+            )
+            for variant in ("full", "sliding")
+        },
     )
+
+
+def _sparse_rows(rows: FloatArray) -> list[list[tuple[int, float]]]:
+    """Each unit's non-zero (term index, seconds per unit) pairs."""
+    return [[(b, float(c)) for b, c in enumerate(row) if c != 0.0] for row in rows]
