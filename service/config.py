@@ -60,8 +60,17 @@ class Settings(BaseSettings):
         description="How long an Idempotency-Key claimed by a request that never finished (a "
         "crashed process) blocks other processes with 409 [s]; must exceed the longest estimate.",
     )
-    # Placeholders for the learned regressor (a later issue): one onnxruntime session per process.
+    calibration_refresh_s: float = Field(
+        default=5.0,
+        ge=0,
+        description="How long a worker prices with the current calibrations it last read [s] "
+        "before reading them again (another worker's new calibration shows after this).",
+    )
+    # The learned energy regressor: one onnxruntime session per process. Unset paths mean the
+    # model shipped in models/; `use_regressor=false` quotes with the analytical model alone.
+    use_regressor: bool = True
     onnx_model_path: Path | None = None
+    onnx_metadata_path: Path | None = None
     onnx_intra_op_threads: PositiveInt = 1
     onnx_inter_op_threads: PositiveInt = 1
     log_level: str = "INFO"

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
+from service.calibration import ActiveCalibration
 from service.carbon_accounting import carbon_out
 from service.catalog.coefficients import DEFAULT_ENGINE, load_engine_coefficients
 from service.catalog.facilities import FacilityCatalog, load_facility_catalog
 from service.catalog.gpus import GpuCatalog, load_gpu_catalog
-from service.catalog.models import ModelCatalog, load_model_catalog
+from service.catalog.models import ModelCatalog, UnknownModel, load_model_catalog
 from service.catalog.regions import RegionCatalog, load_region_catalog
 from service.catalog.servers import ServerCatalog, load_server_catalog
 from service.core.carbon import request_carbon
@@ -19,7 +20,8 @@ from service.core.estimate import estimate_request
 from service.core.results import KernelCost, RequestEstimate
 from service.core.uncertainty import Ranged
 from service.errors import FieldError, InvalidRequest
-from service.resolve import ResolvedRequest, resolve_request
+from service.regressor.runtime import EnergyPrediction, EnergyRegressor
+from service.resolve import CUSTOM_MODEL_ID, ResolvedRequest, resolve_request
 from service.schemas.estimate_request import EstimateRequest
 from service.schemas.estimate_response import (
     BreakdownOut,
@@ -41,7 +43,8 @@ class PricedRequest:
 
 
 class Estimator:
-    """Prices requests with the analytical roofline model (the learned regressor comes later)."""
+    """Prices requests: latency from the analytical roofline model, GPU energy from the learned
+    regressor when one is loaded (else from the roofline), carbon from the energy."""
 
     def __init__(
         self,
@@ -51,6 +54,7 @@ class Estimator:
         coefficients: CostModelCoefficients | dict[str, CostModelCoefficients],
         facilities: FacilityCatalog | None = None,
         servers: ServerCatalog | None = None,
+        regressor: EnergyRegressor | None = None,
     ) -> None:
         self.gpus = gpus
         self.models = models
@@ -61,25 +65,40 @@ class Estimator:
             coefficients = {DEFAULT_ENGINE: coefficients}
         self.engine_coefficients = coefficients
         self.coefficients = coefficients[DEFAULT_ENGINE]
+        self.regressor = regressor
 
     @classmethod
-    def from_catalogues(cls) -> Estimator:
-        """An estimator over the packaged catalogues and fitted coefficients."""
+    def from_catalogues(cls, regressor: EnergyRegressor | None = None) -> Estimator:
+        """An estimator over the packaged catalogues, fitted coefficients and (if given) the
+        learned energy regressor."""
         return cls(
             load_gpu_catalog(),
             load_model_catalog(),
             load_region_catalog(),
             load_engine_coefficients(),
+            regressor=regressor,
         )
 
     @property
     def model_version(self) -> str:
-        """Says the estimate is analytical, and which fitted coefficients it used."""
+        """Which estimator answered: the learned regressor over the roofline, or the roofline."""
         version = self.coefficients.version
-        return version if version.startswith("roofline") else f"roofline {version}"
+        roofline = version if version.startswith("roofline") else f"roofline {version}"
+        if self.regressor is None:
+            return roofline
+        return f"energy-gnn {self.regressor.version}+{roofline}"
 
-    def estimate(self, request: EstimateRequest, *, verbose: bool = False) -> PricedRequest:
-        """Price `request`; raises InvalidRequest (or UnknownName) naming the input at fault."""
+    def estimate(
+        self,
+        request: EstimateRequest,
+        *,
+        verbose: bool = False,
+        calibration: ActiveCalibration | None = None,
+    ) -> PricedRequest:
+        """Price `request`; raises InvalidRequest (or UnknownName) naming the input at fault.
+
+        `calibration` (the caller's current one) scales the GPU energy and its bounds by its
+        factor for the request's GPU and model family, if it corrects this model version."""
         try:
             resolved = resolve_request(
                 request, self.gpus, self.models, self.regions, self.facilities, self.servers
@@ -90,17 +109,75 @@ class Estimator:
             )
         except CostModelError as error:
             raise _invalid_request(error, custom=request.architecture is not None) from None
-        response = self._response(resolved, result, verbose=verbose)
+        energy = self._energy(resolved, result, coefficients)
+        if calibration is not None and calibration.model_version != self.model_version:
+            calibration = None
+        factor = 1.0
+        if calibration is not None:
+            factor = calibration.corrections.factor_for(resolved.gpu.id, self.family_of(resolved))
+            energy = _scaled(energy, factor)
+        response = self._response(
+            resolved,
+            result,
+            energy,
+            verbose=verbose,
+            calibration_id=calibration.calibration_id if calibration else None,
+            calibration_factor=factor,
+        )
         return PricedRequest(
             response, resolved.model_id, resolved.gpu.id, resolved.deployment.gpu_count
         )
 
+    def family_of(self, resolved: ResolvedRequest) -> str:
+        """The model family a calibration segments by ("custom" for a custom architecture)."""
+        return self.model_family(CUSTOM_MODEL_ID if resolved.is_custom else resolved.model_id)
+
+    def model_family(self, model_id: str) -> str:
+        """The catalogue family of `model_id`; "custom" when it is not in the catalogue."""
+        try:
+            return self.models.get(model_id).family
+        except UnknownModel:
+            return CUSTOM_MODEL_ID
+
+    def _energy(
+        self,
+        resolved: ResolvedRequest,
+        result: RequestEstimate,
+        coefficients: CostModelCoefficients,
+    ) -> EnergyPrediction:
+        """GPU energy from the learned regressor when loaded, else from the roofline."""
+        if self.regressor is not None:
+            features = self.regressor.features(
+                resolved.architecture, resolved.workload, resolved.deployment, coefficients, result
+            )
+            return self.regressor.predict(features)
+        interval = coefficients.energy_interval
+        return EnergyPrediction(
+            gpu_j=result.gpu_j,
+            gpu_j_low=result.gpu_j * interval.low_ratio,
+            gpu_j_high=result.gpu_j * interval.high_ratio,
+            prefill_gpu_j=result.prefill.gpu_j,
+            decode_gpu_j=result.decode.gpu_j,
+            lower_quantile=interval.lower_quantile,
+            upper_quantile=interval.upper_quantile,
+        )
+
     def _response(
-        self, resolved: ResolvedRequest, result: RequestEstimate, *, verbose: bool
+        self,
+        resolved: ResolvedRequest,
+        result: RequestEstimate,
+        energy: EnergyPrediction,
+        *,
+        verbose: bool,
+        calibration_id: str | None = None,
+        calibration_factor: float = 1.0,
     ) -> EstimateResponse:
-        interval = self.coefficients.energy_interval
-        # The fitted interval brackets 1 in practice; clamp so a biased fit cannot invert bounds.
-        gpu_j = Ranged(result.gpu_j, min(interval.low_ratio, 1.0), max(interval.high_ratio, 1.0))
+        # Intervals bracket 1 in practice; clamp so a biased fit cannot invert the bounds.
+        gpu_j = Ranged(
+            energy.gpu_j,
+            min(energy.gpu_j_low / energy.gpu_j, 1.0),
+            max(energy.gpu_j_high / energy.gpu_j, 1.0),
+        )
         carbon = request_carbon(gpu_j, result.total_s, resolved.carbon.factors)
         breakdown = None
         if verbose:
@@ -116,21 +193,22 @@ class Estimator:
             quote_id=None,
             created_at=datetime.now(UTC),
             model_version=self.model_version,
-            calibration_id=None,
+            calibration_id=calibration_id,
             model=resolved.model_id,
             gpu=resolved.gpu.id,
             gpu_count=result.gpu_count,
             energy=EnergyOut(
-                gpu_j=result.gpu_j,
-                gpu_j_low=result.gpu_j * interval.low_ratio,
-                gpu_j_high=result.gpu_j * interval.high_ratio,
-                per_sequence_gpu_j=result.per_sequence_gpu_j,
+                gpu_j=energy.gpu_j,
+                gpu_j_low=energy.gpu_j_low,
+                gpu_j_high=energy.gpu_j_high,
+                per_sequence_gpu_j=energy.gpu_j / result.batch_size,
                 server_overhead_j=carbon.server_overhead_j.value,
                 facility_j=carbon.facility_j.value,
-                prefill_gpu_j=result.prefill.gpu_j,
-                decode_gpu_j=result.decode.gpu_j,
-                interval_lower_quantile=interval.lower_quantile,
-                interval_upper_quantile=interval.upper_quantile,
+                prefill_gpu_j=energy.prefill_gpu_j,
+                decode_gpu_j=energy.decode_gpu_j,
+                interval_lower_quantile=energy.lower_quantile,
+                interval_upper_quantile=energy.upper_quantile,
+                calibration_factor=calibration_factor,
             ),
             latency=LatencyOut(
                 prefill_s=result.prefill.time_s,
@@ -142,6 +220,18 @@ class Estimator:
             breakdown=breakdown,
             warnings=[*result.warnings, *resolved.notes],
         )
+
+
+def _scaled(energy: EnergyPrediction, factor: float) -> EnergyPrediction:
+    """`energy` with the GPU energy, its bounds and its phase split multiplied by `factor`."""
+    return replace(
+        energy,
+        gpu_j=energy.gpu_j * factor,
+        gpu_j_low=energy.gpu_j_low * factor,
+        gpu_j_high=energy.gpu_j_high * factor,
+        prefill_gpu_j=energy.prefill_gpu_j * factor,
+        decode_gpu_j=energy.decode_gpu_j * factor,
+    )
 
 
 def _kernel_row(kernel: KernelCost) -> KernelRowOut:

@@ -14,8 +14,9 @@ from service.api.deps import AppServices
 from service.api.middleware import BodyLimitMiddleware, MetricsMiddleware
 from service.api.openapi import QuotesAPI
 from service.api.problems import install_problem_handlers
-from service.api.routes import catalog, estimate, health, quotes
+from service.api.routes import calibrations, catalog, estimate, health, quotes
 from service.auth import KeyStore
+from service.calibrating import CalibrationRegistry
 from service.config import Settings, get_settings
 from service.db import migrate
 from service.db.engine import Database
@@ -25,6 +26,11 @@ from service.estimator import Estimator
 from service.idempotency import InFlightGuard
 from service.metrics import Metrics
 from service.quoting import QuoteService
+from service.regressor.runtime import (
+    DEFAULT_METADATA_PATH,
+    DEFAULT_MODEL_PATH,
+    EnergyRegressor,
+)
 
 logger = logging.getLogger("service")
 
@@ -37,17 +43,39 @@ energy on model families held out of the cost model's fit. Errors are RFC 9457 p
 """
 
 
+def load_regressor(settings: Settings) -> EnergyRegressor | None:
+    """The learned energy regressor, or None (analytical quotes) when it is turned off or not
+    shipped. A shipped model that does not match this code's features stops the start-up."""
+    if not settings.use_regressor:
+        logger.info("learned regressor turned off: quoting with the analytical model")
+        return None
+    model = settings.onnx_model_path or DEFAULT_MODEL_PATH
+    metadata = settings.onnx_metadata_path or DEFAULT_METADATA_PATH
+    if not (model.is_file() and metadata.is_file()):
+        logger.warning("no learned regressor at %s: quoting with the analytical model", model)
+        return None
+    regressor = EnergyRegressor.load(
+        model,
+        metadata,
+        intra_op_threads=settings.onnx_intra_op_threads,
+        inter_op_threads=settings.onnx_inter_op_threads,
+    )
+    logger.info("learned regressor %s loaded from %s", regressor.version, model)
+    return regressor
+
+
 def build_services(settings: Settings, metrics: Metrics) -> AppServices:
     """Everything a request needs, built once: catalogues, coefficients, engine, key store."""
     database = Database(settings)
-    estimator = Estimator.from_catalogues()
+    estimator = Estimator.from_catalogues(regressor=load_regressor(settings))
     keys = KeyStore(
         database, require_key=settings.require_api_key, mode_ttl_s=settings.api_key_mode_ttl_s
     )
     spool = QuoteSpool(settings.spool_dir) if settings.spool_dir is not None else None
     store = QuoteStore(database, spool, claim_lease_s=settings.idempotency_lease_s)
-    quotes = QuoteService(estimator, store, InFlightGuard(), metrics)
-    return AppServices(settings, database, estimator, keys, quotes, metrics)
+    registry = CalibrationRegistry(database, refresh_s=settings.calibration_refresh_s)
+    quotes = QuoteService(estimator, store, InFlightGuard(), metrics, registry)
+    return AppServices(settings, database, estimator, keys, quotes, metrics, registry)
 
 
 @asynccontextmanager
@@ -95,7 +123,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_problem_handlers(app)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
-    for module in (estimate, quotes, catalog, health):
+    for module in (estimate, quotes, calibrations, catalog, health):
         app.include_router(module.router)
     return app
 

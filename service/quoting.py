@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from service.auth import Principal
+from service.calibrating import CalibrationRegistry
 from service.db.models import Quote
 from service.db.quote_store import (
     Claim,
@@ -51,12 +52,18 @@ def request_fingerprint(request: EstimateRequest, verbose: bool) -> str:
 
 class QuoteService:
     def __init__(
-        self, estimator: Estimator, store: QuoteStore, guard: InFlightGuard, metrics: Metrics
+        self,
+        estimator: Estimator,
+        store: QuoteStore,
+        guard: InFlightGuard,
+        metrics: Metrics,
+        calibrations: CalibrationRegistry | None = None,
     ) -> None:
         self.estimator = estimator
         self.store = store
         self.guard = guard
         self.metrics = metrics
+        self.calibrations = calibrations
 
     def quote(
         self,
@@ -68,7 +75,9 @@ class QuoteService:
     ) -> EstimateResponse:
         """Price and store one request; a repeated idempotency key returns the stored quote."""
         if idempotency_key is None:
-            return self._store([self._price(request, verbose)], principal.tenant, None)[0]
+            return self._store(
+                [self._price(request, verbose, principal.tenant)], principal.tenant, None
+            )[0]
         tenant = principal.tenant
         request_hash = request_fingerprint(request, verbose)
         with self.guard.hold(tenant, idempotency_key):  # in this process
@@ -83,7 +92,7 @@ class QuoteService:
                 return _replay(existing, request_hash)
             claim = None if database_away else self._claim(tenant, idempotency_key)
             try:
-                priced = self._price(request, verbose)
+                priced = self._price(request, verbose, tenant)
             except BaseException:
                 if claim is not None:
                     self.store.release(claim)
@@ -107,7 +116,7 @@ class QuoteService:
                 results.append(item)
                 continue
             try:
-                results.append(self._price(item, verbose))
+                results.append(self._price(item, verbose, principal.tenant))
             except ServiceError as error:
                 results.append(error)
         priced = [r for r in results if isinstance(r, _Priced)]
@@ -128,8 +137,10 @@ class QuoteService:
             self.metrics.db_errors.labels(operation="idempotency_claim").inc()
             return None
 
-    def _price(self, request: EstimateRequest, verbose: bool) -> _Priced:
-        priced = self.estimator.estimate(request, verbose=verbose)
+    def _price(self, request: EstimateRequest, verbose: bool, tenant: str) -> _Priced:
+        """Price with the calibration current for `tenant` (its own, else the global one)."""
+        calibration = self.calibrations.for_tenant(tenant) if self.calibrations else None
+        priced = self.estimator.estimate(request, verbose=verbose, calibration=calibration)
         self.metrics.estimates.labels(model=priced.model_id, gpu=priced.gpu_id).inc()
         return _Priced(request, request_fingerprint(request, verbose), priced.response)
 

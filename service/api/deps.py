@@ -11,6 +11,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session
 
 from service.auth import DEV_PRINCIPAL, KeyStore, Principal
+from service.calibrating import CalibrationRegistry
 from service.config import Settings
 from service.db.engine import Database
 from service.errors import Forbidden, Unauthorized
@@ -29,6 +30,7 @@ class AppServices:
     keys: KeyStore
     quotes: QuoteService
     metrics: Metrics
+    calibrations: CalibrationRegistry
 
 
 def get_services(request: Request) -> AppServices:
@@ -70,12 +72,12 @@ IdempotencyKeyHeader = Annotated[
     str | None, Header(alias="Idempotency-Key", min_length=1, max_length=200)
 ]
 
-_bearer = HTTPBearer(auto_error=False, description="API key: `Authorization: Bearer <key>`")
+bearer_scheme = HTTPBearer(auto_error=False, description="API key: `Authorization: Bearer <key>`")
 
 
 def get_principal(
     services: ServicesDep,
-    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer_scheme)],
 ) -> Principal:
     """The tenant behind the bearer key; the dev tenant while no key is configured at all."""
     if credentials is None:
@@ -106,3 +108,4 @@ def require_scope(scope: str) -> Callable[[Principal], Principal]:
 EstimateCaller = Annotated[Principal, Depends(require_scope("estimate"))]
 BillingCaller = Annotated[Principal, Depends(require_scope("billing"))]
 ObserveCaller = Annotated[Principal, Depends(require_scope("observe"))]
+AdminCaller = Annotated[Principal, Depends(require_scope("admin"))]

@@ -10,6 +10,9 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from service.db.base import Base, UTCDateTime, utc_now
 
+TENANT_SCOPE = "tenant"
+GLOBAL_SCOPE = "global"
+
 
 class Quote(Base):
     """One priced request: what was asked, what was answered, and which model answered it."""
@@ -82,11 +85,25 @@ class ApiKey(Base):
 
 
 class Calibration(Base):
-    """A fitted calibration; at most one is current."""
+    """A fitted calibration (corrections and how they scored in `payload`).
+
+    `scope` is ``tenant`` (fitted on, and applied to, `tenant`'s quotes only) or ``global``
+    (fitted on every tenant's observations, applied to tenants without a current calibration
+    of their own). At most one is current per scope; `previous_id` is the calibration it
+    replaced when it was made current, which a rollback makes current again.
+    """
 
     __tablename__ = "calibrations"
+    __table_args__ = (
+        Index("ix_calibrations_scope_tenant_is_current", "scope", "tenant", "is_current"),
+    )
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utc_now)
     payload: Mapped[dict[str, Any]] = mapped_column(JSON)
     is_current: Mapped[bool] = mapped_column(Boolean, default=False)
+    tenant: Mapped[str] = mapped_column(String(100))
+    scope: Mapped[str] = mapped_column(String(10))
+    model_version: Mapped[str] = mapped_column(String(100))
+    previous_id: Mapped[str | None] = mapped_column(String(40))
+    activated_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

@@ -8,7 +8,15 @@ from datetime import datetime
 from sqlalchemy import CursorResult, and_, delete, func, or_, select, update
 from sqlalchemy.orm import Session
 
-from service.db.models import ApiKey, Calibration, IdempotencyClaim, Observation, Quote
+from service.db.models import (
+    GLOBAL_SCOPE,
+    TENANT_SCOPE,
+    ApiKey,
+    Calibration,
+    IdempotencyClaim,
+    Observation,
+    Quote,
+)
 
 
 class QuoteRepository:
@@ -116,6 +124,14 @@ class ObservationRepository:
         )
         return self.session.scalars(statement).one_or_none()
 
+    def with_quotes(self, tenant: str | None) -> list[tuple[Observation, Quote]]:
+        """Observations with their quotes, of `tenant` (None: of every tenant), oldest first."""
+        statement = select(Observation, Quote).join(Quote, Observation.quote_id == Quote.id)
+        if tenant is not None:
+            statement = statement.where(Observation.tenant == tenant, Quote.tenant == tenant)
+        statement = statement.order_by(Observation.measured_at, Observation.id)
+        return [(row[0], row[1]) for row in self.session.execute(statement)]
+
     def for_quote(self, quote_id: str) -> list[Observation]:
         statement = (
             select(Observation)
@@ -149,6 +165,55 @@ class CalibrationRepository:
     def __init__(self, session: Session) -> None:
         self.session = session
 
-    def current(self) -> Calibration | None:
+    def add(self, calibration: Calibration) -> Calibration:
+        self.session.add(calibration)
+        self.session.flush()
+        return calibration
+
+    def visible(self, tenant: str, calibration_id: str) -> Calibration | None:
+        """A calibration `tenant` may see: its own or a global one (others are not found)."""
+        statement = select(Calibration).where(
+            Calibration.id == calibration_id,
+            or_(Calibration.scope == GLOBAL_SCOPE, Calibration.tenant == tenant),
+        )
+        return self.session.scalars(statement).one_or_none()
+
+    def list_visible(self, tenant: str, limit: int) -> list[Calibration]:
+        """`tenant`'s and the global calibrations, newest first."""
+        statement = (
+            select(Calibration)
+            .where(or_(Calibration.scope == GLOBAL_SCOPE, Calibration.tenant == tenant))
+            .order_by(Calibration.created_at.desc(), Calibration.id.desc())
+            .limit(limit)
+        )
+        return list(self.session.scalars(statement))
+
+    def current_in_scope(self, scope: str, tenant: str) -> Calibration | None:
+        """The current calibration of one scope: `tenant`'s own, or the global one."""
+        statement = select(Calibration).where(
+            Calibration.is_current.is_(True), Calibration.scope == scope
+        )
+        if scope != GLOBAL_SCOPE:
+            statement = statement.where(Calibration.tenant == tenant)
+        order = (Calibration.activated_at.desc(), Calibration.id.desc())
+        return self.session.scalars(statement.order_by(*order)).first()
+
+    def current_for(self, tenant: str) -> Calibration | None:
+        """The calibration that prices `tenant`'s quotes: its own current one, else the
+        current global one."""
+        return self.current_in_scope(TENANT_SCOPE, tenant) or self.current_in_scope(
+            GLOBAL_SCOPE, tenant
+        )
+
+    def all_current(self) -> list[Calibration]:
+        """Every scope's current calibration (a handful of rows)."""
         statement = select(Calibration).where(Calibration.is_current.is_(True))
-        return self.session.scalars(statement.order_by(Calibration.created_at.desc())).first()
+        return list(self.session.scalars(statement.order_by(Calibration.activated_at)))
+
+    def deactivate_scope(self, scope: str, tenant: str) -> None:
+        statement = update(Calibration).where(
+            Calibration.is_current.is_(True), Calibration.scope == scope
+        )
+        if scope != GLOBAL_SCOPE:
+            statement = statement.where(Calibration.tenant == tenant)
+        self.session.execute(statement.values(is_current=False))

@@ -20,6 +20,7 @@ ENERGY_EXAMPLE = {
     "decode_gpu_j": 772.2,
     "interval_lower_quantile": 0.1,
     "interval_upper_quantile": 0.9,
+    "calibration_factor": 1.0,
 }
 
 LATENCY_EXAMPLE = {
@@ -85,6 +86,12 @@ class EnergyOut(BaseModel):
     decode_gpu_j: float
     interval_lower_quantile: float
     interval_upper_quantile: float
+    calibration_factor: float = Field(
+        default=1.0,
+        description="Factor the calibration `calibration_id` multiplied the GPU energy, its "
+        "bounds and its phase split by (1 when uncalibrated); gpu_j / calibration_factor is "
+        "the model's own prediction.",
+    )
 
 
 class LatencyOut(BaseModel):

@@ -43,6 +43,8 @@ def make_settings(database_url: str, **overrides: Any) -> Settings:
         "billing_settle_s": 0.0,  # the concurrent-insert test sets a real settle window
         "db_reconnect_backoff_s": 0.2,
         "log_level": "WARNING",
+        # API tests pin the analytical numbers; test_regressor_api turns the regressor on.
+        "use_regressor": False,
     }
     values.update(overrides)
     return Settings(**values)

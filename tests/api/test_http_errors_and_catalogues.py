@@ -209,6 +209,19 @@ EXPECTED_RESPONSES = {
     ("get", "/v1/models/{model_id}"): {"200", "404"},
     ("get", "/v1/regions"): {"200"},
     ("get", "/v1/health"): {"200"},
+    ("post", "/v1/calibrations"): {"201", "401", "403", "413", "422", "503"},
+    ("get", "/v1/calibrations"): {"200", "401", "403", "422", "503"},
+    ("get", "/v1/calibrations/current"): {"200", "401", "403", "404", "503"},
+    ("post", "/v1/calibrations/rollback"): {"200", "401", "403", "409", "422", "503"},
+    ("get", "/v1/calibrations/{calibration_id}"): {"200", "401", "403", "404", "422", "503"},
+    ("post", "/v1/calibrations/{calibration_id}/activate"): {
+        "200",
+        "401",
+        "403",
+        "404",
+        "422",
+        "503",
+    },
 }
 
 

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Response
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Response
+from fastapi.security import HTTPAuthorizationCredentials
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy.exc import SQLAlchemyError
 
-from service.api.deps import ServicesDep
+from service.api.deps import ServicesDep, bearer_scheme
 from service.api.openapi import problem_responses
+from service.auth import DEV_TENANT
+from service.db.models import GLOBAL_SCOPE
 from service.db.repositories import CalibrationRepository
 from service.schemas.health import DatabaseHealth, Health
 
@@ -15,21 +20,36 @@ router = APIRouter(tags=["operations"])
 
 
 @router.get("/v1/health", response_model=Health, responses=problem_responses())
-def health(services: ServicesDep) -> Health:
-    """Model version, calibration, database reachability and whether the open dev mode is on."""
+def health(
+    services: ServicesDep,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer_scheme)],
+) -> Health:
+    """Model version, calibration, database reachability and whether the open dev mode is on.
+
+    `calibration_id` is the calibration pricing the caller's quotes when a valid key is sent
+    (or in the open dev mode), else the current global one; no key is needed."""
     database = services.database
     reachable = database.is_reachable()
     calibration_id = None
+    open_mode = services.keys.open_mode()  # keeps its last answer while the database is away
+    tenant = DEV_TENANT if open_mode else None
+    if credentials is not None and not open_mode:
+        principal = services.keys.authenticate(credentials.credentials)
+        tenant = principal.tenant if principal is not None else None
     if reachable:
         try:
             with database.sessions() as session:
-                current = CalibrationRepository(session).current()
+                repository = CalibrationRepository(session)
+                current = (
+                    repository.current_for(tenant)
+                    if tenant is not None
+                    else repository.current_in_scope(GLOBAL_SCOPE, "")
+                )
             calibration_id = current.id if current else None
         except SQLAlchemyError:
             reachable = False
     if not reachable:
         services.metrics.db_errors.labels(operation="health").inc()
-    open_mode = services.keys.open_mode()  # keeps its last answer while the database is away
     estimator = services.estimator
     return Health(
         status="ok" if reachable else "degraded",

@@ -1,0 +1,257 @@
+"""Recalibration, the adapter between the database and the pure fit in `service.calibration`:
+fit a calibration from stored observations, make one current, roll back; and the in-process
+registry through which quotes find the calibration that applies to their tenant.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session
+
+from service.calibration import (
+    ActiveCalibration,
+    CalibrationFit,
+    CalibrationPoint,
+    Corrections,
+    FitSettings,
+    fit_calibration,
+)
+from service.db.base import utc_now
+from service.db.engine import Database
+from service.db.models import GLOBAL_SCOPE, TENANT_SCOPE, Calibration, Observation, Quote
+from service.db.repositories import CalibrationRepository, ObservationRepository
+from service.errors import Conflict, InvalidRequest, NotFound
+from service.ids import new_calibration_id
+from service.schemas.calibrations import (
+    CalibrationIn,
+    CalibrationOut,
+    FlaggedOut,
+    ObservationCounts,
+    SegmentOut,
+)
+
+logger = logging.getLogger(__name__)
+
+
+def _point(
+    observation: Observation, quote: Quote, family_of: Callable[[str], str]
+) -> CalibrationPoint | None:
+    """The observation against its quote's uncalibrated prediction (None if unreadable)."""
+    energy = quote.response.get("energy") or {}
+    try:
+        gpu_j = float(energy["gpu_j"])
+        factor = float(energy.get("calibration_factor", 1.0))
+    except (KeyError, TypeError, ValueError):
+        return None
+    if not (math.isfinite(gpu_j) and math.isfinite(factor) and factor > 0):
+        return None
+    return CalibrationPoint(
+        observation_id=observation.id,
+        gpu=quote.gpu_id,
+        family=family_of(quote.model_id),
+        predicted_gpu_j=gpu_j / factor,
+        observed_gpu_j=observation.gpu_j,
+        received_at=observation.created_at,
+    )
+
+
+def create_calibration(
+    session: Session,
+    tenant: str,
+    body: CalibrationIn,
+    *,
+    model_version: str,
+    family_of: Callable[[str], str],
+) -> Calibration:
+    """Fit a calibration on the observations of `tenant` (every tenant's for scope global)
+    against quotes of `model_version`, store it, and make it current if asked."""
+    scope = GLOBAL_SCOPE if body.scope == "global" else TENANT_SCOPE
+    rows = ObservationRepository(session).with_quotes(None if scope == GLOBAL_SCOPE else tenant)
+    points: list[CalibrationPoint] = []
+    other_version = 0
+    owners: dict[str, str] = {}
+    for observation, quote in rows:
+        point = _point(observation, quote, family_of)
+        if quote.model_version != model_version or point is None:
+            other_version += 1
+            continue
+        points.append(point)
+        owners[observation.id] = observation.tenant
+    settings = FitSettings(body.shrinkage_k, body.holdout_fraction, body.max_ratio, body.outlier_z)
+    fit = fit_calibration(points, settings)
+    if fit.fitted == 0:
+        raise InvalidRequest(
+            f"no observation to fit: {len(rows)} stored for this scope, {other_version} against "
+            f"quotes of another model version, {len(fit.flagged)} flagged; post observations "
+            f"against quotes of {model_version!r} first"
+        )
+    now = utc_now()
+    calibration = Calibration(
+        id=new_calibration_id(),
+        created_at=now,
+        tenant=tenant,
+        scope=scope,
+        model_version=model_version,
+        is_current=False,
+        payload=_payload(fit, len(rows), other_version, owners, tenant),
+    )
+    CalibrationRepository(session).add(calibration)
+    if body.activate:
+        make_current(session, calibration)
+    return calibration
+
+
+def _payload(
+    fit: CalibrationFit, total: int, other_version: int, owners: dict[str, str], tenant: str
+) -> dict[str, Any]:
+    settings = fit.settings
+    return {
+        "corrections": fit.corrections.to_payload(),
+        "settings": {
+            "shrinkage_k": settings.shrinkage_k,
+            "holdout_fraction": settings.holdout_fraction,
+            "max_ratio": settings.max_ratio,
+            "outlier_z": settings.outlier_z,
+        },
+        "observations": {
+            "total": total,
+            "other_model_version": other_version,
+            "out_of_range": fit.count_out_of_range,
+            "outliers": fit.count_outliers,
+            "fitted": fit.fitted,
+            "held_out": fit.held_out,
+        },
+        "holdout_mape_before": fit.holdout_mape_before,
+        "holdout_mape_after": fit.holdout_mape_after,
+        # only the fitting tenant's own observation ids are ever shown
+        "flagged": [
+            {"observation_id": oid, "reason": str(flag)}
+            for oid, flag in fit.flagged.items()
+            if owners.get(oid) == tenant
+        ],
+    }
+
+
+def make_current(session: Session, calibration: Calibration) -> Calibration:
+    """Make `calibration` its scope's current one, remembering the one it replaces."""
+    if calibration.is_current:
+        return calibration
+    repository = CalibrationRepository(session)
+    previous = repository.current_in_scope(calibration.scope, calibration.tenant)
+    repository.deactivate_scope(calibration.scope, calibration.tenant)
+    calibration.previous_id = previous.id if previous is not None else None
+    calibration.is_current = True
+    calibration.activated_at = utc_now()
+    session.flush()
+    return calibration
+
+
+def activate(session: Session, tenant: str, calibration_id: str) -> Calibration:
+    """Make a calibration `tenant` may see current again (a roll back or forward to it)."""
+    calibration = CalibrationRepository(session).visible(tenant, calibration_id)
+    if calibration is None:
+        raise NotFound(f"no calibration {calibration_id!r}")
+    return make_current(session, calibration)
+
+
+def rollback(session: Session, tenant: str, scope: str) -> tuple[Calibration, Calibration | None]:
+    """Take the scope's current calibration out of service and make current again the one it
+    replaced (none: the scope goes uncalibrated). Returns (rolled back, now current)."""
+    repository = CalibrationRepository(session)
+    current = repository.current_in_scope(scope, tenant)
+    if current is None:
+        raise Conflict(f"no current {scope} calibration to roll back")
+    current.is_current = False
+    restored = None
+    if current.previous_id is not None:
+        restored = repository.visible(tenant, current.previous_id)
+    if restored is not None:
+        restored.is_current = True
+        restored.activated_at = utc_now()
+    session.flush()
+    return current, restored
+
+
+def calibration_out(calibration: Calibration) -> CalibrationOut:
+    payload = calibration.payload
+    corrections = Corrections.from_payload(payload["corrections"])
+    is_global = calibration.scope == GLOBAL_SCOPE
+    return CalibrationOut(
+        calibration_id=calibration.id,
+        created_at=calibration.created_at,
+        scope="global" if is_global else "tenant",
+        tenant=None if is_global else calibration.tenant,
+        model_version=calibration.model_version,
+        is_current=calibration.is_current,
+        activated_at=calibration.activated_at,
+        previous_id=calibration.previous_id,
+        holdout_mape_before=payload.get("holdout_mape_before"),
+        holdout_mape_after=payload.get("holdout_mape_after"),
+        observations=ObservationCounts.model_validate(payload["observations"]),
+        settings=payload["settings"],
+        global_correction=SegmentOut.model_validate(corrections.global_correction.to_payload()),
+        segments=[SegmentOut.model_validate(s.to_payload()) for s in corrections.segments.values()],
+        flagged=[FlaggedOut.model_validate(f) for f in payload.get("flagged", [])],
+    )
+
+
+def active_calibration(calibration: Calibration) -> ActiveCalibration:
+    return ActiveCalibration(
+        calibration.id,
+        calibration.model_version,
+        Corrections.from_payload(calibration.payload["corrections"]),
+    )
+
+
+class CalibrationRegistry:
+    """The current calibrations, read from the database at most every `refresh_s` seconds and
+    kept while it is away, so that pricing never waits on it for long. A tenant's own current
+    calibration applies to its quotes, else the current global one, else none."""
+
+    def __init__(self, database: Database, *, refresh_s: float) -> None:
+        self.database = database
+        self.refresh_s = refresh_s
+        self._global: ActiveCalibration | None = None
+        self._tenants: dict[str, ActiveCalibration] = {}
+        self._loaded_at: float | None = None
+        self._lock = threading.Lock()
+
+    def for_tenant(self, tenant: str) -> ActiveCalibration | None:
+        self._refresh()
+        return self._tenants.get(tenant, self._global)
+
+    def invalidate(self) -> None:
+        """Re-read at the next quote (after this process changed the current calibrations)."""
+        with self._lock:
+            self._loaded_at = None
+
+    def _refresh(self) -> None:
+        now = time.monotonic()
+        loaded_at = self._loaded_at
+        if loaded_at is not None and now - loaded_at < self.refresh_s:
+            return
+        try:
+            with self.database.sessions() as session:
+                rows = CalibrationRepository(session).all_current()
+                current = [(row.scope, row.tenant, active_calibration(row)) for row in rows]
+        except SQLAlchemyError as error:
+            logger.warning("could not read calibrations, keeping the last ones: %s", error)
+            with self._lock:
+                self._loaded_at = now
+            return
+        tenants: dict[str, ActiveCalibration] = {}
+        global_one = None
+        for scope, tenant, active in current:  # oldest activation first: the newest wins
+            if scope == GLOBAL_SCOPE:
+                global_one = active
+            else:
+                tenants[tenant] = active
+        with self._lock:
+            self._global, self._tenants, self._loaded_at = global_one, tenants, now

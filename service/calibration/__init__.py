@@ -1,0 +1,38 @@
+"""Recalibration from observed energy: pure fitting logic (no web, database or settings).
+
+`screening` decides which observations may be fitted (range check, robust outliers),
+`corrections` holds a fitted calibration's per-segment factors and applies them, and `fit`
+fits one from observations with a time-ordered holdout. The service's adapter
+(`service/calibrating.py`) reads observations from the database and stores the result.
+"""
+
+from service.calibration.corrections import (
+    GLOBAL_SEGMENT,
+    ActiveCalibration,
+    Corrections,
+    SegmentCorrection,
+)
+from service.calibration.fit import (
+    CalibrationFit,
+    CalibrationPoint,
+    FitSettings,
+    fit_calibration,
+    fit_corrections,
+    mape,
+)
+from service.calibration.screening import Flag, screen
+
+__all__ = [
+    "GLOBAL_SEGMENT",
+    "ActiveCalibration",
+    "CalibrationFit",
+    "CalibrationPoint",
+    "Corrections",
+    "FitSettings",
+    "Flag",
+    "SegmentCorrection",
+    "fit_calibration",
+    "fit_corrections",
+    "mape",
+    "screen",
+]

@@ -1,0 +1,154 @@
+"""Serving the learned energy regressor with onnxruntime (no torch).
+
+Load once per process with explicit thread counts; the loader refuses a model whose feature
+specification differs from this code's (its features would be misread) and a model file whose
+bytes are not the ones its metadata describes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnxruntime as ort
+
+from service.core.architecture import ModelArchitecture
+from service.core.coefficients import CostModelCoefficients
+from service.core.results import RequestEstimate
+from service.core.workload import Deployment, Workload
+from service.regressor.encoding import OUTPUT_NAMES, Normalisation, model_inputs
+from service.regressor.features import RequestFeatures, feature_spec_sha256, request_features
+
+MODELS_DIR = Path(__file__).resolve().parents[2] / "models"
+DEFAULT_MODEL_PATH = MODELS_DIR / "energy_gnn.onnx"
+DEFAULT_METADATA_PATH = MODELS_DIR / "energy_gnn.json"
+
+
+class RegressorLoadError(RuntimeError):
+    """The model cannot be served by this code (feature spec or file digest mismatch)."""
+
+
+@dataclass(frozen=True, slots=True)
+class EnergyPrediction:
+    """The regressor's GPU energy of one request (all sequences, all GPUs) [J].
+
+    `gpu_j_low`/`gpu_j_high` are `gpu_j` times the `lower_quantile`/`upper_quantile` of
+    measured/predicted on model families held out of training; prefill + decode = gpu_j.
+    """
+
+    gpu_j: float
+    gpu_j_low: float
+    gpu_j_high: float
+    prefill_gpu_j: float
+    decode_gpu_j: float
+    lower_quantile: float
+    upper_quantile: float
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+class EnergyRegressor:
+    """An onnxruntime session over the exported GNN, with its normalisation and interval."""
+
+    def __init__(self, session: ort.InferenceSession, metadata: dict[str, Any]) -> None:
+        self._session = session
+        self.metadata = metadata
+        self.version: str = metadata["version"]
+        self.normalisation = Normalisation.from_dict(metadata["normalisation"])
+        interval = metadata["interval"]
+        self.low_ratio = float(interval["low_ratio"])
+        self.high_ratio = float(interval["high_ratio"])
+        self.lower_quantile = float(interval["lower_quantile"])
+        self.upper_quantile = float(interval["upper_quantile"])
+        self.coefficients_version: str = metadata["coefficients"]["version"]
+
+    @classmethod
+    def load(
+        cls,
+        model_path: Path = DEFAULT_MODEL_PATH,
+        metadata_path: Path = DEFAULT_METADATA_PATH,
+        intra_op_threads: int = 1,
+        inter_op_threads: int = 1,
+    ) -> EnergyRegressor:
+        """Open the model; raises RegressorLoadError when it does not fit this code."""
+        metadata = json.loads(Path(metadata_path).read_text(encoding="utf-8"))
+        expected = feature_spec_sha256()
+        if metadata.get("feature_spec_sha256") != expected:
+            raise RegressorLoadError(
+                f"{metadata_path}: feature spec sha256 {metadata.get('feature_spec_sha256')!r} "
+                f"does not match this code's {expected!r}; retrain with "
+                "`python -m service.training.train`"
+            )
+        if feature_spec_sha256(metadata.get("feature_spec")) != expected:
+            raise RegressorLoadError(
+                f"{metadata_path}: stored feature spec does not hash to its sha256"
+            )
+        model_bytes = Path(model_path).read_bytes()
+        if sha256_bytes(model_bytes) != metadata.get("onnx_sha256"):
+            raise RegressorLoadError(f"{model_path}: sha256 differs from {metadata_path}")
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = intra_op_threads
+        options.inter_op_num_threads = inter_op_threads
+        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        session = ort.InferenceSession(
+            model_bytes, sess_options=options, providers=["CPUExecutionProvider"]
+        )
+        return cls(session, metadata)
+
+    @staticmethod
+    def features(
+        arch: ModelArchitecture,
+        workload: Workload,
+        deployment: Deployment,
+        coefficients: CostModelCoefficients,
+        estimate: RequestEstimate | None = None,
+    ) -> RequestFeatures:
+        """The request's features (the function training used)."""
+        return request_features(arch, workload, deployment, coefficients, estimate)
+
+    def run(self, features: Sequence[RequestFeatures]) -> tuple[np.ndarray, np.ndarray]:
+        """Raw outputs for a batch: log request energy [B] and log phase energies [B, 2]."""
+        inputs = model_inputs(features, self.normalisation)
+        log_gpu_j, log_phase = self._session.run(list(OUTPUT_NAMES), inputs)
+        return np.asarray(log_gpu_j, dtype=np.float64), np.asarray(log_phase, dtype=np.float64)
+
+    def predict_many(self, features: Sequence[RequestFeatures]) -> list[EnergyPrediction]:
+        log_gpu_j, log_phase = self.run(features)
+        predictions = []
+        for total, phases in zip(log_gpu_j, log_phase, strict=True):
+            gpu_j = math.exp(float(total))
+            prefill, decode = _phase_split(gpu_j, phases)
+            predictions.append(
+                EnergyPrediction(
+                    gpu_j=gpu_j,
+                    gpu_j_low=gpu_j * self.low_ratio,
+                    gpu_j_high=gpu_j * self.high_ratio,
+                    prefill_gpu_j=prefill,
+                    decode_gpu_j=decode,
+                    lower_quantile=self.lower_quantile,
+                    upper_quantile=self.upper_quantile,
+                )
+            )
+        return predictions
+
+    def predict(self, features: RequestFeatures) -> EnergyPrediction:
+        """The GPU energy of one request [J], with its interval and phase split."""
+        return self.predict_many([features])[0]
+
+
+def _phase_split(gpu_j: float, log_phase: np.ndarray) -> tuple[float, float]:
+    """Prefill and decode shares of `gpu_j` (all decode when the model does not split phases)."""
+    if log_phase.shape[0] < 2:
+        return 0.0, gpu_j
+    prefill, decode = np.exp(log_phase[:2])
+    share = float(prefill / (prefill + decode))
+    return gpu_j * share, gpu_j * (1.0 - share)
