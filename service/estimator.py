@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
@@ -30,6 +31,8 @@ from service.schemas.estimate_response import (
     KernelRowOut,
     LatencyOut,
 )
+
+logger = logging.getLogger("service.estimator")
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,12 +148,27 @@ class Estimator:
         result: RequestEstimate,
         coefficients: CostModelCoefficients,
     ) -> EnergyPrediction:
-        """GPU energy from the learned regressor when loaded, else from the roofline."""
+        """GPU energy from the learned regressor when loaded, else from the roofline.
+
+        A regressor that fails on a request (a bug, never an input error: inputs were priced by
+        the roofline already) is logged and the roofline answers, saying so in the warnings.
+        """
         if self.regressor is not None:
-            features = self.regressor.features(
-                resolved.architecture, resolved.workload, resolved.deployment, coefficients, result
-            )
-            return self.regressor.predict(features)
+            try:
+                features = self.regressor.features(
+                    resolved.architecture,
+                    resolved.workload,
+                    resolved.deployment,
+                    coefficients,
+                    result,
+                )
+                return self.regressor.predict(features)
+            except Exception:
+                logger.exception("learned regressor failed; answering with the roofline energy")
+                resolved.notes.append(
+                    "the learned regressor failed on this request: energy is the analytical "
+                    "roofline estimate"
+                )
         interval = coefficients.energy_interval
         return EnergyPrediction(
             gpu_j=result.gpu_j,

@@ -15,7 +15,7 @@ from service.regressor.features import RequestFeatures
 FloatArray = npt.NDArray[np.float64]
 Float32Array = npt.NDArray[np.float32]
 
-INPUT_NAMES = ("node_x", "adjacency", "node_mask", "global_x", "log_analytical_j")
+INPUT_NAMES = ("node_x", "adjacency", "readout_weight", "global_x", "log_analytical_j")
 OUTPUT_NAMES = ("log_gpu_j", "log_phase_gpu_j")
 MIN_STD = 1e-6
 
@@ -63,24 +63,31 @@ def model_inputs(
 ) -> dict[str, Float32Array]:
     """The ONNX model's inputs (INPUT_NAMES) for a batch of requests, float32.
 
-    node_x [B, N, F] standardised, zero on padded nodes; adjacency [B, N, N]; node_mask [B, N]
-    (1 for real nodes); global_x [B, G] standardised; log_analytical_j [B, 2].
+    Every input but the last carries a length-1 axis 1 that broadcasts over the ensemble's
+    members: node_x [B, 1, N, 2F], each node's standardised features then the mean of its
+    neighbours' (the first GraphSAGE layer's aggregation: it depends on the inputs only, so it
+    is computed here, once), zero on padded nodes; adjacency [B, 1, N, N];
+    readout_weight [B, 1, 1, N] (1/n on a graph's n real nodes, 0 on padding: the mean
+    readout); global_x [B, 1, 1, G] standardised; log_analytical_j [B, 2] [log J].
     """
     batch = len(features)
     nodes = max(f.node_x.shape[0] for f in features)
-    node_x = np.zeros((batch, nodes, norm.node_mean.shape[0]), dtype=np.float32)
-    adjacency = np.zeros((batch, nodes, nodes), dtype=np.float32)
-    mask = np.zeros((batch, nodes), dtype=np.float32)
+    width = norm.node_mean.shape[0]
+    node_x = np.zeros((batch, 1, nodes, 2 * width), dtype=np.float32)
+    adjacency = np.zeros((batch, 1, nodes, nodes), dtype=np.float32)
+    readout = np.zeros((batch, 1, 1, nodes), dtype=np.float32)
     for b, f in enumerate(features):
         n = f.node_x.shape[0]
-        node_x[b, :n] = (f.node_x - norm.node_mean) / norm.node_std
-        adjacency[b, :n, :n] = f.adjacency
-        mask[b, :n] = 1.0
+        standard = (f.node_x - norm.node_mean) / norm.node_std
+        node_x[b, 0, :n, :width] = standard
+        node_x[b, 0, :n, width:] = f.adjacency @ standard
+        adjacency[b, 0, :n, :n] = f.adjacency
+        readout[b, 0, 0, :n] = 1.0 / n
     global_x = (np.stack([f.global_x for f in features]) - norm.global_mean) / norm.global_std
     return {
         "node_x": node_x,
         "adjacency": adjacency,
-        "node_mask": mask,
-        "global_x": global_x.astype(np.float32),
+        "readout_weight": readout,
+        "global_x": global_x.astype(np.float32)[:, None, None, :],
         "log_analytical_j": np.stack([f.log_analytical_j for f in features]).astype(np.float32),
     }

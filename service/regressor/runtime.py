@@ -70,6 +70,11 @@ class EnergyRegressor:
         self.upper_quantile = float(interval["upper_quantile"])
         self.coefficients_version: str = metadata["coefficients"]["version"]
 
+    @property
+    def session(self) -> ort.InferenceSession:
+        """The onnxruntime session (inputs: encoding.INPUT_NAMES, outputs: OUTPUT_NAMES)."""
+        return self._session
+
     @classmethod
     def load(
         cls,

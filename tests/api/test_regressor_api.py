@@ -1,0 +1,69 @@
+"""The learned energy regressor behind POST /v1/estimate: energy from the shipped ONNX model,
+latency from the roofline, and a start-up refusal for a model that does not match the code."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from api_support import example_body, running_client, services_of
+from numpy.testing import assert_allclose
+
+from service.catalog import load_engine_coefficients, load_gpu_catalog, load_model_catalog
+from service.core.estimate import estimate_request
+from service.core.workload import Deployment, Parallelism, Precision, Workload
+from service.regressor.runtime import (
+    DEFAULT_METADATA_PATH,
+    DEFAULT_MODEL_PATH,
+    EnergyRegressor,
+    RegressorLoadError,
+)
+
+pytestmark = pytest.mark.skipif(
+    not DEFAULT_MODEL_PATH.is_file(), reason="no learned regressor shipped in models/"
+)
+RTOL = 1e-9
+
+
+def test_energy_comes_from_the_regressor_and_latency_from_the_roofline(database_url: str) -> None:
+    with running_client(database_url, use_regressor=True) as client:
+        response = client.post("/v1/estimate", json=example_body())
+        assert response.status_code == 200, response.text
+        body = response.json()
+        regressor = services_of(client).estimator.regressor
+    assert regressor is not None
+    assert body["model_version"].startswith(f"energy-gnn {regressor.version}+roofline ")
+    arch = load_model_catalog().get("meta-llama/Llama-3.1-8B-Instruct").require_architecture()
+    deployment = Deployment(
+        load_gpu_catalog().get("H100-SXM5-80GB").spec, Parallelism(tensor=2), Precision()
+    )
+    workload = Workload(8, 512, 256)
+    coefficients = load_engine_coefficients()["vllm-v1"]
+    analytical = estimate_request(arch, workload, deployment, coefficients)
+    predicted = regressor.predict(
+        regressor.features(arch, workload, deployment, coefficients, analytical)
+    )
+    energy, latency = body["energy"], body["latency"]
+    assert_allclose(energy["gpu_j"], predicted.gpu_j, rtol=RTOL)
+    assert_allclose(energy["gpu_j_low"], predicted.gpu_j_low, rtol=RTOL)
+    assert_allclose(energy["gpu_j_high"], predicted.gpu_j_high, rtol=RTOL)
+    assert_allclose(energy["per_sequence_gpu_j"] * 8, predicted.gpu_j, rtol=RTOL)
+    assert_allclose(energy["prefill_gpu_j"] + energy["decode_gpu_j"], predicted.gpu_j, rtol=1e-9)
+    assert_allclose(latency["total_s"], analytical.total_s, rtol=RTOL)
+    assert energy["gpu_j_low"] <= energy["gpu_j"] <= energy["gpu_j_high"]
+
+
+def test_service_refuses_a_model_whose_feature_spec_differs(
+    database_url: str, tmp_path: Path
+) -> None:
+    metadata = json.loads(DEFAULT_METADATA_PATH.read_text(encoding="utf-8"))
+    metadata["feature_spec_sha256"] = "0" * 64
+    tampered = tmp_path / "energy_gnn.json"
+    tampered.write_text(json.dumps(metadata), encoding="utf-8")
+    with (
+        pytest.raises(RegressorLoadError, match="feature spec"),
+        running_client(database_url, use_regressor=True, onnx_metadata_path=tampered),
+    ):
+        pass
+    assert EnergyRegressor.load().version == metadata["version"]

@@ -1,0 +1,124 @@
+"""The committed model: it loads, matches this code's feature spec and refuses one that does
+not, answers for batches of graphs of different sizes, and stays small."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from regressor_support import METADATA_PATH, MODEL_PATH, measurements, request_inputs
+
+from service.catalog import load_engine_coefficients
+from service.core.workload import Workload
+from service.regressor.encoding import INPUT_NAMES, OUTPUT_NAMES
+from service.regressor.features import RequestFeatures, feature_spec, feature_spec_sha256
+from service.regressor.runtime import EnergyRegressor, RegressorLoadError
+
+MAX_MODEL_BYTES = 1_000_000
+
+
+@pytest.fixture(scope="module")
+def regressor() -> EnergyRegressor:
+    return EnergyRegressor.load(MODEL_PATH, METADATA_PATH, intra_op_threads=1, inter_op_threads=1)
+
+
+@pytest.fixture(scope="module")
+def features() -> list[RequestFeatures]:
+    out = []
+    for m in measurements():
+        inputs = request_inputs(m)
+        coefficients = load_engine_coefficients()[inputs.engine]
+        out.append(
+            EnergyRegressor.features(inputs.arch, inputs.workload, inputs.deployment, coefficients)
+        )
+    return out
+
+
+def test_committed_metadata_matches_this_codes_feature_spec() -> None:
+    metadata = json.loads(METADATA_PATH.read_text(encoding="utf-8"))
+    assert metadata["feature_spec_sha256"] == feature_spec_sha256()
+    assert metadata["feature_spec"] == feature_spec()
+    assert metadata["inputs"] == list(INPUT_NAMES)
+    assert metadata["outputs"] == list(OUTPUT_NAMES)
+    for key in ("version", "normalisation", "interval", "data_sources", "validation"):
+        assert metadata[key]
+
+
+def test_a_tampered_feature_spec_hash_is_refused(tmp_path: Path) -> None:
+    metadata = json.loads(METADATA_PATH.read_text(encoding="utf-8"))
+    metadata["feature_spec_sha256"] = "0" * 64
+    tampered = tmp_path / "energy_gnn.json"
+    tampered.write_text(json.dumps(metadata), encoding="utf-8")
+    with pytest.raises(RegressorLoadError, match="feature spec"):
+        EnergyRegressor.load(MODEL_PATH, tampered)
+
+
+def test_a_spec_that_does_not_hash_to_its_digest_is_refused(tmp_path: Path) -> None:
+    metadata = json.loads(METADATA_PATH.read_text(encoding="utf-8"))
+    metadata["feature_spec"]["global"] = metadata["feature_spec"]["global"][:-1]
+    tampered = tmp_path / "energy_gnn.json"
+    tampered.write_text(json.dumps(metadata), encoding="utf-8")
+    with pytest.raises(RegressorLoadError):
+        EnergyRegressor.load(MODEL_PATH, tampered)
+
+
+def test_a_model_file_other_than_the_one_described_is_refused(tmp_path: Path) -> None:
+    other = tmp_path / "energy_gnn.onnx"
+    other.write_bytes(MODEL_PATH.read_bytes() + b"\0")
+    with pytest.raises(RegressorLoadError, match="sha256"):
+        EnergyRegressor.load(other, METADATA_PATH)
+
+
+def test_onnx_file_is_small_with_dynamic_batch_and_nodes() -> None:
+    assert MODEL_PATH.stat().st_size <= MAX_MODEL_BYTES
+    onnx = pytest.importorskip("onnx")
+    model = onnx.load(str(MODEL_PATH))
+    assert max(o.version for o in model.opset_import if o.domain in ("", "ai.onnx")) >= 17
+    dims = {i.name: i.type.tensor_type.shape.dim for i in model.graph.input}
+    assert dims["node_x"][0].dim_param and dims["node_x"][2].dim_param
+    assert dims["adjacency"][3].dim_param
+
+
+def test_predictions_are_positive_with_an_interval_and_a_phase_split(
+    regressor: EnergyRegressor, features: list[RequestFeatures]
+) -> None:
+    for f in features:
+        p = regressor.predict(f)
+        assert 0 < p.gpu_j_low < p.gpu_j < p.gpu_j_high
+        assert p.prefill_gpu_j >= 0 and p.decode_gpu_j >= 0
+        assert p.prefill_gpu_j + p.decode_gpu_j == pytest.approx(p.gpu_j)
+        assert p.lower_quantile < p.upper_quantile
+
+
+def test_a_padded_batch_answers_as_single_requests(
+    regressor: EnergyRegressor, features: list[RequestFeatures]
+) -> None:
+    assert len({f.node_x.shape[0] for f in features}) > 1  # graphs of different sizes
+    batch = regressor.predict_many(features)
+    for f, p in zip(features, batch, strict=True):
+        assert p.gpu_j == pytest.approx(regressor.predict(f).gpu_j, rel=1e-5)
+
+
+def test_prediction_stays_near_the_analytical_estimate(
+    regressor: EnergyRegressor, features: list[RequestFeatures]
+) -> None:
+    """A log-correction: within a factor 3 of the roofline either way on ordinary requests."""
+    for f in features:
+        analytical = float(sum(math.exp(v) for v in f.log_analytical_j))
+        assert analytical / 3 < regressor.predict(f).gpu_j < 3 * analytical
+
+
+def test_more_output_tokens_cost_more_energy(regressor: EnergyRegressor) -> None:
+    """A property the measurements imply: a longer generation never costs less."""
+    for m in measurements():
+        inputs = request_inputs(m)
+        coefficients = load_engine_coefficients()[inputs.engine]
+        w = inputs.workload
+        energies = []
+        for output_tokens in (w.output_tokens, 2 * w.output_tokens, 4 * w.output_tokens):
+            longer = Workload(w.batch_size, w.prompt_tokens, output_tokens)
+            f = regressor.features(inputs.arch, longer, inputs.deployment, coefficients)
+            energies.append(regressor.predict(f).gpu_j)
+        assert energies == sorted(energies), m.model_id
