@@ -89,7 +89,10 @@ class Estimator:
         roofline = version if version.startswith("roofline") else f"roofline {version}"
         if self.regressor is None:
             return roofline
-        return f"energy-gnn {self.regressor.version}+{roofline}"
+        learned = self.regressor.version
+        if not learned.startswith("energy-gnn"):
+            learned = f"energy-gnn {learned}"
+        return f"{learned}+{roofline}"
 
     def estimate(
         self,
