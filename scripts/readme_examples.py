@@ -1,0 +1,138 @@
+"""Refresh the README's endpoint examples from a real running service.
+
+    python scripts/readme_examples.py            # rewrite README.md's marked example blocks
+    python scripts/readme_examples.py --check    # print them, leave README.md alone
+
+Starts `uvicorn service.main:app` in a fresh temporary directory (SQLite under `./var/`),
+creates an API key there, runs every example's `curl` command against it, and replaces each
+block between `<!-- example:NAME -->` and `<!-- /example -->` in README.md with the command and
+what the service answered. Long answers are shortened by `readme_render.render_answer` (lists
+cut to their first items, long strings cut), never edited by hand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shlex
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+from readme_render import render_answer
+from readme_scenario import EXAMPLES, Example
+
+REPO = Path(__file__).resolve().parent.parent
+README = REPO / "README.md"
+BLOCK = re.compile(r"(<!-- example:(?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /example -->)", re.S)
+STARTUP_TIMEOUT_S = 60.0
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on right now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def create_key(workdir: Path, environment: dict[str, str]) -> str:
+    """A key for tenant acme with every scope, created by the project's CLI in `workdir`."""
+    created = subprocess.run(
+        [sys.executable, "-m", "service", "keys", "create", "--tenant", "acme",
+         "--scopes", "estimate,billing,observe,admin"],
+        cwd=workdir, env=environment, check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    return created.stdout.strip().splitlines()[-1]
+
+
+@contextmanager
+def running_service(workdir: Path, port: int, environment: dict[str, str]) -> Iterator[str]:
+    """`uvicorn service.main:app` on `port`, with `workdir` as its working directory."""
+    server = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", "service.main:app", "--port", str(port)],
+        cwd=workdir, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    base_url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while True:
+            try:
+                if httpx.get(f"{base_url}/v1/health", timeout=1.0).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline or server.poll() is not None:
+                raise RuntimeError("the service did not start")
+            time.sleep(0.2)
+        yield base_url
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def run_example(example: Example, port: int, key: str, found: dict[str, str]) -> str:
+    """The example's command and answer as README Markdown; records ids it answered."""
+    time.sleep(example.wait_s)
+    shown = example.command
+    for name, value in found.items():
+        shown = shown.replace("{" + name + "}", value)
+    executed = shown.replace("localhost:8123", f"localhost:{port}")
+    answer = subprocess.run(
+        ["bash", "-c", executed], env={**os.environ, "KEY": key},
+        check=True, capture_output=True, text=True,
+    ).stdout  # fmt: skip
+    for name, pattern in example.captures.items():
+        match = re.search(pattern, answer)
+        if match is None:
+            raise RuntimeError(f"example {example.name}: nothing matched {pattern!r}")
+        found[name] = match.group(1)
+    rendered = render_answer(answer, example.keep_headers, example.keep_lines, example.elide)
+    language = "http" if example.keep_headers else ("text" if example.keep_lines else "json")
+    return f"```bash\n{shown}\n```\n\n```{language}\n{rendered}\n```\n"
+
+
+def replace_blocks(readme: str, blocks: dict[str, str]) -> str:
+    """`readme` with every marked example block replaced by its fresh text."""
+    missing = set(blocks) - {m.group("name") for m in BLOCK.finditer(readme)}
+    if missing:
+        raise RuntimeError(f"README.md has no block for: {sorted(missing)}")
+    return BLOCK.sub(lambda m: m.group(1) + blocks[m.group("name")] + m.group(4), readme)
+
+
+def capture_blocks() -> dict[str, str]:
+    """Run every example against a fresh service; the README text of each, by name."""
+    with tempfile.TemporaryDirectory(prefix="readme-examples-") as tmp:
+        workdir = Path(tmp)
+        environment = {**os.environ, "PYTHONPATH": str(REPO)}
+        environment.pop("QUOTES_DATABASE_URL", None)
+        environment.pop("DATABASE_URL", None)
+        key = create_key(workdir, environment)
+        port = free_port()
+        found: dict[str, str] = {}
+        with running_service(workdir, port, environment):
+            return {e.name: run_example(e, port, key, found) for e in EXAMPLES}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="print, do not write README.md")
+    args = parser.parse_args()
+    blocks = capture_blocks()
+    if args.check:
+        for name, text in blocks.items():
+            print(f"<!-- example:{name} -->\n{text}")
+        return 0
+    README.write_text(replace_blocks(README.read_text(), blocks))
+    print(f"rewrote {len(blocks)} example blocks in {README}: {shlex.join(list(blocks))}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
