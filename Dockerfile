@@ -8,7 +8,7 @@ COPY pyproject.toml README.md ./
 COPY service ./service
 RUN /opt/venv/bin/pip install .
 
-# Runtime stage: the venv, the migrations, and a non-root user. The service is run from /app
+# Runtime stage: the venv, the migrations, the regressor model, and a non-root user. The service is run from /app
 # (PYTHONPATH) so that `service.db.migrate` finds alembic.ini and migrations/ beside it.
 FROM python:3.11-slim-bookworm AS runtime
 ENV PATH=/opt/venv/bin:$PATH PYTHONPATH=/app PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
@@ -18,6 +18,8 @@ COPY --from=build /opt/venv /opt/venv
 COPY alembic.ini ./
 COPY migrations ./migrations
 COPY service ./service
+# The learned energy regressor: service/regressor/runtime.py looks for it in /app/models.
+COPY models ./models
 # var/ holds the default SQLite file and, when QUOTES_SPOOL_DIR points there, the quote spool;
 # created here so that a volume mounted on it starts out owned by the non-root user.
 RUN mkdir -p /app/var/spool && chown -R quotes:quotes /app/var
