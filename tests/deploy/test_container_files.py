@@ -44,3 +44,12 @@ def test_compose_starts_the_service_after_postgres_is_healthy_and_migrated() -> 
     assert "condition: service_healthy" in service
     assert "condition: service_completed_successfully" in service
     assert "postgresql+psycopg://" in service
+
+
+def test_dockerignore_does_not_hide_what_the_runtime_stage_copies() -> None:
+    ignored = {
+        line.strip().rstrip("/")
+        for line in (REPO / ".dockerignore").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    }
+    assert not runtime_stage_copies() & ignored
