@@ -74,6 +74,18 @@ class Settings(BaseSettings):
     onnx_intra_op_threads: PositiveInt = 1
     onnx_inter_op_threads: PositiveInt = 1
     log_level: str = "INFO"
+    # Per-key rate limits (service/api/rate_limit.py), per process: requests per window by the
+    # scope a route requires; a scope left out is unlimited. Key quotas override by key prefix.
+    rate_limits: dict[str, PositiveInt] = Field(
+        default={"estimate": 1000, "billing": 100, "observe": 500, "admin": 20},
+        description="Requests per `rate_limit_window_s` and API key, by route scope (JSON in env: "
+        "QUOTES_RATE_LIMITS='{\"estimate\": 200}'); `{}` turns rate limiting off.",
+    )
+    rate_limit_window_s: PositiveInt = 1
+    rate_limit_key_quotas: dict[str, PositiveInt] = Field(
+        default_factory=dict,
+        description="Per-key quota overriding the scope's, by the key's display prefix.",
+    )
 
     @model_validator(mode="after")
     def _windows_cover_the_longest_write(self) -> Self:

@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from sqlalchemy.exc import IntegrityError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException
+from starlette.routing import Match, Route
 
 from service.errors import (
     Conflict,
@@ -78,6 +79,17 @@ def http_problem(
     return JSONResponse(body, status_code=status, headers=headers, media_type=PROBLEM_MEDIA_TYPE)
 
 
+def allowed_methods(request: Request) -> str:
+    """Every method some route serves at this path (Starlette's 405 names only the first
+    route's), for the `Allow` header."""
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        match, _ = route.matches({**request.scope, "method": "GET"})
+        if match != Match.NONE and isinstance(route, Route) and route.methods:
+            methods |= route.methods
+    return ", ".join(sorted(methods))
+
+
 def install_problem_handlers(app: FastAPI) -> None:
     """Register the handlers; none leaks a stack trace to the client."""
 
@@ -89,9 +101,12 @@ def install_problem_handlers(app: FastAPI) -> None:
         assert isinstance(exc, RequestValidationError)
         return problem_response(invalid_request(exc.errors()))
 
-    async def on_http(_: Request, exc: Exception) -> JSONResponse:
+    async def on_http(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, HTTPException)
-        return http_problem(exc.status_code, str(exc.detail), exc.headers)
+        headers = exc.headers
+        if exc.status_code == 405:
+            headers = {**(headers or {}), "Allow": allowed_methods(request)}
+        return http_problem(exc.status_code, str(exc.detail), headers)
 
     async def on_database_down(request: Request, exc: Exception) -> JSONResponse:
         logger.warning("database unavailable on %s: %s", request.url.path, exc)
