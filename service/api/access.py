@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 from fastapi.dependencies.models import Dependant
-from fastapi.routing import APIRoute
-from starlette.routing import BaseRoute, Route
+from fastapi.routing import APIRoute, RouteContext, iter_route_contexts
 
 from service.api.deps import RequireScope, public_route
 
@@ -31,11 +30,16 @@ def framework_paths(app: FastAPI) -> set[str]:
     return {path for path in paths if path}
 
 
-def route_access(app: FastAPI, route: BaseRoute) -> str | None:
+def app_routes(app: FastAPI) -> list[RouteContext]:
+    """Every route the app serves, those of included routers too, with their full paths."""
+    return list(iter_route_contexts(app.routes))
+
+
+def route_access(app: FastAPI, route: RouteContext) -> str | None:
     """`public`, the one scope the route requires, or None when it declares neither (or both)."""
-    if isinstance(route, APIRoute):
+    if isinstance(route.original_route, APIRoute):
         declared = _declared(route.dependant)
         return declared.pop() if len(declared) == 1 else None
-    if isinstance(route, Route) and route.path in framework_paths(app):
+    if route.path in framework_paths(app):
         return PUBLIC
     return None

@@ -10,11 +10,12 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.routing import iter_route_contexts
 from pydantic import ValidationError
 from sqlalchemy.exc import IntegrityError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException
-from starlette.routing import Match, Route
+from starlette.routing import Match
 
 from service.errors import (
     Conflict,
@@ -83,10 +84,10 @@ def allowed_methods(request: Request) -> str:
     """Every method some route serves at this path (Starlette's 405 names only the first
     route's), for the `Allow` header."""
     methods: set[str] = set()
-    for route in request.app.router.routes:
+    for route in iter_route_contexts(request.app.router.routes):
         match, _ = route.matches({**request.scope, "method": "GET"})
-        if match != Match.NONE and isinstance(route, Route) and route.methods:
-            methods |= route.methods
+        if match != Match.NONE:
+            methods |= route.methods or set()
     return ", ".join(sorted(methods))
 
 
