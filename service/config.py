@@ -10,6 +10,7 @@ from pydantic import AliasChoices, Field, PositiveFloat, PositiveInt, model_vali
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_DATABASE_URL = "sqlite:///./var/quotes.sqlite3"
+MAX_BATCH_ITEMS = 1000  # API.md: a batch holds up to 1000 items
 
 
 class Settings(BaseSettings):
@@ -34,7 +35,9 @@ class Settings(BaseSettings):
     )
     retry_after_s: PositiveInt = 5
     max_body_bytes: PositiveInt = 2 * 1024 * 1024
-    max_batch_items: PositiveInt = 1000
+    max_batch_items: int = Field(
+        default=MAX_BATCH_ITEMS, ge=1, le=MAX_BATCH_ITEMS, description="At most 1000 (API.md)."
+    )
     require_api_key: bool = Field(
         default=False,
         description="Refuse the open dev mode even when no API key exists (production).",

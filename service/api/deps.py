@@ -70,7 +70,14 @@ SessionDep = Annotated[Session, Depends(get_session, scope="function")]
 EstimatorDep = Annotated[Estimator, Depends(get_estimator)]
 QuoteServiceDep = Annotated[QuoteService, Depends(get_quote_service)]
 IdempotencyKeyHeader = Annotated[
-    str | None, Header(alias="Idempotency-Key", min_length=1, max_length=200)
+    str | None,
+    Header(
+        alias="Idempotency-Key",
+        min_length=1,
+        max_length=200,
+        pattern=r"^[\x21-\x7e]+$",  # printable ASCII, no spaces: a UUID or similar token
+        description="A client token (printable ASCII, at most 200 characters); see API.md.",
+    ),
 ]
 
 bearer_scheme = HTTPBearer(auto_error=False, description="API key: `Authorization: Bearer <key>`")

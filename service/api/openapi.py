@@ -22,6 +22,7 @@ RATE_LIMIT_HEADERS = {
 }
 
 _PROBLEMS: dict[int, dict[str, Any]] = {
+    400: {"description": "The body is not parseable JSON (or nests deeper than the parser allows)"},
     401: {
         "description": "No API key, or an unknown or revoked one",
         "headers": {"WWW-Authenticate": {"schema": {"type": "string"}}},
@@ -66,6 +67,8 @@ class QuotesAPI(FastAPI):
             for operation in operations.values():
                 if _requires_key(operation):
                     _declare_rate_limits(operation["responses"])
+                if "requestBody" in operation:
+                    operation["responses"].setdefault("400", _problem_response(400))
                 for status, response in operation.get("responses", {}).items():
                     content = response.get("content", {})
                     if (status == "default" or status[0] in "45") and "application/json" in content:
@@ -81,10 +84,12 @@ def _requires_key(operation: dict[str, Any]) -> bool:
 
 def _declare_rate_limits(responses: dict[str, Any]) -> None:
     """Every keyed operation may answer 429, and its answers carry the RateLimit headers."""
-    problem = {"schema": {"$ref": "#/components/schemas/Problem"}}
-    responses.setdefault(
-        "429", {**_PROBLEMS[429], "content": {"application/problem+json": problem}}
-    )
+    responses.setdefault("429", _problem_response(429))
     for status, response in responses.items():
         if status[0] in "2":
             response.setdefault("headers", {}).update(RATE_LIMIT_HEADERS)
+
+
+def _problem_response(status: int) -> dict[str, Any]:
+    problem = {"schema": {"$ref": "#/components/schemas/Problem"}}
+    return {**_PROBLEMS[status], "content": {"application/problem+json": problem}}

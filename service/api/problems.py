@@ -81,12 +81,14 @@ def http_problem(
 
 
 def allowed_methods(request: Request) -> str:
-    """Every method some route serves at this path (Starlette's 405 names only the first
-    route's), for the `Allow` header."""
+    """The `Allow` header: the methods of every route with the path template of the first
+    route matching this path (Starlette's own 405 names only that one route's methods)."""
     methods: set[str] = set()
+    template = None
     for route in iter_route_contexts(request.app.router.routes):
         match, _ = route.matches({**request.scope, "method": "GET"})
-        if match != Match.NONE:
+        if match != Match.NONE and template in (None, route.path):
+            template = route.path
             methods |= route.methods or set()
     return ", ".join(sorted(methods))
 
