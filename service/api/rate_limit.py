@@ -149,7 +149,11 @@ class RateLimitHeadersMiddleware:
 
 def build_rate_limiter(settings: Settings) -> RateLimiter:
     window_s = settings.rate_limit_window_s
-    policies = {name: Policy(name, quota, window_s) for name, quota in settings.rate_limits.items()}
+    policies = {
+        name: Policy(name, quota, window_s)
+        for name, quota in settings.rate_limits.items()
+        if quota > 0  # 0: unlimited
+    }
     return RateLimiter(policies, settings.rate_limit_key_quotas)
 
 

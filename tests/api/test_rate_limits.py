@@ -11,7 +11,8 @@ import pytest
 from api_support import bearer, create_key, example_body, running_client
 from fastapi.testclient import TestClient
 
-from service.api.rate_limit import Policy, RateLimiter
+from service.api.rate_limit import Policy, RateLimiter, build_rate_limiter
+from service.config import Settings
 
 
 class Clock:
@@ -90,6 +91,18 @@ def test_pruning_drops_only_ended_windows() -> None:
         limiter.check(key, "estimate")
     limiter.check("g", "estimate")  # all live: the table grows instead
     assert len(limiter._windows) == 4 and limiter.prune_above == 6
+
+
+def test_settings_override_the_default_limits_per_scope() -> None:
+    settings = Settings(rate_limits={"estimate": 7, "admin": 0}, rate_limit_window_s=10)
+    limiter = build_rate_limiter(settings)
+    assert limiter.policies == {
+        "estimate": Policy("estimate", 7, 10),
+        "billing": Policy("billing", 100, 10),  # the defaults
+        "observe": Policy("observe", 500, 10),
+    }  # admin: 0, unlimited
+    with pytest.raises(ValueError, match="unknown scopes"):
+        Settings(rate_limits={"estimates": 7})
 
 
 @pytest.fixture(scope="module")
