@@ -6,10 +6,21 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Self
 
-from pydantic import AliasChoices, Field, PositiveFloat, PositiveInt, model_validator
+from pydantic import (
+    AliasChoices,
+    Field,
+    NonNegativeInt,
+    PositiveFloat,
+    PositiveInt,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_DATABASE_URL = "sqlite:///./var/quotes.sqlite3"
+MAX_BATCH_ITEMS = 1000  # API.md: a batch holds up to 1000 items
+# Requests per window (1 s by default) and API key, by the scope a route requires.
+DEFAULT_RATE_LIMITS = {"estimate": 1000, "billing": 100, "observe": 500, "admin": 20}
 
 
 class Settings(BaseSettings):
@@ -34,7 +45,9 @@ class Settings(BaseSettings):
     )
     retry_after_s: PositiveInt = 5
     max_body_bytes: PositiveInt = 2 * 1024 * 1024
-    max_batch_items: PositiveInt = 1000
+    max_batch_items: int = Field(
+        default=MAX_BATCH_ITEMS, ge=1, le=MAX_BATCH_ITEMS, description="At most 1000 (API.md)."
+    )
     require_api_key: bool = Field(
         default=False,
         description="Refuse the open dev mode even when no API key exists (production).",
@@ -74,6 +87,26 @@ class Settings(BaseSettings):
     onnx_intra_op_threads: PositiveInt = 1
     onnx_inter_op_threads: PositiveInt = 1
     log_level: str = "INFO"
+    # Per-key rate limits (service/api/rate_limit.py), per process: requests per window by the
+    # scope a route requires. Given scopes override these defaults; 0 leaves a scope unlimited.
+    rate_limits: dict[str, NonNegativeInt] = Field(
+        default=DEFAULT_RATE_LIMITS,
+        description="Requests per `rate_limit_window_s` and API key, by route scope (JSON in env: "
+        "QUOTES_RATE_LIMITS='{\"estimate\": 200}'); the scopes left out keep their defaults.",
+    )
+    rate_limit_window_s: PositiveInt = 1
+    rate_limit_key_quotas: dict[str, PositiveInt] = Field(
+        default_factory=dict,
+        description="Per-key quota overriding the scope's, by the key's display prefix.",
+    )
+
+    @field_validator("rate_limits", mode="after")
+    @classmethod
+    def _over_the_default_limits(cls, given: dict[str, int]) -> dict[str, int]:
+        unknown = set(given) - set(DEFAULT_RATE_LIMITS)
+        if unknown:
+            raise ValueError(f"unknown scopes {sorted(unknown)}; use {sorted(DEFAULT_RATE_LIMITS)}")
+        return {**DEFAULT_RATE_LIMITS, **given}
 
     @model_validator(mode="after")
     def _windows_cover_the_longest_write(self) -> Self:

@@ -14,6 +14,7 @@ from service.api.deps import AppServices
 from service.api.middleware import BodyLimitMiddleware, MetricsMiddleware
 from service.api.openapi import QuotesAPI
 from service.api.problems import install_problem_handlers
+from service.api.rate_limit import install_rate_limits
 from service.api.routes import calibrations, catalog, estimate, health, quotes
 from service.auth import KeyStore
 from service.calibrating import CalibrationRegistry
@@ -123,6 +124,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_problem_handlers(app)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
+    install_rate_limits(app, settings)
     for module in (estimate, quotes, calibrations, catalog, health):
         app.include_router(module.router)
     return app

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Annotated
 
@@ -10,6 +10,7 @@ from fastapi import Depends, Header, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session
 
+from service.api.rate_limit import STATE_KEY, RateLimiter
 from service.auth import DEV_PRINCIPAL, KeyStore, Principal
 from service.calibrating import CalibrationRegistry
 from service.config import Settings
@@ -69,7 +70,14 @@ SessionDep = Annotated[Session, Depends(get_session, scope="function")]
 EstimatorDep = Annotated[Estimator, Depends(get_estimator)]
 QuoteServiceDep = Annotated[QuoteService, Depends(get_quote_service)]
 IdempotencyKeyHeader = Annotated[
-    str | None, Header(alias="Idempotency-Key", min_length=1, max_length=200)
+    str | None,
+    Header(
+        alias="Idempotency-Key",
+        min_length=1,
+        max_length=200,
+        pattern=r"^[\x21-\x7e]+$",  # printable ASCII, no spaces: a UUID or similar token
+        description="A client token (printable ASCII, at most 200 characters); see API.md.",
+    ),
 ]
 
 bearer_scheme = HTTPBearer(auto_error=False, description="API key: `Authorization: Bearer <key>`")
@@ -96,16 +104,33 @@ def get_principal(
     return principal
 
 
-def require_scope(scope: str) -> Callable[[Principal], Principal]:
-    def check(principal: Annotated[Principal, Depends(get_principal)]) -> Principal:
-        if not principal.allows(scope):
-            raise Forbidden(f"this API key lacks the `{scope}` scope")
+@dataclass(frozen=True, slots=True)
+class RequireScope:
+    """The dependency that admits a key holding `scope` and counts it against the key's rate
+    limit for that scope (before the scope check: a refused key is still counted and told)."""
+
+    scope: str
+
+    def __call__(
+        self, request: Request, principal: Annotated[Principal, Depends(get_principal)]
+    ) -> Principal:
+        limiter: RateLimiter | None = getattr(request.app.state, "rate_limiter", None)
+        if limiter is not None:
+            decision = limiter.check(principal.key_prefix or principal.tenant, self.scope)
+            if decision is not None:
+                setattr(request.state, STATE_KEY, decision)
+                if not decision.allowed:
+                    raise decision.refusal()
+        if not principal.allows(self.scope):
+            raise Forbidden(f"this API key lacks the `{self.scope}` scope")
         return principal
 
-    return check
+
+def public_route() -> None:
+    """Marks a router's routes as public (no key, no rate limit): see `service.api.access`."""
 
 
-EstimateCaller = Annotated[Principal, Depends(require_scope("estimate"))]
-BillingCaller = Annotated[Principal, Depends(require_scope("billing"))]
-ObserveCaller = Annotated[Principal, Depends(require_scope("observe"))]
-AdminCaller = Annotated[Principal, Depends(require_scope("admin"))]
+EstimateCaller = Annotated[Principal, Depends(RequireScope("estimate"))]
+BillingCaller = Annotated[Principal, Depends(RequireScope("billing"))]
+ObserveCaller = Annotated[Principal, Depends(RequireScope("observe"))]
+AdminCaller = Annotated[Principal, Depends(RequireScope("admin"))]

@@ -10,10 +10,12 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.routing import iter_route_contexts
 from pydantic import ValidationError
 from sqlalchemy.exc import IntegrityError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException
+from starlette.routing import Match
 
 from service.errors import (
     Conflict,
@@ -78,6 +80,19 @@ def http_problem(
     return JSONResponse(body, status_code=status, headers=headers, media_type=PROBLEM_MEDIA_TYPE)
 
 
+def allowed_methods(request: Request) -> str:
+    """The `Allow` header: the methods of every route with the path template of the first
+    route matching this path (Starlette's own 405 names only that one route's methods)."""
+    methods: set[str] = set()
+    template = None
+    for route in iter_route_contexts(request.app.router.routes):
+        match, _ = route.matches({**request.scope, "method": "GET"})
+        if match != Match.NONE and template in (None, route.path):
+            template = route.path
+            methods |= route.methods or set()
+    return ", ".join(sorted(methods))
+
+
 def install_problem_handlers(app: FastAPI) -> None:
     """Register the handlers; none leaks a stack trace to the client."""
 
@@ -89,9 +104,12 @@ def install_problem_handlers(app: FastAPI) -> None:
         assert isinstance(exc, RequestValidationError)
         return problem_response(invalid_request(exc.errors()))
 
-    async def on_http(_: Request, exc: Exception) -> JSONResponse:
+    async def on_http(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, HTTPException)
-        return http_problem(exc.status_code, str(exc.detail), exc.headers)
+        headers = exc.headers
+        if exc.status_code == 405:
+            headers = {**(headers or {}), "Allow": allowed_methods(request)}
+        return http_problem(exc.status_code, str(exc.detail), headers)
 
     async def on_database_down(request: Request, exc: Exception) -> JSONResponse:
         logger.warning("database unavailable on %s: %s", request.url.path, exc)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StrictBool, StrictFloat
 
 from service.schemas.common import example
 
@@ -60,17 +60,17 @@ class CalibrationIn(BaseModel):
     model_config = example({"scope": "tenant", "activate": True})
 
     scope: Scope = "tenant"
-    activate: bool = Field(default=True, description="Make it current at once.")
-    shrinkage_k: Annotated[float, Field(gt=0, le=1e4)] = Field(
+    activate: StrictBool = Field(default=True, description="Make it current at once.")
+    shrinkage_k: Annotated[StrictFloat, Field(gt=0, le=1e4)] = Field(
         default=10.0, description="Pseudo-count k of the shrinkage weight n / (n + k)."
     )
-    holdout_fraction: Annotated[float, Field(ge=0, le=0.5)] = Field(
+    holdout_fraction: Annotated[StrictFloat, Field(ge=0, le=0.5)] = Field(
         default=0.2, description="Newest share of observations held out and scored, not fitted."
     )
-    max_ratio: Annotated[float, Field(gt=1, le=1000)] = Field(
+    max_ratio: Annotated[StrictFloat, Field(gt=1, le=1000)] = Field(
         default=20.0, description="Observations beyond [1/max_ratio, max_ratio] x quote: refused."
     )
-    outlier_z: Annotated[float, Field(gt=0, le=100)] = Field(
+    outlier_z: Annotated[StrictFloat, Field(gt=0, le=100)] = Field(
         default=3.5, description="Robust z-score of the log ratio beyond which a point is flagged."
     )
 

@@ -2,9 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict
+
+_NUMBER = re.compile(r"\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*")
+
+
+def _iso_text_only(value: Any) -> Any:
+    """Pydantic reads a number (or a numeric string) as Unix seconds; the contract's datetimes
+    are RFC 3339 strings, so those are refused rather than taken for 1970."""
+    if isinstance(value, int | float) or (isinstance(value, str) and _NUMBER.fullmatch(value)):
+        raise ValueError("expected an RFC 3339 date-time with a time zone, not a number")
+    return value
+
+
+IsoDatetime = Annotated[AwareDatetime, BeforeValidator(_iso_text_only)]
+"""An RFC 3339 date-time string with its offset (`2026-11-22T10:00:00Z`); never a number."""
 
 
 def example(value: dict[str, Any]) -> ConfigDict:

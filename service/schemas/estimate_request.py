@@ -12,6 +12,7 @@ DTypeName = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "mxfp4"]
 Degree = Annotated[StrictInt, Field(ge=1, le=64)]
 Tokens = Annotated[StrictInt, Field(ge=1, le=1_000_000)]
 Size = Annotated[StrictInt, Field(ge=1, le=10_000_000)]
+MetadataKey = Annotated[str, Field(min_length=1, max_length=64)]
 MetadataValue = Annotated[str, Field(max_length=500)] | StrictInt | StrictFloat | StrictBool | None
 WaterPerKwh = Annotated[
     StrictFloat, Field(ge=0.0, le=20.0, description="On-site water usage effectiveness [L/IT kWh].")
@@ -164,7 +165,7 @@ class EstimateRequest(BaseModel):
     precision: PrecisionIn | None = None
     serving: ServingIn | None = None
     datacenter: DatacenterIn | None = None
-    metadata: Annotated[dict[str, MetadataValue], Field(max_length=32)] | None = None
+    metadata: Annotated[dict[MetadataKey, MetadataValue], Field(max_length=32)] | None = None
 
     @model_validator(mode="after")
     def _model_or_architecture(self) -> Self:

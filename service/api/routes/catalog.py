@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated
 
-from service.api.deps import EstimatorDep
+from fastapi import APIRouter, Depends, Path
+
+from service.api.deps import EstimatorDep, public_route
 from service.api.openapi import problem_responses
 from service.catalog.gpus import GpuRecord, UnknownGpu
 from service.catalog.models import ModelRecord, UnknownModel
 from service.errors import NotFound
 from service.schemas.catalog import GpuList, GpuOut, ModelList, ModelOut, RegionList, RegionOut
 
-router = APIRouter(prefix="/v1", tags=["catalogues"])
+# Catalogue ids: Hugging Face repo ids (`org/name`), GPU ids and aliases.
+ModelId = Annotated[str, Path(max_length=200, pattern=r"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)?$")]
+GpuId = Annotated[str, Path(max_length=100, pattern=r"^[A-Za-z0-9._ -]+$")]
+
+router = APIRouter(prefix="/v1", tags=["catalogues"], dependencies=[Depends(public_route)])
 
 
 def _gpu(record: GpuRecord) -> GpuOut:
@@ -29,8 +35,8 @@ def list_gpus(estimator: EstimatorDep) -> GpuList:
     return GpuList(version=catalog.version, items=[_gpu(r) for r in catalog.records])
 
 
-@router.get("/gpus/{gpu_id}", response_model=GpuOut, responses=problem_responses(404))
-def get_gpu(gpu_id: str, estimator: EstimatorDep) -> GpuOut:
+@router.get("/gpus/{gpu_id}", response_model=GpuOut, responses=problem_responses(404, 422))
+def get_gpu(gpu_id: GpuId, estimator: EstimatorDep) -> GpuOut:
     try:
         return _gpu(estimator.gpus.get(gpu_id))
     except UnknownGpu as error:
@@ -44,8 +50,10 @@ def list_models(estimator: EstimatorDep) -> ModelList:
     return ModelList(version=catalog.version, items=[_model(r) for r in catalog.records])
 
 
-@router.get("/models/{model_id:path}", response_model=ModelOut, responses=problem_responses(404))
-def get_model(model_id: str, estimator: EstimatorDep) -> ModelOut:
+@router.get(
+    "/models/{model_id:path}", response_model=ModelOut, responses=problem_responses(404, 422)
+)
+def get_model(model_id: ModelId, estimator: EstimatorDep) -> ModelOut:
     """A model by Hugging Face repo id (which contains a slash) or alias."""
     try:
         return _model(estimator.models.get(model_id))

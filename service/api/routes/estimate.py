@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from service.api.deps import EstimateCaller, IdempotencyKeyHeader, QuoteServiceDep, ServicesDep
 from service.api.openapi import problem_responses
 from service.api.problems import problem_body, validation_problem
+from service.config import MAX_BATCH_ITEMS
 from service.errors import FieldError, InvalidRequest, ServiceError
 from service.schemas.common import PROBLEM_EXAMPLE, Problem, example
 from service.schemas.estimate_request import EXAMPLE_REQUEST, EstimateRequest
@@ -32,7 +33,7 @@ class BatchRequest(BaseModel):
 
     model_config = example({"items": [EXAMPLE_REQUEST]})
 
-    items: Annotated[list[dict[str, Any]], Field(min_length=1)]
+    items: Annotated[list[dict[str, Any]], Field(min_length=1, max_length=MAX_BATCH_ITEMS)]
 
 
 class BatchResponse(BaseModel):

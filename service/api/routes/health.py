@@ -9,17 +9,22 @@ from fastapi.security import HTTPAuthorizationCredentials
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy.exc import SQLAlchemyError
 
-from service.api.deps import ServicesDep, bearer_scheme
+from service.api.deps import ServicesDep, bearer_scheme, public_route
 from service.api.openapi import problem_responses
 from service.auth import DEV_TENANT
 from service.db.models import GLOBAL_SCOPE
 from service.db.repositories import CalibrationRepository
 from service.schemas.health import DatabaseHealth, Health
 
-router = APIRouter(tags=["operations"])
+router = APIRouter(tags=["operations"], dependencies=[Depends(public_route)])
 
 
-@router.get("/v1/health", response_model=Health, responses=problem_responses())
+@router.get(
+    "/v1/health",
+    response_model=Health,
+    responses=problem_responses(),
+    openapi_extra={"security": [{}, {"HTTPBearer": []}]},  # a key is optional here
+)
 def health(
     services: ServicesDep,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer_scheme)],

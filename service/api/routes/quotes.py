@@ -6,7 +6,6 @@ from datetime import timedelta
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Path, Query, Response
-from pydantic import AwareDatetime
 
 from service.api.deps import (
     BillingCaller,
@@ -19,6 +18,7 @@ from service.api.openapi import problem_responses
 from service.billing import observation_out, page_csv, quote_detail, quote_page
 from service.db.base import utc_now
 from service.observing import record_observation
+from service.schemas.common import IsoDatetime
 from service.schemas.quotes import ObservationIn, ObservationOut, QuoteDetail, QuotePage
 
 router = APIRouter(prefix="/v1/quotes", tags=["quotes"])
@@ -44,10 +44,10 @@ def list_quotes(
     caller: BillingCaller,
     session: SessionDep,
     services: ServicesDep,
-    created_after: AwareDatetime | None = None,
-    created_before: AwareDatetime | None = None,
+    created_after: IsoDatetime | None = None,
+    created_before: IsoDatetime | None = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    cursor: Annotated[str | None, Query(max_length=500)] = None,
+    cursor: Annotated[str | None, Query(max_length=500, pattern=r"^[A-Za-z0-9_-]+={0,2}$")] = None,
     format: Literal["json", "csv"] = "json",
 ) -> QuotePage | Response:
     """The tenant's quotes, oldest first, `created_after` inclusive and `created_before`

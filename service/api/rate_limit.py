@@ -1,0 +1,163 @@
+"""Per-key rate limits: a fixed-window counter per (API key, policy), and the IETF headers.
+
+Each keyed request is counted against one policy, named for the scope its route requires
+(`estimate`, `billing`, `observe`, `admin`): at most `q` requests per window of `w` seconds,
+the window starting at the key's first request in it. Every keyed response carries
+`RateLimit-Policy: "estimate";q=1000;w=1` and `RateLimit: "estimate";r=998;t=1`
+(draft-ietf-httpapi-ratelimit-headers: `r` requests remain, the window resets in `t` s); past the
+quota the route answers 429 problem+json with `Retry-After: t`.
+
+The counters live in this process's memory: with N worker processes (or N instances) a key may
+make up to N x q requests per window. Enforce a global limit in the gateway. One check is O(1)
+under a lock, so it is safe from the thread pool that runs the sync routes.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from fastapi import FastAPI
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from service.config import Settings
+from service.errors import ServiceError
+
+STATE_KEY = "rate_limit"  # where a request's decision waits for the response headers
+
+
+class RateLimited(ServiceError):
+    status, title, type_slug = 429, "Too Many Requests", "rate-limited"
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """At most `quota` requests per `window_s` seconds, under the name `name`."""
+
+    name: str
+    quota: int
+    window_s: int
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """One request's outcome: `remaining` requests left, `reset_s` seconds until the window ends."""
+
+    policy: Policy
+    allowed: bool
+    remaining: int
+    reset_s: int
+
+    def refusal(self) -> RateLimited:
+        """The 429 answered when `allowed` is false."""
+        return RateLimited(
+            f"rate limit of {self.policy.quota} `{self.policy.name}` requests per "
+            f"{self.policy.window_s} s reached for this API key; retry in {self.reset_s} s",
+            headers={"Retry-After": str(self.reset_s)},
+        )
+
+    def headers(self) -> dict[str, str]:
+        name = self.policy.name
+        return {
+            "RateLimit-Policy": f'"{name}";q={self.policy.quota};w={self.policy.window_s}',
+            "RateLimit": f'"{name}";r={self.remaining};t={self.reset_s}',
+        }
+
+
+class RateLimiter:
+    """Fixed windows per (key, policy name), in this process only; thread-safe, O(1) a check."""
+
+    def __init__(
+        self,
+        policies: Mapping[str, Policy],
+        key_quotas: Mapping[str, int] | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        prune_above: int = 100_000,
+    ) -> None:
+        self.policies = dict(policies)
+        self.key_quotas = dict(key_quotas or {})
+        self.clock = clock
+        self.prune_above = prune_above
+        self._windows: dict[tuple[str, str], list[float]] = {}  # -> [start_s, count]
+        self._lock = threading.Lock()
+
+    def policy_for(self, key: str, name: str) -> Policy | None:
+        """The policy `name`, with the key's own quota when one is configured; None: unlimited."""
+        policy = self.policies.get(name)
+        if policy is None:
+            return None
+        quota = self.key_quotas.get(key)
+        return policy if quota is None else Policy(policy.name, quota, policy.window_s)
+
+    def check(self, key: str, name: str) -> Decision | None:
+        """Count one request of `key` under policy `name` unless its quota is spent."""
+        policy = self.policy_for(key, name)
+        if policy is None:
+            return None
+        now = self.clock()
+        with self._lock:
+            window = self._windows.get((key, name))
+            if window is None or now - window[0] >= policy.window_s:
+                if len(self._windows) >= self.prune_above:
+                    self._prune(now)
+                window = self._windows[(key, name)] = [now, 0]
+            allowed = window[1] < policy.quota
+            if allowed:
+                window[1] += 1
+            count, started = int(window[1]), window[0]
+        reset_s = max(1, math.ceil(started + policy.window_s - now))
+        return Decision(policy, allowed, max(0, policy.quota - count), reset_s)
+
+    def _prune(self, now: float) -> None:
+        """Drop ended windows (amortised: runs when the table is full, which halves it or more)."""
+        longest = max((p.window_s for p in self.policies.values()), default=0)
+        ended = [k for k, (start, _) in self._windows.items() if now - start >= longest]
+        for k in ended:
+            del self._windows[k]
+        if len(self._windows) >= self.prune_above:  # all live: grow rather than thrash
+            self.prune_above *= 2
+
+
+class RateLimitHeadersMiddleware:
+    """Adds the request's `RateLimit-Policy` and `RateLimit` headers to its response, errors
+    included: the route's scope dependency leaves its Decision in the request state."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                decision = scope.get("state", {}).get(STATE_KEY)
+                if isinstance(decision, Decision):
+                    headers = list(message.get("headers", []))
+                    for name, value in decision.headers().items():
+                        headers.append((name.lower().encode(), value.encode()))
+                    message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+def build_rate_limiter(settings: Settings) -> RateLimiter:
+    window_s = settings.rate_limit_window_s
+    policies = {
+        name: Policy(name, quota, window_s)
+        for name, quota in settings.rate_limits.items()
+        if quota > 0  # 0: unlimited
+    }
+    return RateLimiter(policies, settings.rate_limit_key_quotas)
+
+
+def install_rate_limits(app: FastAPI, settings: Settings) -> None:
+    """The app's limiter (read by the scope dependency) and the middleware writing its headers."""
+    app.state.rate_limiter = build_rate_limiter(settings)
+    app.add_middleware(RateLimitHeadersMiddleware)
