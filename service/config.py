@@ -84,7 +84,7 @@ class Settings(BaseSettings):
         default=64, ge=0, description="Requests that may wait for a slot; more get 503 at once."
     )
     shed_max_queue_wait_s: PositiveFloat = Field(
-        default=0.25, description="Longest wait for a slot [s] before the request gets 503."
+        default=0.1, description="Longest wait for a slot [s] before the request gets 503."
     )
     shed_retry_after_s: PositiveInt = 1
     log_level: str = "INFO"

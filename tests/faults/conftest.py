@@ -13,7 +13,7 @@ import pytest
 # The API tests' helpers (apps over a migrated database, request bodies, the TCP proxy).
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "api"))
 
-from service.db import migrate  # noqa: E402
+from service.db import migrate
 
 
 @pytest.fixture(scope="module")
