@@ -10,15 +10,13 @@ Bound on an estimate: one lock wait (busy/statement timeout, LOCK_WAIT_S) per da
 
 from __future__ import annotations
 
-import sqlite3
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from api_support import example_body, running_client
-from sqlalchemy import create_engine, func, make_url, select, text
+from locking import database_locked
+from sqlalchemy import create_engine, func, select
 
 from service.db.models import Quote
 from service.quoting import SPOOLED_WARNING
@@ -26,30 +24,6 @@ from service.quoting import SPOOLED_WARNING
 LOCK_WAIT_S = 0.3
 ESTIMATE_BOUND_S = 3 * LOCK_WAIT_S + 1.0
 OBSERVATION = {"gpu_j": 5.0, "measured_with": "nvml", "measured_at": "2026-11-22T10:00:00Z"}
-
-
-@contextmanager
-def database_locked(database_url: str) -> Iterator[None]:
-    """Another client holds the write lock (SQLite) or the quotes table (PostgreSQL)."""
-    if make_url(database_url).get_backend_name() == "sqlite":
-        path = make_url(database_url).database
-        assert path is not None
-        blocker = sqlite3.connect(path, timeout=1, isolation_level=None)
-        blocker.execute("BEGIN IMMEDIATE")
-        try:
-            yield
-        finally:
-            blocker.execute("ROLLBACK")
-            blocker.close()
-        return
-    engine = create_engine(database_url)
-    try:
-        with engine.connect() as connection:
-            connection.execute(text("LOCK TABLE quotes IN ACCESS EXCLUSIVE MODE"))
-            yield
-            connection.rollback()
-    finally:
-        engine.dispose()
 
 
 def stored_copies(database_url: str, quote_ids: list[str]) -> int:

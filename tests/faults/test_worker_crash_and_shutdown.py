@@ -4,9 +4,7 @@ finish within the grace period before the process exits."""
 
 from __future__ import annotations
 
-import os
 import signal
-import sqlite3
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -15,7 +13,8 @@ from pathlib import Path
 import httpx
 import pytest
 from api_support import count_quotes, example_body
-from sqlalchemy import create_engine, func, make_url, select
+from locking import database_locked
+from sqlalchemy import create_engine, func, select
 from uvicorn_support import GRACE_S, running_worker, worker_settings
 
 from service.db.models import Quote
@@ -106,21 +105,21 @@ def stored_rows_per_key(database_url: str) -> dict[str, int]:
         engine.dispose()
 
 
-@pytest.mark.skipif(bool(os.environ.get("TEST_DATABASE_URL")), reason="holds a SQLite lock")
 def test_sigterm_lets_the_request_in_flight_finish(database_url: str, tmp_path: Path) -> None:
-    """The request is held in flight by a SQLite write lock taken by the test; SIGTERM arrives,
-    the lock is released 1 s later, and the request is answered (its quote stored) before the
-    process exits, well within the grace period; new connections are refused meanwhile."""
-    settings = worker_settings(database_url, QUOTES_SQLITE_BUSY_TIMEOUT_MS="4000")
-    settings["QUOTES_IDEMPOTENCY_LEASE_S"] = "10"
-    path = make_url(database_url).database
-    assert path is not None
+    """The request is held in flight by a write lock taken by the test (SQLite: BEGIN
+    IMMEDIATE; PostgreSQL: LOCK TABLE quotes); SIGTERM arrives, the lock is released 1 s later,
+    and the request is answered (its quote stored) before the process exits, well within the
+    grace period; new connections are refused meanwhile."""
+    settings = worker_settings(
+        database_url,
+        QUOTES_SQLITE_BUSY_TIMEOUT_MS="4000",
+        QUOTES_DB_STATEMENT_TIMEOUT_MS="4000",
+        QUOTES_IDEMPOTENCY_LEASE_S="10",
+    )
     with running_worker(settings, tmp_path / "uvicorn.log") as worker:
         metrics_url = f"{worker.url}/metrics"
-        blocker = sqlite3.connect(path, timeout=1, isolation_level=None)
-        blocker.execute("BEGIN IMMEDIATE")
-        try:
-            with ThreadPoolExecutor(1) as pool:
+        with ThreadPoolExecutor(1) as pool:
+            with database_locked(database_url):  # released before the pool is joined
                 in_flight = pool.submit(
                     httpx.post, f"{worker.url}/v1/estimate", json=example_body(), timeout=15
                 )
@@ -134,10 +133,7 @@ def test_sigterm_lets_the_request_in_flight_finish(database_url: str, tmp_path: 
                 assert worker.process.poll() is None, "the worker exited with a request in flight"
                 with pytest.raises(httpx.TransportError):
                     httpx.get(f"{worker.url}/v1/health", timeout=1)
-                blocker.execute("ROLLBACK")
-                response = in_flight.result(timeout=10)
-        finally:
-            blocker.close()
+            response = in_flight.result(timeout=10)
         exit_code = worker.process.wait(timeout=GRACE_S + 5)
         exited_after_s = time.monotonic() - signalled
     assert response.status_code == 200, response.text
