@@ -18,6 +18,8 @@ import datetime
 import json
 import random
 import shlex
+import socket
+import subprocess
 import sys
 import tempfile
 import time
@@ -27,11 +29,12 @@ import uvloop
 from load.bodies import encoded_post, estimate_body
 from load.open_loop import StepResult, answering_requests, percentile, run_step
 from load.report import P99_GOAL_S, ceiling_per_s, machine_line, plot, step_table
-from load.server import uvicorn_server
+from load.server import cpu_seconds, free_port, uvicorn_server
 
 from service.db import migrate
 
 DEFAULT_RATES = "250,500,750,1000,1500,2000,2500"
+STATIC_SERVER = Path(__file__).parent / "load" / "static_server.py"
 HOST = "127.0.0.1"
 
 
@@ -84,7 +87,41 @@ def command_line(args: argparse.Namespace) -> str:
     ).replace(f"--postgres-url={args.postgres_url}", "--postgres-url=$POSTGRES_URL")
 
 
-def write_report(results: dict[str, list[StepResult]], args: argparse.Namespace) -> None:
+def generator_check(args: argparse.Namespace) -> list[StepResult]:
+    """The generator against a static responder (load/static_server.py): the rates it can offer
+    and its own CPU, with (almost) no server cost, i.e. the floor of what it measures."""
+    port = free_port()
+    responder = subprocess.Popen([sys.executable, str(STATIC_SERVER), str(port)])
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                socket.create_connection((HOST, port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "the static responder did not start"
+                time.sleep(0.1)
+        body = {"model": "static", "workload": {"batch_size": 1}}
+        requests = [encoded_post("/v1/estimate", body, f"{HOST}:{port}")]
+        steps = []
+        for rate in args.generator_check_rates:
+            before = cpu_seconds([responder.pid])
+            step = asyncio.run(
+                run_step(HOST, port, requests, rate, min(args.step_s, 10.0), args.connections)
+            )
+            step.server_cpu_s = cpu_seconds([responder.pid]) - before
+            steps.append(step)
+            print(f"[generator check] {rate:g}/s: {step.achieved_per_s:.0f}/s answered, "
+                  f"generator CPU {100 * step.generator_cpu_s / step.wall_s:.0f} %")  # fmt: skip
+        return steps
+    finally:
+        responder.kill()
+        responder.wait()
+
+
+def write_report(
+    results: dict[str, list[StepResult]], check: list[StepResult], args: argparse.Namespace
+) -> None:
     output: Path = args.output
     plot_path = output.with_suffix(".png")
     plot(results, plot_path)
@@ -123,6 +160,18 @@ def write_report(results: dict[str, list[StepResult]], args: argparse.Namespace)
             "",
         ]
     lines += [f"![latency percentiles vs offered rate]({plot_path.name})", ""]
+    if check:
+        lines += [
+            "## The generator alone (static responder)",
+            "",
+            "The same generator and connection pool against `bench/load/static_server.py`, a "
+            "uvloop responder answering every request with a fixed 200 at almost no cost: what "
+            "the generator can offer on this machine, at what CPU of its own, and the latency "
+            "floor it measures (the machine's scheduling noise included).",
+            "",
+            *step_table(check),
+            "",
+        ]
     output.write_text("\n".join(lines) + "\n", encoding="utf-8")
     raw = {
         database: [
@@ -154,11 +203,18 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=256, help="keep-alive connections")
     parser.add_argument("--bodies", type=int, default=400, help="distinct request bodies")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--generator-check-rates", default="1000,2000,4000", help="rates offered to a static "
+        "responder to show the generator's own capacity and CPU; empty to skip",
+    )  # fmt: skip
     parser.add_argument("--output", type=Path, default=Path("bench/results/load.md"))
     args = parser.parse_args()
     args.rates = [float(rate) for rate in args.rates.split(",")]
+    checks = args.generator_check_rates.split(",") if args.generator_check_rates else []
+    args.generator_check_rates = [float(rate) for rate in checks]
     uvloop.install()
     results: dict[str, list[StepResult]] = {}
+    check = generator_check(args)
     with tempfile.TemporaryDirectory(prefix="load-test-") as scratch:
         log = Path(scratch) / "uvicorn.log"
         if not args.skip_sqlite:
@@ -167,7 +223,7 @@ def main() -> None:
         if args.postgres_url:
             results["PostgreSQL"] = run_database("PostgreSQL", args.postgres_url, args, log)
         print(log.read_text(errors="replace")[-3000:])
-    write_report(results, args)
+    write_report(results, check, args)
 
 
 if __name__ == "__main__":

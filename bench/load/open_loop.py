@@ -72,13 +72,13 @@ async def run_step(
     drain_s: float = 10.0,
 ) -> StepResult:
     """Offer `rate_per_s` requests per second (cycling through `requests`) for `duration_s`."""
-    loop = asyncio.get_running_loop()
+    clock = time.perf_counter  # uvloop's loop.time() is cached per iteration, at 1 ms resolution
     scheduled = int(rate_per_s * duration_s)
     result = StepResult(rate_per_s, duration_s, scheduled)
     pool = [await HttpConnection.open(host, port) for _ in range(connections)]
     indices = itertools.count()
     cpu_before = resource.getrusage(resource.RUSAGE_SELF)
-    start = loop.time() + 0.05
+    start = clock() + 0.05
     deadline = start + duration_s + drain_s
 
     async def sender(connection: HttpConnection) -> None:
@@ -86,10 +86,10 @@ async def run_step(
             if index >= scheduled:
                 return
             due = start + index / rate_per_s
-            delay = due - loop.time()
+            delay = due - clock()
             if delay > 0:
                 await asyncio.sleep(delay)
-            elif loop.time() > deadline:
+            elif clock() > deadline:
                 result.unsent += 1
                 continue
             try:
@@ -99,11 +99,10 @@ async def run_step(
             except (ConnectionLost, OSError):
                 result.errors += 1
                 continue
-            _classify(result, status, body, loop.time() - due)
+            _classify(result, status, body, clock() - due)
 
-    wall_start = time.monotonic()
     await asyncio.gather(*(sender(connection) for connection in pool))
-    result.wall_s = max(duration_s, time.monotonic() - wall_start - 0.05)
+    result.wall_s = max(duration_s, clock() - start)
     cpu_after = resource.getrusage(resource.RUSAGE_SELF)
     result.generator_cpu_s = (cpu_after.ru_utime - cpu_before.ru_utime) + (
         cpu_after.ru_stime - cpu_before.ru_stime
