@@ -33,7 +33,7 @@ from load.server import cpu_seconds, free_port, uvicorn_server
 
 from service.db import migrate
 
-DEFAULT_RATES = "250,500,750,1000,1500,2000,2500"
+DEFAULT_RATES = "50,100,200,400,700,1000,1500,2000"
 STATIC_SERVER = Path(__file__).parent / "load" / "static_server.py"
 HOST = "127.0.0.1"
 
@@ -178,6 +178,7 @@ def write_report(
             {
                 "offered_per_s": s.offered_per_s, "achieved_per_s": s.achieved_per_s,
                 "ok": s.ok, "shed": s.shed, "errors": s.errors, "unsent": s.unsent,
+                "error_kinds": dict(s.error_kinds),
                 "p50_s": percentile(s.latencies_ok_s, 0.5),
                 "p99_s": percentile(s.latencies_ok_s, 0.99),
                 "p999_s": percentile(s.latencies_ok_s, 0.999),

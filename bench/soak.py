@@ -1,6 +1,6 @@
 """Memory soak: RSS of one uvicorn worker under a steady open-loop estimate rate.
 
-    python bench/soak.py [--minutes 10] [--rate 100] [--sample-s 5] [--postgres-url URL]
+    python bench/soak.py [--minutes 10] [--rate 50] [--sample-s 5] [--postgres-url URL]
                          [--output bench/results/soak.md]
 
 One worker (`--workers 1`, so the worker is the uvicorn process itself), SQLite in a temporary
@@ -71,7 +71,7 @@ def plot(samples: list[tuple[float, int]], path: Path, rate: float) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--minutes", type=float, default=10.0)
-    parser.add_argument("--rate", type=float, default=100.0, help="offered estimates/s")
+    parser.add_argument("--rate", type=float, default=50.0, help="offered estimates/s")
     parser.add_argument("--sample-s", type=float, default=5.0)
     parser.add_argument("--postgres-url")
     parser.add_argument("--connections", type=int, default=32)

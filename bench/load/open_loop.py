@@ -11,6 +11,7 @@ import itertools
 import json
 import resource
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -26,6 +27,7 @@ class StepResult:
     latencies_all_s: list[float] = field(default_factory=list)
     shed: int = 0  # 503 overloaded (answered fast, by design)
     errors: int = 0  # any other non-2xx status, or a connection error
+    error_kinds: Counter[str] = field(default_factory=Counter)  # status code or "connection"
     unsent: int = 0  # due in the step but not sent before the drain deadline
     stored: int = 0  # 200 with a quote id
     generator_cpu_s: float = 0.0
@@ -60,6 +62,7 @@ def _classify(result: StepResult, status: int, body: bytes, latency_s: float) ->
         result.shed += 1
     else:
         result.errors += 1
+        result.error_kinds[str(status)] += 1
 
 
 async def run_step(
@@ -98,6 +101,7 @@ async def run_step(
                 status, body = await connection.request(requests[index % len(requests)])
             except (ConnectionLost, OSError):
                 result.errors += 1
+                result.error_kinds["connection"] += 1
                 continue
             _classify(result, status, body, clock() - due)
 

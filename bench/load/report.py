@@ -21,7 +21,8 @@ def machine_line() -> str:
             model = line.split(":", 1)[1].strip()
             break
     system = f"Linux {platform.release()}, Python {platform.python_version()}"
-    return f"{model}, {os.cpu_count()} logical CPUs, {system}"
+    load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
+    return f"{model}, {os.cpu_count()} logical CPUs, {system}; load average at start {load}"
 
 
 def sustained(step: StepResult) -> bool:
@@ -43,6 +44,11 @@ def _ms(seconds: float) -> str:
     return "-" if math.isnan(seconds) else f"{seconds * 1000:.1f}"
 
 
+def _errors(step: StepResult) -> str:
+    kinds = ", ".join(f"{count}x {kind}" for kind, count in sorted(step.error_kinds.items()))
+    return f"{step.errors} ({kinds})" if kinds else str(step.errors)
+
+
 def step_table(steps: Sequence[StepResult]) -> list[str]:
     lines = [
         "| offered /s | achieved 200/s | p50 ms | p99 ms | p99.9 ms | max ms | 200 | stored "
@@ -57,7 +63,7 @@ def step_table(steps: Sequence[StepResult]) -> list[str]:
             f"| {step.offered_per_s:g} | {step.achieved_per_s:.0f} | {_ms(percentile(lat, 0.5))} "
             f"| {_ms(percentile(lat, 0.99))} | {_ms(percentile(lat, 0.999))} "
             f"| {_ms(max(lat, default=math.nan))} | {step.ok} | {step.stored} | {step.shed} "
-            f"| {step.errors} | {step.unsent} | {server_us:.0f} "
+            f"| {_errors(step)} | {step.unsent} | {server_us:.0f} "
             f"| {100 * step.generator_cpu_s / step.wall_s:.0f} |"
         )
     return lines
@@ -69,7 +75,7 @@ def plot(results: Mapping[str, Sequence[StepResult]], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, axis = plt.subplots(figsize=(7.5, 4.5))
+    figure, (axis, rates_axis) = plt.subplots(1, 2, figsize=(12, 4.5))
     styles = {"p50": ":", "p99": "-", "p99.9": "--"}
     for (database, steps), color in zip(results.items(), ("tab:blue", "tab:orange"), strict=False):
         rates = [step.offered_per_s for step in steps]
@@ -77,13 +83,22 @@ def plot(results: Mapping[str, Sequence[StepResult]], path: Path) -> None:
             values = [percentile(step.latencies_ok_s, fraction) * 1000 for step in steps]
             axis.plot(rates, values, styles[name], marker="o", color=color,
                       label=f"{database} {name}")  # fmt: skip
+        rates_axis.plot(rates, [step.achieved_per_s for step in steps], "-", marker="o",
+                        color=color, label=f"{database} answered 200/s")  # fmt: skip
+        rates_axis.plot(rates, [step.shed / step.wall_s for step in steps], "--", marker="x",
+                        color=color, label=f"{database} shed 503/s")  # fmt: skip
     axis.axhline(P99_GOAL_S * 1000, color="grey", linewidth=0.8)
     axis.set_yscale("log")
     axis.set_xlabel("offered rate [estimates/s]")
     axis.set_ylabel("latency of 200 answers, from due time [ms]")
-    axis.set_title("POST /v1/estimate, open loop, uvicorn on this machine")
+    axis.set_title("Latency percentiles (grey: 10 ms p99 goal)")
     axis.legend(fontsize=8)
     axis.grid(True, which="both", alpha=0.3)
+    rates_axis.set_xlabel("offered rate [estimates/s]")
+    rates_axis.set_ylabel("answers per second")
+    rates_axis.set_title("Answered and shed")
+    rates_axis.legend(fontsize=8)
+    rates_axis.grid(True, alpha=0.3)
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)
