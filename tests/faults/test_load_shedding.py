@@ -13,9 +13,9 @@ import pytest
 from api_support import example_body, running_client, services_of
 from httpx import Response
 
-from service.api.load_shedding import ConcurrencyGate
+from service.api.load_shedding import ConcurrencyGate, LoadSheddingMiddleware
 
-SHED_FAST_S = 0.1  # a full queue is refused without waiting
+SHED_FAST_S = 0.2  # a full queue is refused without waiting (the held ones wait 0.3 s)
 
 
 def test_gate_hands_slots_over_first_in_first_out() -> None:
@@ -69,6 +69,14 @@ def test_a_cancelled_waiter_gives_its_slot_back() -> None:
     assert asyncio.run(scenario()) == (0, 0)
 
 
+def shedding_gate(app: Any) -> ConcurrencyGate:
+    """The gate of the app's LoadSheddingMiddleware (its middleware stack is built by now)."""
+    layer = app.middleware_stack
+    while not isinstance(layer, LoadSheddingMiddleware):
+        layer = layer.app
+    return layer.gate
+
+
 def test_overload_is_shed_fast_and_health_stays_up(database_url: str) -> None:
     """Two slots, one queue place, 0.3 s wait: two held estimates fill the slots, a third waits
     and is shed after 0.3 s, a fourth finds the queue full and is shed at once."""
@@ -96,7 +104,11 @@ def test_overload_is_shed_fast_and_health_stays_up(database_url: str) -> None:
             for _ in range(2):
                 assert entered.acquire(timeout=5), "the held estimates did not start"
             queued = pool.submit(post)
-            time.sleep(0.05)  # it is waiting for a slot now
+            gate = shedding_gate(client.app)
+            deadline = time.monotonic() + 5
+            while gate.queued < 1:  # until it waits for a slot
+                assert time.monotonic() < deadline, "the third request did not queue"
+                time.sleep(0.005)
             full_s, full = post()
             health = client.get("/v1/health")
             queued_s, queued_response = queued.result(timeout=5)
