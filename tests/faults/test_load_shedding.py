@@ -15,7 +15,7 @@ from httpx import Response
 
 from service.api.load_shedding import ConcurrencyGate, LoadSheddingMiddleware
 
-SHED_FAST_S = 0.2  # a full queue is refused without waiting (the held ones wait 0.3 s)
+SHED_FAST_S = 0.2  # a full queue is refused without waiting (a queued one waits 0.3 s)
 
 
 def test_gate_hands_slots_over_first_in_first_out() -> None:
