@@ -86,6 +86,20 @@ class Settings(BaseSettings):
     onnx_metadata_path: Path | None = None
     onnx_intra_op_threads: PositiveInt = 1
     onnx_inter_op_threads: PositiveInt = 1
+    # Overload shedding, per worker process (service/api/load_shedding.py).
+    shed_max_concurrent: int = Field(
+        default=8,
+        ge=0,
+        description="Requests a worker processes at once; 0 turns shedding off. Estimates are "
+        "CPU-bound under one GIL: more at once only adds latency to each.",
+    )
+    shed_max_queued: int = Field(
+        default=64, ge=0, description="Requests that may wait for a slot; more get 503 at once."
+    )
+    shed_max_queue_wait_s: PositiveFloat = Field(
+        default=0.1, description="Longest wait for a slot [s] before the request gets 503."
+    )
+    shed_retry_after_s: PositiveInt = 1
     log_level: str = "INFO"
     # Per-key rate limits (service/api/rate_limit.py), per process: requests per window by the
     # scope a route requires. Given scopes override these defaults; 0 leaves a scope unlimited.

@@ -11,6 +11,7 @@ from fastapi import FastAPI
 from sqlalchemy.exc import OperationalError
 
 from service.api.deps import AppServices
+from service.api.load_shedding import LoadSheddingMiddleware
 from service.api.middleware import BodyLimitMiddleware, MetricsMiddleware
 from service.api.openapi import QuotesAPI
 from service.api.problems import install_problem_handlers
@@ -123,6 +124,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.metrics = Metrics()
     install_problem_handlers(app)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
+    if settings.shed_max_concurrent > 0:  # inside the metrics: shed requests are counted
+        app.add_middleware(
+            LoadSheddingMiddleware,
+            max_concurrent=settings.shed_max_concurrent,
+            max_queued=settings.shed_max_queued,
+            max_queue_wait_s=settings.shed_max_queue_wait_s,
+            retry_after_s=settings.shed_retry_after_s,
+        )
     app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
     install_rate_limits(app, settings)
     for module in (estimate, quotes, calibrations, catalog, health):

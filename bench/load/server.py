@@ -1,0 +1,118 @@
+"""A real `uvicorn service.main:app` in a subprocess, and the CPU time its processes used."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+CLOCK_TICKS_PER_S = os.sysconf("SC_CLK_TCK")
+PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def uvicorn_command(port: int, workers: int) -> list[str]:
+    return [
+        sys.executable, "-m", "uvicorn", "service.main:app",
+        "--host", "127.0.0.1", "--port", str(port),
+        "--loop", "uvloop", "--http", "httptools",
+        "--workers", str(workers), "--no-access-log", "--log-level", "warning",
+        "--timeout-graceful-shutdown", "10",
+    ]  # fmt: skip
+
+
+def process_tree(root_pid: int) -> list[int]:
+    """`root_pid` and its children (uvicorn's master and its worker processes)."""
+    children = Path(f"/proc/{root_pid}/task/{root_pid}/children")
+    try:
+        return [root_pid, *(int(pid) for pid in children.read_text().split())]
+    except FileNotFoundError:
+        return [root_pid]
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU time [s] of the given processes (from /proc/<pid>/stat)."""
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except FileNotFoundError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14, 15 of stat)
+    return total / CLOCK_TICKS_PER_S
+
+
+def rss_bytes(pid: int) -> int:
+    """Resident set size [bytes] of one process (from /proc/<pid>/statm)."""
+    return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE_BYTES
+
+
+@dataclass
+class RunningServer:
+    process: subprocess.Popen[bytes]
+    port: int
+
+    @property
+    def pids(self) -> list[int]:
+        return process_tree(self.process.pid)
+
+    @property
+    def worker_pids(self) -> list[int]:
+        pids = self.pids
+        return pids[1:] or pids  # one worker runs in the master process itself
+
+    def cpu_seconds(self) -> float:
+        return cpu_seconds(self.pids)
+
+
+def wait_until_up(port: int, process: subprocess.Popen[bytes], timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"uvicorn exited with {process.returncode} at start-up")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/health", timeout=2):
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError("uvicorn did not answer /v1/health in time")
+
+
+@contextmanager
+def uvicorn_server(env: Mapping[str, str], workers: int, log_path: Path) -> Iterator[RunningServer]:
+    """Start uvicorn with `env` (QUOTES_* settings) and stop it with SIGTERM afterwards."""
+    port = free_port()
+    environment = {**os.environ, "PYTHONPATH": str(REPOSITORY), **env}
+    with log_path.open("ab") as log:
+        process = subprocess.Popen(
+            uvicorn_command(port, workers), cwd=REPOSITORY, env=environment,
+            stdout=log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    try:
+        wait_until_up(port, process)
+        if workers > 1:  # every worker has loaded its model before the clock starts
+            deadline = time.monotonic() + 60
+            while len(process_tree(process.pid)) < workers + 1 and time.monotonic() < deadline:
+                time.sleep(0.2)
+        yield RunningServer(process, port)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
