@@ -77,16 +77,24 @@ class _KnownKey:
     principal: Principal
     sha256: str
     revoked: bool
+    checked_at: float = 0.0  # time.monotonic() of the database read [s]
+
+
+NEEDS_DATABASE = object()
+"""What the cached checks answer when only the database can tell."""
 
 
 class KeyStore:
     """Checks bearer keys against the database, falling back to keys it has already seen
     (so estimates keep working while the database is away)."""
 
-    def __init__(self, database: Database, *, require_key: bool, mode_ttl_s: float) -> None:
+    def __init__(
+        self, database: Database, *, require_key: bool, mode_ttl_s: float, key_ttl_s: float = 0.0
+    ) -> None:
         self.database = database
         self.require_key = require_key
         self.mode_ttl_s = mode_ttl_s
+        self.key_ttl_s = key_ttl_s
         self._known: dict[str, _KnownKey] = {}
         self._any_key: bool | None = None
         self._checked_at = 0.0
@@ -109,12 +117,36 @@ class KeyStore:
                 logger.warning("could not re-check for API keys; keeping the last answer")
         return not self._any_key
 
+    def cached_open_mode(self) -> bool | object:
+        """`open_mode()` when it needs no database read, else NEEDS_DATABASE."""
+        if self.require_key or self._any_key:
+            return False
+        if self._any_key is None or time.monotonic() - self._checked_at >= self.mode_ttl_s:
+            return NEEDS_DATABASE
+        return not self._any_key
+
     def authenticate(self, secret: str) -> Principal | None:
-        """The principal of a valid, unrevoked key; None otherwise."""
+        """The principal of a valid, unrevoked key; None otherwise (reads the database)."""
         prefix = key_prefix(secret)
         if prefix is None:
             return None
-        known = self._lookup(prefix)
+        return self._check(self._lookup(prefix), secret)
+
+    def cached_authenticate(self, secret: str) -> Principal | object | None:
+        """`authenticate()` from a key read within `key_ttl_s`, else NEEDS_DATABASE.
+
+        The cache keeps the estimate path off the database: a key revoked in the database is
+        refused by every worker within `key_ttl_s` seconds."""
+        prefix = key_prefix(secret)
+        if prefix is None:
+            return None
+        known = self._known.get(prefix)
+        if known is None or time.monotonic() - known.checked_at >= self.key_ttl_s:
+            return NEEDS_DATABASE
+        return self._check(known, secret)
+
+    @staticmethod
+    def _check(known: _KnownKey | None, secret: str) -> Principal | None:
         if known is None or known.revoked:
             return None
         if not hmac.compare_digest(known.sha256, hash_key(secret)):
@@ -131,7 +163,9 @@ class KeyStore:
         if row is None:
             return None
         principal = Principal(row.tenant, parse_scopes(row.scopes), row.prefix)
-        known = _KnownKey(principal, row.key_sha256, row.revoked_at is not None)
+        known = _KnownKey(
+            principal, row.key_sha256, row.revoked_at is not None, checked_at=time.monotonic()
+        )
         with self._lock:
             self._known[prefix] = known
         return known

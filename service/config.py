@@ -55,6 +55,12 @@ class Settings(BaseSettings):
     api_key_mode_ttl_s: float = Field(
         default=5.0, ge=0, description="How long the 'any key configured?' answer is cached [s]."
     )
+    api_key_cache_s: float = Field(
+        default=5.0,
+        ge=0,
+        description="How long a worker trusts a key it read from the database [s]: a revoked key "
+        "is refused everywhere within this time. 0 reads the database on every request.",
+    )
     spool_dir: Path | None = Field(
         default=None,
         description="Durable local spool for quotes the database refuses (a persistent volume); "

@@ -71,7 +71,10 @@ def build_services(settings: Settings, metrics: Metrics) -> AppServices:
     database = Database(settings)
     estimator = Estimator.from_catalogues(regressor=load_regressor(settings))
     keys = KeyStore(
-        database, require_key=settings.require_api_key, mode_ttl_s=settings.api_key_mode_ttl_s
+        database,
+        require_key=settings.require_api_key,
+        mode_ttl_s=settings.api_key_mode_ttl_s,
+        key_ttl_s=settings.api_key_cache_s,
     )
     spool = QuoteSpool(settings.spool_dir) if settings.spool_dir is not None else None
     store = QuoteStore(database, spool, claim_lease_s=settings.idempotency_lease_s)

@@ -7,11 +7,12 @@ from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import Depends, Header, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session
 
 from service.api.rate_limit import STATE_KEY, RateLimiter
-from service.auth import DEV_PRINCIPAL, KeyStore, Principal
+from service.auth import DEV_PRINCIPAL, NEEDS_DATABASE, KeyStore, Principal
 from service.calibrating import CalibrationRegistry
 from service.config import Settings
 from service.db.engine import Database
@@ -34,7 +35,11 @@ class AppServices:
     calibrations: CalibrationRegistry
 
 
-def get_services(request: Request) -> AppServices:
+# Dependencies that only read memory are `async def`: FastAPI runs a sync dependency in the
+# thread pool, a hop that costs more than the work on the estimate's hot path.
+
+
+async def get_services(request: Request) -> AppServices:
     services: AppServices = request.app.state.services
     return services
 
@@ -42,11 +47,11 @@ def get_services(request: Request) -> AppServices:
 ServicesDep = Annotated[AppServices, Depends(get_services)]
 
 
-def get_estimator(services: ServicesDep) -> Estimator:
+async def get_estimator(services: ServicesDep) -> Estimator:
     return services.estimator
 
 
-def get_quote_service(services: ServicesDep) -> QuoteService:
+async def get_quote_service(services: ServicesDep) -> QuoteService:
     return services.quotes
 
 
@@ -83,20 +88,29 @@ IdempotencyKeyHeader = Annotated[
 bearer_scheme = HTTPBearer(auto_error=False, description="API key: `Authorization: Bearer <key>`")
 
 
-def get_principal(
+async def get_principal(
     services: ServicesDep,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer_scheme)],
 ) -> Principal:
-    """The tenant behind the bearer key; the dev tenant while no key is configured at all."""
+    """The tenant behind the bearer key; the dev tenant while no key is configured at all.
+
+    Answered from the key store's cache when it is fresh; only a database read goes to the
+    thread pool."""
+    keys = services.keys
     if credentials is None:
-        if services.keys.open_mode():
+        open_mode = keys.cached_open_mode()
+        if open_mode is NEEDS_DATABASE:
+            open_mode = await run_in_threadpool(keys.open_mode)
+        if open_mode:
             return DEV_PRINCIPAL
         raise Unauthorized(
             "an API key is required: send `Authorization: Bearer <key>`",
             headers={"WWW-Authenticate": "Bearer"},
         )
-    principal = services.keys.authenticate(credentials.credentials)
-    if principal is None:
+    principal = keys.cached_authenticate(credentials.credentials)
+    if principal is NEEDS_DATABASE:
+        principal = await run_in_threadpool(keys.authenticate, credentials.credentials)
+    if not isinstance(principal, Principal):
         raise Unauthorized(
             "the API key is unknown or revoked",
             headers={"WWW-Authenticate": 'Bearer error="invalid_token"'},
@@ -111,7 +125,7 @@ class RequireScope:
 
     scope: str
 
-    def __call__(
+    async def __call__(
         self, request: Request, principal: Annotated[Principal, Depends(get_principal)]
     ) -> Principal:
         limiter: RateLimiter | None = getattr(request.app.state, "rate_limiter", None)
@@ -126,7 +140,7 @@ class RequireScope:
         return principal
 
 
-def public_route() -> None:
+async def public_route() -> None:
     """Marks a router's routes as public (no key, no rate limit): see `service.api.access`."""
 
 

@@ -38,6 +38,7 @@ def make_settings(database_url: str, **overrides: Any) -> Settings:
         "database_url": database_url,
         "run_migrations_on_start": False,
         "api_key_mode_ttl_s": 0.0,
+        "api_key_cache_s": 0.0,  # revocation tests see the database at once
         "sqlite_busy_timeout_ms": 500,
         "db_connect_timeout_s": 1.0,
         "billing_settle_s": 0.0,  # the concurrent-insert test sets a real settle window

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -80,6 +81,28 @@ def test_revoked_key_is_refused(
     database.dispose()
     refused = client.post("/v1/estimate", json=example_body(), headers=bearer(keys["revoked"]))
     assert refused.status_code == 401
+
+
+def test_a_cached_key_is_revoked_everywhere_within_the_cache_time(database_url: str) -> None:
+    key = create_key(database_url, "acme", "estimate")
+    cache_s = 0.5
+    with running_client(database_url, api_key_cache_s=cache_s) as cached_client:
+        assert quote(cached_client, key)["quote_id"]  # read from the database, now cached
+        database = Database(make_settings(database_url))
+        with database.sessions.begin() as session:
+            row = ApiKeyRepository(session).by_prefix(key_prefix(key) or "")
+            assert row is not None
+            row.revoked_at = utc_now()
+        database.dispose()
+        revoked_at = time.monotonic()
+        # Within the cache time the worker still trusts what it read (no database read)...
+        still = cached_client.post("/v1/estimate", json=example_body(), headers=bearer(key))
+        if time.monotonic() - revoked_at < cache_s:
+            assert still.status_code == 200
+        time.sleep(cache_s)
+        # ...and once it has passed, the key is refused.
+        refused = cached_client.post("/v1/estimate", json=example_body(), headers=bearer(key))
+        assert refused.status_code == 401
 
 
 def test_a_tenant_cannot_see_another_tenants_quote(
