@@ -8,9 +8,11 @@ from service.core.counts import AttentionSpan, PassShape, padded_rows
 from service.core.errors import InvalidParallelism, InvalidWorkload
 from service.core.kernel_table import KernelTable
 from service.core.memory import check_fits, memory_footprint
+from service.core.moe import expert_terms
 from service.core.phase import ContextRange, PhaseContext, PhaseRequest, phase_kernel_tables
 from service.core.plan import cost_plan
 from service.core.results import Phase, PhaseCost, RequestEstimate
+from service.core.shards import ShardShapes
 from service.core.workload import Deployment, Workload
 
 
@@ -41,7 +43,7 @@ def estimate_request(
         check_fits(footprint, deployment)
     roofline = coefficients.roofline
     requests = tuple(
-        _phase_request(arch, workload, deployment, phase, roofline.gemm_tile_m)
+        _phase_request(arch, plan.shapes, workload, deployment, phase, roofline.gemm_tile_m)
         for phase in (Phase.PREFILL, Phase.DECODE)
     )
     contexts = (
@@ -86,7 +88,12 @@ def validate_workload(arch: ModelArchitecture, workload: Workload) -> None:
 
 
 def _phase_request(
-    arch: ModelArchitecture, workload: Workload, deployment: Deployment, phase: Phase, tile_m: int
+    arch: ModelArchitecture,
+    shapes: ShardShapes,
+    workload: Workload,
+    deployment: Deployment,
+    phase: Phase,
+    tile_m: int,
 ) -> PhaseRequest:
     """The BASIS terms of one phase of `workload` (see service.core.plan)."""
     batch, prompt = workload.batch_size, workload.prompt_tokens
@@ -117,7 +124,16 @@ def _phase_request(
             prompt + 1, prompt + workload.output_tokens - 1, arch.sliding_window_tokens
         )
         steps = contexts.steps
-    padded = [basis[0], padded_rows(basis[1], tile_m), padded_rows(basis[2], tile_m), *basis[3:]]
+    experts = expert_terms(arch, shapes, shape.tokens, tile_m)
+    basis += [experts.rows, experts.touched]
+    padded = [
+        basis[0],
+        padded_rows(basis[1], tile_m),
+        padded_rows(basis[2], tile_m),
+        *basis[3:9],
+        experts.padded_rows,
+        experts.touched,
+    ]
     return PhaseRequest(tuple(basis), tuple(padded), steps, shape, contexts, batch)
 
 

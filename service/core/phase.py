@@ -16,7 +16,6 @@ import numpy.typing as npt
 from service.core.coefficients import PowerCoefficients
 from service.core.counts import PassShape
 from service.core.kernel_table import KernelTable
-from service.core.kernel_work import kernel_work
 from service.core.plan import BASIS, CostPlan
 from service.core.results import Phase
 from service.core.roofline import sum_affine, sum_max_affine
@@ -79,13 +78,6 @@ def phase_kernel_tables(
     # Per kernel, unit (tensor, CUDA core, special function, memory, network) and phase:
     # seconds of one execution.
     unit = plan.seconds_per_unit @ terms
-    nonlinear = {
-        (i, p): np.asarray(kernel_work(plan.nodes[i], plan.arch, plan.shapes, r.shape))
-        for i in plan.nonlinear
-        for p, r in enumerate(requests)
-    }
-    for (i, p), work in nonlinear.items():
-        unit[i, :, p] = work @ plan.seconds_per_count[plan.streaming[i]]
     scale = plan.layers[:, None] * steps
     time_s = (unit.max(axis=1) + launch) * scale
     compute_s = unit[:, :3].max(axis=1) * scale
@@ -123,7 +115,7 @@ def phase_kernel_tables(
             network_s=network_s[:, p],
             compute_key=plan.compute_key,
             gpu=gpu,
-            counts=PhaseCounts(plan, request, {i: w for (i, q), w in nonlinear.items() if q == p}),
+            counts=PhaseCounts(plan, request),
         )
         for p, (request, ctx) in enumerate(zip(requests, contexts, strict=True))
     )
@@ -135,7 +127,6 @@ class PhaseCounts:
 
     plan: CostPlan
     request: PhaseRequest
-    nonlinear_work: dict[int, FloatArray]
 
     def totals_matrix(self) -> FloatArray:
         """(kernels, WORK_FIELDS) counts summed over the phase's executions and all GPUs."""
@@ -143,8 +134,6 @@ class PhaseCounts:
         basis_sum, padded_sum = _phase_sums(self.request)
         totals = plan.work_per_unit @ basis_sum
         totals[:, 1] = plan.work_per_unit[:, 1, :] @ padded_sum
-        for i, work in self.nonlinear_work.items():
-            totals[i] = work * float(self.request.steps)
         return totals * (plan.layers * plan.shapes.group)[:, None]
 
 
