@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+import numpy as np
+
 from service.core.architecture import ModelArchitecture
 from service.core.coefficients import CostModelCoefficients
 from service.core.counts import AttentionSpan, PassShape, padded_rows
-from service.core.errors import InvalidParallelism, InvalidWorkload
+from service.core.errors import CostModelError, InvalidParallelism, InvalidWorkload
+from service.core.estimate_many import BatchEstimate, price_workloads
 from service.core.kernel_table import KernelTable
 from service.core.memory import check_fits, memory_footprint
 from service.core.moe import expert_terms
@@ -31,12 +36,7 @@ def estimate_request(
     `check_memory`) the weights and KV cache do not fit.
     """
     validate_workload(arch, workload)
-    par = deployment.parallelism
-    if par.pipeline > arch.num_layers:
-        raise InvalidParallelism(
-            f"parallelism.pipeline = {par.pipeline} exceeds the {arch.num_layers} layers",
-            field="hardware.parallelism.pipeline",
-        )
+    _check_pipeline(arch, deployment)
     plan = cost_plan(arch, deployment, coefficients.roofline)
     footprint = memory_footprint(arch, plan.shapes, workload, deployment)
     if check_memory:
@@ -51,6 +51,7 @@ def estimate_request(
         PhaseContext(Phase.DECODE, coefficients.power, roofline.decode_kernel_launch_s),
     )
     tables = phase_kernel_tables(plan, requests, contexts)
+
     phases = [
         _phase_cost(ctx.phase, table, workload, deployment, coefficients)
         for ctx, table in zip(contexts, tables, strict=True)
@@ -68,6 +69,57 @@ def estimate_request(
         memory=footprint,
         warnings=_warnings(arch, deployment),
     )
+
+
+def estimate_requests(
+    arch: ModelArchitecture,
+    workloads: Sequence[Workload],
+    deployment: Deployment,
+    coefficients: CostModelCoefficients,
+    *,
+    check_memory: bool = True,
+) -> tuple[BatchEstimate, dict[int, CostModelError]]:
+    """Price many workloads of `arch` on `deployment` at once: what `estimate_request` returns
+    for each, as arrays, and the error it raises for each workload that is invalid or (with
+    `check_memory`) does not fit, by index. Errors of the model or layout, common to every
+    workload, are raised as estimate_request raises them.
+    """
+    errors: dict[int, CostModelError] = {}
+    valid: list[int] = []
+    for index, workload in enumerate(workloads):
+        try:
+            validate_workload(arch, workload)
+        except CostModelError as error:
+            errors[index] = error
+        else:
+            valid.append(index)
+    _check_pipeline(arch, deployment)
+    plan = cost_plan(arch, deployment, coefficients.roofline)
+    priced = price_workloads(
+        plan,
+        [workloads[i] for i in valid],
+        valid,
+        deployment,
+        coefficients,
+        _warnings(arch, deployment),
+    )
+    if check_memory:
+        required = plan.weight_bytes_per_gpu + priced.kv_cache_bytes
+        for j in np.flatnonzero(required > priced.capacity_bytes_per_gpu).tolist():
+            try:
+                check_fits(priced.memory(j), deployment)
+            except CostModelError as error:
+                errors[valid[j]] = error
+    return priced, errors
+
+
+def _check_pipeline(arch: ModelArchitecture, deployment: Deployment) -> None:
+    par = deployment.parallelism
+    if par.pipeline > arch.num_layers:
+        raise InvalidParallelism(
+            f"parallelism.pipeline = {par.pipeline} exceeds the {arch.num_layers} layers",
+            field="hardware.parallelism.pipeline",
+        )
 
 
 def validate_workload(arch: ModelArchitecture, workload: Workload) -> None:

@@ -26,6 +26,7 @@ from service.core.dtypes import gemm_compute_key
 from service.core.graph import KernelNode, build_kernel_graph
 from service.core.hardware import GpuSpec
 from service.core.kernel_work import kernel_work
+from service.core.memory import weight_bytes_per_gpu
 from service.core.moe import expert_gemm_per_unit
 from service.core.roofline import STREAMING_KINDS, UnitRates, unit_rates
 from service.core.shards import ShardShapes, shard_shapes
@@ -65,6 +66,7 @@ class CostPlan:
         layers: (kernels,) executions per forward pass.
         attention: indices of kernels whose work depends on the context.
         seconds_per_count: (kinds streaming/elementwise) -> (WORK_FIELDS, 5) for direct rows.
+        weight_bytes_per_gpu: weights on the most loaded GPU [B] (memory.weight_bytes_per_gpu).
     """
 
     arch: ModelArchitecture
@@ -81,6 +83,7 @@ class CostPlan:
     seconds_per_count: dict[bool, FloatArray]
     sparse_seconds_per_unit: dict[int, list[list[tuple[int, float]]]]
     context_terms: dict[str, frozenset[int]]
+    weight_bytes_per_gpu: float
 
 
 def seconds_per_count(rates: UnitRates, *, streaming: bool) -> FloatArray:
@@ -186,6 +189,7 @@ def cost_plan(
             )
             for variant in ("full", "sliding")
         },
+        weight_bytes_per_gpu=weight_bytes_per_gpu(arch, shapes, par.pipeline),
     )
 
 
