@@ -39,9 +39,8 @@ def phase_arrays(
 ) -> PhaseArrays:
     """Per-kernel totals of both phases of every workload in `terms`."""
     both = np.concatenate([terms.basis, terms.padded], axis=2)  # [2, N, 2 x BASIS]
-    kernels, units, terms_count = plan.seconds_per_unit.shape
-    per_term = plan.seconds_per_unit.reshape(kernels * units, terms_count).T
-    unit = (both @ per_term).reshape(2, -1, kernels, units)  # one execution [s]
+    kernels = len(plan.nodes)
+    unit = (both @ plan.unit_major_seconds.T).reshape(2, -1, 5, kernels).transpose(0, 1, 3, 2)
     launch = np.array(launch_s)[:, None, None]
     scale = terms.steps[..., None] * plan.layers  # [2, N, K]
     time_s = (unit.max(axis=3) + launch) * scale
@@ -64,11 +63,10 @@ def _decode_attention_s(
 ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
     """[N] (time, compute, memory, network) seconds of attention kernel `i` over decode, per
     layer. `intercepts` [N, units]: one step's unit times without the context's part."""
-    variant = plan.nodes[i].operand
-    columns = sorted(plan.context_terms[variant])
-    per_key = plan.seconds_per_unit[i][:, columns].sum(axis=1)  # [units] s per context key
+    per_key = np.array(plan.seconds_per_context_key[i])  # [units] s per sequence and key
     slopes = terms.batch[:, None] * per_key
-    window = plan.arch.sliding_window_tokens if variant == "sliding" else None
+    sliding = plan.nodes[i].operand == "sliding"
+    window = plan.arch.sliding_window_tokens if sliding else None
     first, last = terms.first, terms.last
     pieces = [(intercepts, slopes, first, last)]
     if window is not None:  # beyond the window the context stops growing

@@ -63,9 +63,11 @@ class CostPlan:
         seconds_per_unit: (kernels, 5 units, 2 x BASIS) seconds per unit of each term: the
             tensor-core row reads the padded copy of the terms (second half), the CUDA-core,
             special-function, memory and network rows the real ones (first half).
+        unit_major_seconds: (5 units x kernels, 2 x BASIS) the same, units outermost.
         layers: (kernels,) executions per forward pass.
         attention: indices of kernels whose work depends on the context.
-        seconds_per_count: (kinds streaming/elementwise) -> (WORK_FIELDS, 5) for direct rows.
+        seconds_per_context_key: per attention kernel, each unit's seconds per sequence and
+            context key (pairs and keys read grow by one per key).
         weight_bytes_per_gpu: weights on the most loaded GPU [B] (memory.weight_bytes_per_gpu).
     """
 
@@ -77,12 +79,10 @@ class CostPlan:
     nodes: tuple[KernelNode, ...]
     work_per_unit: FloatArray
     seconds_per_unit: FloatArray
+    unit_major_seconds: FloatArray
     layers: FloatArray
     attention: tuple[int, ...]
-    streaming: tuple[bool, ...]
-    seconds_per_count: dict[bool, FloatArray]
-    sparse_seconds_per_unit: dict[int, list[list[tuple[int, float]]]]
-    context_terms: dict[str, frozenset[int]]
+    seconds_per_context_key: dict[int, tuple[float, ...]]
     weight_bytes_per_gpu: float
 
 
@@ -155,8 +155,8 @@ def cost_plan(
         pipeline_stages=par.pipeline,
     )
     nodes = graph.nodes + graph.step_nodes
-    streaming = tuple(node.kind in STREAMING_KINDS for node in nodes)
     per_count = {flag: seconds_per_count(rates, streaming=flag) for flag in (True, False)}
+    streaming = [node.kind in STREAMING_KINDS for node in nodes]
     work = np.array([_node_work_per_unit(node, arch, shapes) for node in nodes])
     seconds = np.einsum("kfb,kfu->kub", work, np.array([per_count[s] for s in streaming]))
     seconds_per_unit = np.concatenate(
@@ -167,6 +167,14 @@ def cost_plan(
         axis=2,
     )
     attention = tuple(i for i in range(len(nodes)) if np.any(work[i][:, ATTENTION_TERMS] != 0.0))
+    context_columns = {
+        variant: [
+            offset + BASIS.index(f"{quantity}_{variant}")
+            for quantity in ("pairs", "keys")
+            for offset in (0, len(BASIS))
+        ]
+        for variant in ("full", "sliding")
+    }
     return CostPlan(
         arch=arch,
         gpu=deployment.gpu,
@@ -176,23 +184,14 @@ def cost_plan(
         nodes=nodes,
         work_per_unit=work,
         seconds_per_unit=seconds_per_unit,
+        unit_major_seconds=np.ascontiguousarray(
+            seconds_per_unit.transpose(1, 0, 2).reshape(-1, 2 * len(BASIS))
+        ),
         layers=np.array([node.layers for node in nodes], dtype=np.float64),
         attention=attention,
-        streaming=streaming,
-        seconds_per_count=per_count,
-        sparse_seconds_per_unit={i: _sparse_rows(seconds_per_unit[i]) for i in attention},
-        context_terms={
-            variant: frozenset(
-                offset + BASIS.index(f"{quantity}_{variant}")
-                for quantity in ("pairs", "keys")
-                for offset in (0, len(BASIS))
-            )
-            for variant in ("full", "sliding")
+        seconds_per_context_key={
+            i: tuple(seconds_per_unit[i][:, context_columns[nodes[i].operand]].sum(axis=1).tolist())
+            for i in attention
         },
         weight_bytes_per_gpu=weight_bytes_per_gpu(arch, shapes, par.pipeline),
     )
-
-
-def _sparse_rows(rows: FloatArray) -> list[list[tuple[int, float]]]:
-    """Each unit's non-zero (term index, seconds per unit) pairs."""
-    return [[(b, float(c)) for b, c in enumerate(row) if c != 0.0] for row in rows]
