@@ -98,6 +98,7 @@ def phase_kernel_tables(
     # Utilisation-weighted dynamic power, capped so no kernel draws more than TDP.
     gpu_j = group * (gpu.idle_w * time_s + (gpu.tdp_w - gpu.idle_w) * np.minimum(share, time_s))
     phase_time_s, phase_gpu_j = time_s.sum(axis=0).tolist(), gpu_j.sum(axis=0).tolist()
+    counts = RequestCounts(plan, requests)
     prefill_table, decode_table = (
         KernelTable(
             phase=_PHASES[p],
@@ -112,27 +113,45 @@ def phase_kernel_tables(
             network_s=network_s[:, p],
             compute_key=plan.compute_key,
             gpu=gpu,
-            counts=PhaseCounts(plan, request),
+            counts=PhaseCounts(counts, p),
         )
-        for p, request in enumerate(requests)
+        for p in (0, 1)
     )
     return prefill_table, decode_table
 
 
-@dataclass(frozen=True, slots=True, eq=False)
-class PhaseCounts:
-    """What a KernelTable needs to total its kernels' counts when asked (not on the hot path)."""
+@dataclass(eq=False)
+class RequestCounts:
+    """Both phases' per-kernel counts of a request, totalled together when first asked (the
+    hot path never asks; the regressor's features do)."""
 
     plan: CostPlan
-    request: PhaseRequest
+    requests: tuple[PhaseRequest, PhaseRequest]
+    _totals: FloatArray | None = None
+
+    def totals(self) -> FloatArray:
+        """[2 phases, kernels, WORK_FIELDS] counts summed over executions and all GPUs."""
+        if self._totals is None:
+            plan = self.plan
+            sums = [_phase_sums(request) for request in self.requests]
+            basis_sum = np.array([real for real, _ in sums])
+            padded_sum = np.array([padded for _, padded in sums])
+            totals = np.einsum("kfb,pb->pkf", plan.work_per_unit, basis_sum)
+            totals[..., 1] = padded_sum @ plan.work_per_unit[:, 1, :].T
+            self._totals = totals * (plan.layers * plan.shapes.group)[:, None]
+        return self._totals
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseCounts:
+    """One phase's view of a RequestCounts (a KernelTable's counts source)."""
+
+    request: RequestCounts
+    phase: int
 
     def totals_matrix(self) -> FloatArray:
         """(kernels, WORK_FIELDS) counts summed over the phase's executions and all GPUs."""
-        plan = self.plan
-        basis_sum, padded_sum = _phase_sums(self.request)
-        totals = plan.work_per_unit @ basis_sum
-        totals[:, 1] = plan.work_per_unit[:, 1, :] @ padded_sum
-        result: FloatArray = totals * (plan.layers * plan.shapes.group)[:, None]
+        result: FloatArray = self.request.totals()[self.phase]
         return result
 
 
