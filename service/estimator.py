@@ -36,6 +36,31 @@ logger = logging.getLogger("service.estimator")
 
 
 @dataclass(frozen=True, slots=True)
+class Latency:
+    """What a response needs of an analytical estimate besides energy (times in s)."""
+
+    prefill_s: float
+    decode_s: float
+    time_per_output_token_s: float
+    total_s: float
+    gpu_count: int
+    batch_size: int
+    warnings: tuple[str, ...]
+
+    @classmethod
+    def of(cls, result: RequestEstimate) -> Latency:
+        return cls(
+            result.prefill.time_s,
+            result.decode.time_s,
+            result.time_per_output_token_s,
+            result.total_s,
+            result.gpu_count,
+            result.batch_size,
+            result.warnings,
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class PricedRequest:
     """An estimate not yet stored: the response body (quote_id None) and what to index it by."""
 
@@ -114,8 +139,22 @@ class Estimator:
                 resolved.architecture, resolved.workload, resolved.deployment, coefficients
             )
         except CostModelError as error:
-            raise _invalid_request(error, custom=request.architecture is not None) from None
+            raise invalid_request(error, custom=request.architecture is not None) from None
         energy = self._energy(resolved, result, coefficients)
+        return self.priced(
+            resolved, Latency.of(result), energy, result if verbose else None, calibration
+        )
+
+    def priced(
+        self,
+        resolved: ResolvedRequest,
+        latency: Latency,
+        energy: EnergyPrediction,
+        breakdown: RequestEstimate | None,
+        calibration: ActiveCalibration | None,
+    ) -> PricedRequest:
+        """The response for a priced request: calibration applied (if it corrects this model
+        version), carbon from the energy, the kernel breakdown when `breakdown` is given."""
         if calibration is not None and calibration.model_version != self.model_version:
             calibration = None
         factor = 1.0
@@ -124,9 +163,9 @@ class Estimator:
             energy = _scaled(energy, factor)
         response = self._response(
             resolved,
-            result,
+            latency,
             energy,
-            verbose=verbose,
+            breakdown,
             calibration_id=calibration.calibration_id if calibration else None,
             calibration_factor=factor,
         )
@@ -172,24 +211,15 @@ class Estimator:
                     "the learned regressor failed on this request: energy is the analytical "
                     "roofline estimate"
                 )
-        interval = coefficients.energy_interval
-        return EnergyPrediction(
-            gpu_j=result.gpu_j,
-            gpu_j_low=result.gpu_j * interval.low_ratio,
-            gpu_j_high=result.gpu_j * interval.high_ratio,
-            prefill_gpu_j=result.prefill.gpu_j,
-            decode_gpu_j=result.decode.gpu_j,
-            lower_quantile=interval.lower_quantile,
-            upper_quantile=interval.upper_quantile,
-        )
+        return roofline_energy(result.prefill.gpu_j, result.decode.gpu_j, coefficients)
 
     def _response(
         self,
         resolved: ResolvedRequest,
-        result: RequestEstimate,
+        result: Latency,
         energy: EnergyPrediction,
+        verbose_result: RequestEstimate | None,
         *,
-        verbose: bool,
         calibration_id: str | None = None,
         calibration_factor: float = 1.0,
     ) -> EstimateResponse:
@@ -201,14 +231,15 @@ class Estimator:
         )
         carbon = request_carbon(gpu_j, result.total_s, resolved.carbon.factors)
         breakdown = None
-        if verbose:
-            kernels = result.prefill.kernels + result.decode.kernels
+        if verbose_result is not None:
+            kernels = verbose_result.prefill.kernels + verbose_result.decode.kernels
+            memory = verbose_result.memory
             breakdown = BreakdownOut(
                 kernels=[_kernel_row(kernel) for kernel in kernels],
                 defaulted_inputs=resolved.defaulted,
-                weight_bytes_per_gpu=result.memory.weight_bytes_per_gpu,
-                kv_cache_bytes_per_gpu=result.memory.kv_cache_bytes_per_gpu,
-                memory_capacity_bytes_per_gpu=result.memory.capacity_bytes_per_gpu,
+                weight_bytes_per_gpu=memory.weight_bytes_per_gpu,
+                kv_cache_bytes_per_gpu=memory.kv_cache_bytes_per_gpu,
+                memory_capacity_bytes_per_gpu=memory.capacity_bytes_per_gpu,
             )
         return EstimateResponse(
             quote_id=None,
@@ -232,8 +263,8 @@ class Estimator:
                 calibration_factor=calibration_factor,
             ),
             latency=LatencyOut(
-                prefill_s=result.prefill.time_s,
-                decode_s=result.decode.time_s,
+                prefill_s=result.prefill_s,
+                decode_s=result.decode_s,
                 time_per_output_token_s=result.time_per_output_token_s,
                 total_s=result.total_s,
             ),
@@ -241,6 +272,23 @@ class Estimator:
             breakdown=breakdown,
             warnings=[*result.warnings, *resolved.notes],
         )
+
+
+def roofline_energy(
+    prefill_gpu_j: float, decode_gpu_j: float, coefficients: CostModelCoefficients
+) -> EnergyPrediction:
+    """The analytical GPU energy [J] with the fitted interval."""
+    interval = coefficients.energy_interval
+    gpu_j = prefill_gpu_j + decode_gpu_j
+    return EnergyPrediction(
+        gpu_j=gpu_j,
+        gpu_j_low=gpu_j * interval.low_ratio,
+        gpu_j_high=gpu_j * interval.high_ratio,
+        prefill_gpu_j=prefill_gpu_j,
+        decode_gpu_j=decode_gpu_j,
+        lower_quantile=interval.lower_quantile,
+        upper_quantile=interval.upper_quantile,
+    )
 
 
 def _scaled(energy: EnergyPrediction, factor: float) -> EnergyPrediction:
@@ -275,7 +323,7 @@ def _kernel_row(kernel: KernelCost) -> KernelRowOut:
     )
 
 
-def _invalid_request(error: CostModelError, *, custom: bool) -> InvalidRequest:
+def invalid_request(error: CostModelError, *, custom: bool) -> InvalidRequest:
     """The core's error as a 422 naming the request field at fault."""
     loc = error.field or "body"
     if isinstance(error, InvalidArchitecture):

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from service.auth import Principal
+from service.batch_pricing import price_batch
 from service.calibrating import CalibrationRegistry
 from service.db.models import Quote
 from service.db.quote_store import (
@@ -109,18 +111,30 @@ class QuoteService:
         principal: Principal,
         verbose: bool,
     ) -> list[EstimateResponse | ServiceError]:
-        """Price every valid item and store them together; invalid ones come back as errors."""
+        """Price every valid item and store them together; invalid ones come back as errors.
+
+        Items are priced together (service.batch_pricing: one cost-model evaluation per model
+        and deployment, one regressor inference) and stored in one transaction."""
+        tenant = principal.tenant
+        calibration = self.calibrations.for_tenant(tenant) if self.calibrations else None
+        requests = [item for item in items if not isinstance(item, ServiceError)]
+        answers = iter(
+            price_batch(self.estimator, requests, verbose=verbose, calibration=calibration)
+        )
         results: list[_Priced | ServiceError] = []
+        counts: Counter[tuple[str, str]] = Counter()
         for item in items:
-            if isinstance(item, ServiceError):
-                results.append(item)
+            answer = item if isinstance(item, ServiceError) else next(answers)
+            if isinstance(answer, ServiceError):
+                results.append(answer)
                 continue
-            try:
-                results.append(self._price(item, verbose, principal.tenant))
-            except ServiceError as error:
-                results.append(error)
+            assert not isinstance(item, ServiceError)
+            counts[answer.model_id, answer.gpu_id] += 1
+            results.append(_Priced(item, request_fingerprint(item, verbose), answer.response))
+        for (model, gpu), count in counts.items():
+            self.metrics.estimates.labels(model=model, gpu=gpu).inc(count)
         priced = [r for r in results if isinstance(r, _Priced)]
-        stored = iter(self._store(priced, principal.tenant, None))
+        stored = iter(self._store(priced, tenant, None))
         return [next(stored) if isinstance(r, _Priced) else r for r in results]
 
     def _claim(self, tenant: str, key: str) -> Claim | None:

@@ -22,6 +22,8 @@ from service.core.architecture import ModelArchitecture
 from service.core.coefficients import CostModelCoefficients
 from service.core.results import RequestEstimate
 from service.core.workload import Deployment, Workload
+from service.regressor.batch_features import BatchFeatures
+from service.regressor.batch_inputs import batch_model_inputs
 from service.regressor.encoding import OUTPUT_NAMES, Normalisation, model_inputs
 from service.regressor.features import RequestFeatures, feature_spec_sha256, request_features
 
@@ -127,7 +129,23 @@ class EnergyRegressor:
         return np.asarray(log_gpu_j, dtype=np.float64), np.asarray(log_phase, dtype=np.float64)
 
     def predict_many(self, features: Sequence[RequestFeatures]) -> list[EnergyPrediction]:
-        log_gpu_j, log_phase = self.run(features)
+        return self._predictions(*self.run(features))
+
+    def predict_batches(self, groups: Sequence[BatchFeatures]) -> list[list[EnergyPrediction]]:
+        """Predictions for groups of requests sharing a kernel graph, in one inference."""
+        inputs = batch_model_inputs(groups, self.normalisation)
+        log_gpu_j, log_phase = self._session.run(list(OUTPUT_NAMES), inputs)
+        flat = self._predictions(
+            np.asarray(log_gpu_j, dtype=np.float64), np.asarray(log_phase, dtype=np.float64)
+        )
+        result, start = [], 0
+        for group in groups:
+            count = group.node_x.shape[0]
+            result.append(flat[start : start + count])
+            start += count
+        return result
+
+    def _predictions(self, log_gpu_j: np.ndarray, log_phase: np.ndarray) -> list[EnergyPrediction]:
         predictions = []
         for total, phases in zip(log_gpu_j, log_phase, strict=True):
             gpu_j = math.exp(float(total))
