@@ -22,6 +22,7 @@ from service.core.workload import Deployment
 from service.errors import ServiceError
 from service.estimator import (
     Estimator,
+    FactorRowsCache,
     Latency,
     PricedRequest,
     invalid_request,
@@ -97,6 +98,7 @@ def price_batch(
             results[indices[position]] = invalid_request(failure, custom=custom)
         groups.append(_Group(indices, resolved_list, coefficients, estimates, errors))
     energies = _energies(estimator, groups)
+    factor_rows: FactorRowsCache = {}
     for group, energy in zip(groups, energies, strict=True):
         estimates = group.estimates
         phase_s = estimates.phase_s.T.tolist()
@@ -122,6 +124,7 @@ def price_batch(
                 energy[j],
                 estimates.item(j) if verbose else None,
                 calibration,
+                factor_rows,
             )
     return [_done(result) for result in results]
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Hashable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from service.calibration import ActiveCalibration
-from service.carbon_accounting import carbon_out
+from service.carbon_accounting import CarbonInputs, carbon_factors_out, carbon_out
 from service.catalog.coefficients import DEFAULT_ENGINE, load_engine_coefficients
 from service.catalog.facilities import FacilityCatalog, load_facility_catalog
 from service.catalog.gpus import GpuCatalog, load_gpu_catalog
@@ -26,6 +27,7 @@ from service.resolve import CUSTOM_MODEL_ID, ResolvedRequest, resolve_request
 from service.schemas.estimate_request import EstimateRequest
 from service.schemas.estimate_response import (
     BreakdownOut,
+    CarbonFactorOut,
     EnergyOut,
     EstimateResponse,
     KernelRowOut,
@@ -33,6 +35,19 @@ from service.schemas.estimate_response import (
 )
 
 logger = logging.getLogger("service.estimator")
+
+FactorRowsCache = dict[Hashable, dict[str, CarbonFactorOut]]
+
+
+def carbon_factors_key(inputs: CarbonInputs) -> Hashable:
+    """What the carbon block's factor rows depend on (equal keys: equal rows)."""
+    return (
+        inputs.factors,
+        inputs.region,
+        inputs.intensity_source,
+        inputs.embodied_method,
+        tuple(inputs.notes.items()),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,9 +167,12 @@ class Estimator:
         energy: EnergyPrediction,
         breakdown: RequestEstimate | None,
         calibration: ActiveCalibration | None,
+        factor_rows: FactorRowsCache | None = None,
     ) -> PricedRequest:
         """The response for a priced request: calibration applied (if it corrects this model
-        version), carbon from the energy, the kernel breakdown when `breakdown` is given."""
+        version), carbon from the energy, the kernel breakdown when `breakdown` is given.
+        `factor_rows` shares the carbon factors' rows between requests with the same factors
+        (a batch), keyed by carbon_factors_key."""
         if calibration is not None and calibration.model_version != self.model_version:
             calibration = None
         factor = 1.0
@@ -168,6 +186,7 @@ class Estimator:
             breakdown,
             calibration_id=calibration.calibration_id if calibration else None,
             calibration_factor=factor,
+            factor_rows=factor_rows,
         )
         return PricedRequest(
             response, resolved.model_id, resolved.gpu.id, resolved.deployment.gpu_count
@@ -222,6 +241,7 @@ class Estimator:
         *,
         calibration_id: str | None = None,
         calibration_factor: float = 1.0,
+        factor_rows: FactorRowsCache | None = None,
     ) -> EstimateResponse:
         # Intervals bracket 1 in practice; clamp so a biased fit cannot invert the bounds.
         gpu_j = Ranged(
@@ -230,6 +250,12 @@ class Estimator:
             max(energy.gpu_j_high / energy.gpu_j, 1.0),
         )
         carbon = request_carbon(gpu_j, result.total_s, resolved.carbon.factors)
+        rows = None
+        if factor_rows is not None:
+            key = carbon_factors_key(resolved.carbon)
+            rows = factor_rows.get(key)
+            if rows is None:
+                rows = factor_rows[key] = carbon_factors_out(resolved.carbon)
         breakdown = None
         if verbose_result is not None:
             kernels = verbose_result.prefill.kernels + verbose_result.decode.kernels
@@ -268,7 +294,7 @@ class Estimator:
                 time_per_output_token_s=result.time_per_output_token_s,
                 total_s=result.total_s,
             ),
-            carbon=carbon_out(resolved.carbon, carbon),
+            carbon=carbon_out(resolved.carbon, carbon, rows),
             breakdown=breakdown,
             warnings=[*result.warnings, *resolved.notes],
         )
