@@ -29,7 +29,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from service.catalog import load_engine_coefficients, load_gpu_catalog, load_model_catalog  # noqa: E402
+from service.core.architecture import ModelArchitecture  # noqa: E402
+from service.core.coefficients import CostModelCoefficients  # noqa: E402
 from service.core.dtypes import DType  # noqa: E402
+from service.core.estimate import estimate_request  # noqa: E402
 from service.core.workload import Deployment, Parallelism, Precision, Workload  # noqa: E402
 from service.regressor.encoding import OUTPUT_NAMES, model_inputs  # noqa: E402
 from service.regressor.features import RequestFeatures  # noqa: E402
@@ -74,15 +77,29 @@ def thread_cpu_us(
     return statistics.median(every), best, float(np.quantile(every, 0.9))
 
 
-def case_features(model_id: str, gpu_id: str, par: Parallelism, weights: DType) -> RequestFeatures:
+def case_inputs(
+    model_id: str, gpu_id: str, par: Parallelism, weights: DType
+) -> tuple[ModelArchitecture, Workload, Deployment, CostModelCoefficients]:
     arch = load_model_catalog().get(model_id).require_architecture()
     activations = DType.FP8 if weights is DType.FP8 else DType.BF16
     deployment = Deployment(
         load_gpu_catalog().get(gpu_id).spec, par, Precision(weights, activations, DType.BF16)
     )
     workload = Workload(batch_size=8, prompt_tokens=512, output_tokens=256)
-    coefficients = load_engine_coefficients()["vllm-v1"]
-    return EnergyRegressor.features(arch, workload, deployment, coefficients)
+    return arch, workload, deployment, load_engine_coefficients()["vllm-v1"]
+
+
+def case_features(model_id: str, gpu_id: str, par: Parallelism, weights: DType) -> RequestFeatures:
+    return EnergyRegressor.features(*case_inputs(model_id, gpu_id, par, weights))
+
+
+def features_from_estimate(
+    inputs: tuple[ModelArchitecture, Workload, Deployment, CostModelCoefficients], repeats: int
+) -> tuple[float, float, float]:
+    """CPU time of the features alone given the analytical estimate, as the estimator runs them
+    (it has the estimate already, for latency)."""
+    estimate = estimate_request(*inputs, check_memory=False)
+    return thread_cpu_us(lambda: EnergyRegressor.features(*inputs, estimate), repeats, 500)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -112,6 +129,9 @@ def main(argv: list[str] | None = None) -> int:
                 lambda m=model_id, g=gpu_id, p=par, w=weights: case_features(m, g, p, w),
                 max(args.repeats // 10, 50),
                 20,
+            ),
+            "features from the estimate (as served)": features_from_estimate(
+                case_inputs(model_id, gpu_id, par, weights), args.repeats
             ),
         }
         nodes = features.node_x.shape[0]
