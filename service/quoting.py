@@ -169,20 +169,16 @@ class QuoteService:
         warning, if not. `claim` is released whatever happens."""
         if not priced:
             return []
-        final = [p.response.model_copy(update={"quote_id": new_quote_id()}) for p in priced]
-        rows = [
-            _quote_row(p, response, tenant, idempotency_key)
-            for p, response in zip(priced, final, strict=True)
-        ]
+        rows = [_quote_row(p, new_quote_id(), tenant, idempotency_key) for p in priced]
         try:
             saved = self._save(rows, claim)
         except StoreFailed:
             self.metrics.db_errors.labels(operation="store_quote").inc()
             return [_warn(p.response, NOT_STORED_WARNING) for p in priced]
-        # created_at as stamped when stored
+        # The stored quote's id, and created_at as stamped when stored.
         final = [
-            response.model_copy(update={"created_at": row.created_at})
-            for response, row in zip(final, rows, strict=True)
+            p.response.model_copy(update={"quote_id": row.id, "created_at": row.created_at})
+            for p, row in zip(priced, rows, strict=True)
         ]
         if saved is Saved.SPOOLED:
             self.metrics.db_errors.labels(operation="store_quote").inc()
@@ -211,17 +207,18 @@ class QuoteService:
         return _replay(stored, priced.request_hash)
 
 
-def _quote_row(
-    priced: _Priced, response: EstimateResponse, tenant: str, idempotency_key: str | None
-) -> Quote:
-    assert response.quote_id is not None
+def _quote_row(priced: _Priced, quote_id: str, tenant: str, idempotency_key: str | None) -> Quote:
+    """The row of `priced` stored as quote `quote_id` (its response document says so)."""
+    response = priced.response
+    document = response.model_dump(mode="json")
+    document["quote_id"] = quote_id
     return Quote(
-        id=response.quote_id,
+        id=quote_id,
         tenant=tenant,
         idempotency_key=idempotency_key,
         request_hash=priced.request_hash,
         request=priced.request.model_dump(mode="json", exclude_none=True),
-        response=response.model_dump(mode="json"),
+        response=document,
         model_version=response.model_version,
         calibration_id=response.calibration_id,
         model_id=response.model,
