@@ -20,14 +20,8 @@ from service.core.estimate import estimate_requests
 from service.core.estimate_many import BatchEstimate
 from service.core.workload import Deployment
 from service.errors import ServiceError
-from service.estimator import (
-    Estimator,
-    FactorRowsCache,
-    Latency,
-    PricedRequest,
-    invalid_request,
-    roofline_energy,
-)
+from service.estimate_parts import FactorRowsCache, Latency, invalid_request, roofline_energy
+from service.estimator import Estimator, PricedRequest
 from service.regressor.batch_features import BatchFeatures, batch_features
 from service.regressor.runtime import EnergyPrediction
 from service.resolve import ResolvedRequest, resolve_request
