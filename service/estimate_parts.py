@@ -8,6 +8,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass, replace
 
 from service.carbon_accounting import CarbonInputs
+from service.core.carbon import HeldRates
 from service.core.coefficients import CostModelCoefficients
 from service.core.errors import CostModelError, InsufficientMemory, InvalidArchitecture
 from service.core.results import KernelCost, RequestEstimate
@@ -15,7 +16,8 @@ from service.errors import FieldError, InvalidRequest
 from service.regressor.runtime import EnergyPrediction
 from service.schemas.estimate_response import CarbonFactorOut, KernelRowOut
 
-FactorRowsCache = dict[Hashable, dict[str, CarbonFactorOut]]
+CarbonCache = dict[Hashable, tuple[dict[str, CarbonFactorOut], HeldRates]]
+"""Per carbon_factors_key: the response's factor rows and the held hardware's rates."""
 
 
 def carbon_factors_key(inputs: CarbonInputs) -> Hashable:

@@ -14,14 +14,14 @@ from service.catalog.gpus import GpuCatalog, load_gpu_catalog
 from service.catalog.models import ModelCatalog, UnknownModel, load_model_catalog
 from service.catalog.regions import RegionCatalog, load_region_catalog
 from service.catalog.servers import ServerCatalog, load_server_catalog
-from service.core.carbon import request_carbon
+from service.core.carbon import held_rates, request_carbon
 from service.core.coefficients import CostModelCoefficients
 from service.core.errors import CostModelError
 from service.core.estimate import estimate_request
 from service.core.results import RequestEstimate
 from service.core.uncertainty import Ranged
 from service.estimate_parts import (
-    FactorRowsCache,
+    CarbonCache,
     Latency,
     carbon_factors_key,
     invalid_request,
@@ -134,12 +134,12 @@ class Estimator:
         energy: EnergyPrediction,
         breakdown: RequestEstimate | None,
         calibration: ActiveCalibration | None,
-        factor_rows: FactorRowsCache | None = None,
+        carbon_cache: CarbonCache | None = None,
     ) -> PricedRequest:
         """The response for a priced request: calibration applied (if it corrects this model
         version), carbon from the energy, the kernel breakdown when `breakdown` is given.
-        `factor_rows` shares the carbon factors' rows between requests with the same factors
-        (a batch), keyed by carbon_factors_key."""
+        `carbon_cache` shares the carbon factor rows and held-hardware rates between requests
+        with the same carbon factors (a batch), keyed by carbon_factors_key."""
         if calibration is not None and calibration.model_version != self.model_version:
             calibration = None
         factor = 1.0
@@ -153,7 +153,7 @@ class Estimator:
             breakdown,
             calibration_id=calibration.calibration_id if calibration else None,
             calibration_factor=factor,
-            factor_rows=factor_rows,
+            carbon_cache=carbon_cache,
         )
         return PricedRequest(
             response, resolved.model_id, resolved.gpu.id, resolved.deployment.gpu_count
@@ -208,7 +208,7 @@ class Estimator:
         *,
         calibration_id: str | None = None,
         calibration_factor: float = 1.0,
-        factor_rows: FactorRowsCache | None = None,
+        carbon_cache: CarbonCache | None = None,
     ) -> EstimateResponse:
         # Intervals bracket 1 in practice; clamp so a biased fit cannot invert the bounds.
         gpu_j = Ranged(
@@ -216,13 +216,18 @@ class Estimator:
             min(energy.gpu_j_low / energy.gpu_j, 1.0),
             max(energy.gpu_j_high / energy.gpu_j, 1.0),
         )
-        carbon = request_carbon(gpu_j, result.total_s, resolved.carbon.factors)
-        rows = None
-        if factor_rows is not None:
-            key = carbon_factors_key(resolved.carbon)
-            rows = factor_rows.get(key)
-            if rows is None:
-                rows = factor_rows[key] = carbon_factors_out(resolved.carbon)
+        inputs = resolved.carbon
+        rows, rates = None, None
+        if carbon_cache is not None:
+            key = carbon_factors_key(inputs)
+            shared = carbon_cache.get(key)
+            if shared is None:
+                shared = carbon_cache[key] = (
+                    carbon_factors_out(inputs),
+                    held_rates(inputs.factors),
+                )
+            rows, rates = shared
+        carbon = request_carbon(gpu_j, result.total_s, inputs.factors, rates)
         breakdown = None
         if verbose_result is not None:
             kernels = verbose_result.prefill.kernels + verbose_result.decode.kernels
