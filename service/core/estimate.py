@@ -1,4 +1,9 @@
-"""The analytical estimate of one request: both phases, every kernel, latency, energy, memory."""
+"""The analytical estimate of a request: both phases, every kernel, latency, energy, memory.
+
+`estimate_request` prices one request (service.core.phase: ~20 kernels, plain floats where numpy
+would cost more than it saves); `estimate_requests` prices many workloads of one model on one
+deployment in array operations (service.core.estimate_many), with the same results.
+"""
 
 from __future__ import annotations
 

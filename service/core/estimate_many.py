@@ -1,7 +1,8 @@
 """Analytical estimates of many workloads of one model on one deployment, in array operations.
 
-`estimate_requests` returns, item by item, what `estimate_request` returns for each workload (or
-the error it raises), pricing all of them with one evaluation of the cached CostPlan.
+`price_workloads` evaluates the cached CostPlan once for all of them; `BatchEstimate` holds the
+results as arrays, and `item(j)` is what `estimate_request` returns for workload j
+(service.core.estimate.estimate_requests validates the workloads and checks memory).
 """
 
 from __future__ import annotations
