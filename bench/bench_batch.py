@@ -132,7 +132,6 @@ def endpoint_client(database: Path) -> TestClient:
         database_url=f"sqlite:///{database}",
         run_migrations_on_start=True,
         log_level="WARNING",
-        max_body_bytes=64 * 1024 * 1024,
     )
     return TestClient(create_app(settings))
 
