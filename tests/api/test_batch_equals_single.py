@@ -6,10 +6,20 @@ stored under its quote id."""
 from __future__ import annotations
 
 import math
+import time
+from pathlib import Path
 from typing import Any
 
 import pytest
-from api_support import count_quotes, example_body, running_client
+from api_support import (
+    count_quotes,
+    example_body,
+    running_client,
+    services_of,
+    take_database_away,
+)
+
+from service.quoting import SPOOLED_WARNING
 
 LLAMA_8B = "meta-llama/Llama-3.1-8B-Instruct"
 ITEMS: list[dict[str, Any]] = [
@@ -97,3 +107,30 @@ def test_batch_items_equal_single_estimates(
         assert count_quotes(database_url, tenant="dev") == before + 2 * priced
         statuses = [a.get("status") for a in answers]
         assert statuses[5:9] == [422, 422, 422, 422]
+
+
+def test_batch_spooled_while_the_database_is_away_keeps_every_quote(
+    database_url: str, tmp_path: Path
+) -> None:
+    spool_dir = tmp_path / "spool"
+    items = [ITEMS[0], ITEMS[2], ITEMS[5], ITEMS[3]]  # the third names an unknown GPU
+    with running_client(database_url, spool_dir=spool_dir, spool_replay_interval_s=0.2) as client:
+        services = services_of(client)
+        real_engine = services.database.engine
+        take_database_away(client)
+        answers = client.post("/v1/estimate/batch", json={"items": items}).json()["items"]
+        assert answers[2]["status"] == 422
+        priced = [answers[i] for i in (0, 1, 3)]
+        assert all(a["quote_id"] and SPOOLED_WARNING in a["warnings"] for a in priced)
+        assert len({a["quote_id"] for a in priced}) == 3
+        services.database.engine = real_engine
+        services.database.sessions.configure(bind=real_engine)
+        deadline = time.monotonic() + 5
+        while list(spool_dir.glob("*.jsonl")) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not list(spool_dir.glob("*.jsonl"))
+        for answer in priced:
+            stored = client.get(f"/v1/quotes/{answer['quote_id']}")
+            assert stored.status_code == 200
+            assert stored.json()["response"]["energy"] == answer["energy"]
+            assert stored.json()["response"]["created_at"] == answer["created_at"]
