@@ -82,8 +82,10 @@ class BatchEstimate:
     def totals(self) -> FloatArray:
         """[2, N, kernels, WORK_FIELDS] counts summed over executions and all GPUs."""
         plan = self.plan
-        totals = np.einsum("kfb,pnb->pnkf", plan.work_per_unit, self.basis_sum)
-        totals[..., 1] = np.einsum("kb,pnb->pnk", plan.work_per_unit[:, 1, :], self.padded_sum)
+        kernels, fields, terms = plan.work_per_unit.shape
+        per_term = plan.work_per_unit.reshape(kernels * fields, terms).T  # matmul, not einsum
+        totals = (self.basis_sum @ per_term).reshape(*self.basis_sum.shape[:2], kernels, fields)
+        totals[..., 1] = self.padded_sum @ plan.work_per_unit[:, 1, :].T
         result: FloatArray = totals * (plan.layers * plan.shapes.group)[:, None]
         return result
 
