@@ -15,6 +15,8 @@ machine other tenants slow whole stretches of calls) and the 90th percentile ove
 from __future__ import annotations
 
 import argparse
+import datetime
+import os
 import platform
 import statistics
 import sys
@@ -107,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=5000)
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
+    load = os.getloadavg()[0]
     regressor = EnergyRegressor.load(DEFAULT_MODEL_PATH, DEFAULT_METADATA_PATH, 1, 1)
     session = regressor.session
     size = DEFAULT_MODEL_PATH.stat().st_size
@@ -143,13 +146,15 @@ def main(argv: list[str] | None = None) -> int:
     run_medians = [float(r.split("|")[3]) for r in rows if "| onnxruntime run |" in r]
     best_medians = [float(r.split("|")[4]) for r in rows if "| onnxruntime run |" in r]
     verdict = "meets" if max(run_medians) <= TARGET_US else "misses"
+    finished = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     lines = [
         "# Learned energy regressor: CPU time per request",
         "",
         "Made by `.venv/bin/python bench/bench_regressor.py` "
         f"({args.repeats} timed calls after warm-up; thread CPU time, one onnxruntime thread). "
         f"Machine: {platform.machine()}, {platform.processor() or 'cpu'}, Python "
-        f"{platform.python_version()}, onnxruntime {ort.__version__}.",
+        f"{platform.python_version()}, onnxruntime {ort.__version__}; {os.cpu_count()} CPUs shared "
+        f"with other work, load average {load:.2f} before the run; {finished} UTC.",
         "",
         f"Model `{regressor.version}`: ONNX file {size / 1024:.0f} KiB (limit 1 MB). One "
         f"onnxruntime inference: median over all calls {max(run_medians):.1f} µs at worst over "
