@@ -208,6 +208,7 @@ _LIMBS = slice(_RAW["compute_s"], _RAW["network_s"] + 1)
 _TIMES_AND_ENERGY = slice(_RAW["time_s"], _RAW["gpu_j"] + 1)
 _TO_US_AND_MJ = np.array([US_PER_S] * 4 + [MJ_PER_J])
 _SHARED = [_RAW["time_s"], _RAW["gpu_j"]]
+_ONE_HOT = np.eye(3)
 _MEMORY = [_RAW[f] for f in MEMORY_WORK_FIELDS]
 
 
@@ -244,13 +245,9 @@ def phase_node_block_of(raw: FloatArray) -> FloatArray:
     sums along the kernels axis."""
     shape = raw.shape[:-1]
     counts = 1 + len(WORK_FIELDS)
-    executions = raw[..., :1]
-    per_execution = np.divide(
-        raw[..., _SHAPES],
-        executions,
-        out=np.zeros((*shape, len(SHAPE_FIELDS))),
-        where=executions > 0,
-    )
+    # A kernel with no execution (decode of a one-token output) has all counts 0: dividing by
+    # max(executions, 1) gives its per-execution shapes 0, the others exactly count/executions.
+    per_execution = raw[..., _SHAPES] / np.maximum(raw[..., :1], 1.0)
     # Every log1p feature in one call: counts, per-execution shapes, times [µs], energy [mJ].
     scaled = np.concatenate(
         [raw[..., _COUNTS], per_execution, raw[..., _TIMES_AND_ENERGY] * _TO_US_AND_MJ], axis=-1
@@ -263,9 +260,9 @@ def phase_node_block_of(raw: FloatArray) -> FloatArray:
     block[..., at : at + 2] = 0.0  # a phase with no kernel time (no decode step) has no shares
     np.divide(shared, total, out=block[..., at : at + 2], where=total > 0)
     limbs = raw[..., _LIMBS]
-    top = limbs.argmax(axis=-1)[..., None]
-    bound = (top == np.arange(3)) & (limbs.max(axis=-1) > 0)[..., None]
-    block[..., at + 2 : at + 5] = bound
+    bound = block[..., at + 2 : at + 5]
+    bound[:] = _ONE_HOT[limbs.argmax(axis=-1)]  # the first largest limb, as np.argmax picks
+    bound *= limbs.max(axis=-1, keepdims=True) > 0
     return block
 
 
