@@ -22,14 +22,21 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from service.catalog import load_cost_model_coefficients, load_gpu_catalog, load_model_catalog
-from service.core.coefficients import CostModelCoefficients
-from service.core.dtypes import DType
-from service.core.estimate import estimate_request
-from service.core.plan import cost_plan
-from service.core.workload import Deployment, Parallelism, Precision, Workload
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # this checkout's service package, not an installed one
 
-RESULTS = Path(__file__).resolve().parent / "results" / "cost_model.md"
+from service.catalog import (  # noqa: E402
+    load_cost_model_coefficients,
+    load_gpu_catalog,
+    load_model_catalog,
+)
+from service.core.coefficients import CostModelCoefficients  # noqa: E402
+from service.core.dtypes import DType  # noqa: E402
+from service.core.estimate import estimate_request  # noqa: E402
+from service.core.plan import cost_plan  # noqa: E402
+from service.core.workload import Deployment, Parallelism, Precision, Workload  # noqa: E402
+
+RESULTS = ROOT / "bench" / "results" / "cost_model.md"
 BF16 = Precision()
 FP8 = Precision(weights=DType.FP8, activations=DType.FP8, kv_cache=DType.BF16)
 

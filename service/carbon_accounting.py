@@ -158,8 +158,8 @@ def _embodied_band(servers: ServerCatalog, method: str) -> RangeRatios:
     return servers.gpu_embodied_band(FALLBACK_EMBODIED_METHOD)
 
 
-def carbon_out(inputs: CarbonInputs, estimate: CarbonEstimate) -> CarbonOut:
-    """The response's carbon block: totals with bands, and every factor with its source."""
+def carbon_factors_out(inputs: CarbonInputs) -> dict[str, CarbonFactorOut]:
+    """The carbon block's `factors`: every factor with its bounds, unit and source."""
     f = inputs.factors
     values: dict[str, Ranged] = {
         "carbon_intensity_g_per_kwh": f.carbon_intensity_g_per_kwh,
@@ -183,6 +183,19 @@ def carbon_out(inputs: CarbonInputs, estimate: CarbonEstimate) -> CarbonOut:
         )
         for name, value in values.items()
     }
+    return factors
+
+
+def carbon_out(
+    inputs: CarbonInputs,
+    estimate: CarbonEstimate,
+    factors: dict[str, CarbonFactorOut] | None = None,
+) -> CarbonOut:
+    """The response's carbon block: totals with bands, and every factor with its source
+    (`factors`: carbon_factors_out(inputs) when the caller has it already)."""
+    f = inputs.factors
+    if factors is None:
+        factors = carbon_factors_out(inputs)
     operational, embodied = estimate.operational_g, estimate.embodied
     return CarbonOut(
         operational_g=operational.value,

@@ -3,24 +3,32 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from service.calibration import ActiveCalibration
-from service.carbon_accounting import carbon_out
+from service.carbon_accounting import carbon_factors_out, carbon_out
 from service.catalog.coefficients import DEFAULT_ENGINE, load_engine_coefficients
 from service.catalog.facilities import FacilityCatalog, load_facility_catalog
 from service.catalog.gpus import GpuCatalog, load_gpu_catalog
 from service.catalog.models import ModelCatalog, UnknownModel, load_model_catalog
 from service.catalog.regions import RegionCatalog, load_region_catalog
 from service.catalog.servers import ServerCatalog, load_server_catalog
-from service.core.carbon import request_carbon
+from service.core.carbon import held_rates, request_carbon
 from service.core.coefficients import CostModelCoefficients
-from service.core.errors import CostModelError, InsufficientMemory, InvalidArchitecture
+from service.core.errors import CostModelError
 from service.core.estimate import estimate_request
-from service.core.results import KernelCost, RequestEstimate
+from service.core.results import RequestEstimate
 from service.core.uncertainty import Ranged
-from service.errors import FieldError, InvalidRequest
+from service.estimate_parts import (
+    CarbonCache,
+    Latency,
+    carbon_factors_key,
+    invalid_request,
+    kernel_row,
+    roofline_energy,
+    scaled_energy,
+)
 from service.regressor.runtime import EnergyPrediction, EnergyRegressor
 from service.resolve import CUSTOM_MODEL_ID, ResolvedRequest, resolve_request
 from service.schemas.estimate_request import EstimateRequest
@@ -28,7 +36,6 @@ from service.schemas.estimate_response import (
     BreakdownOut,
     EnergyOut,
     EstimateResponse,
-    KernelRowOut,
     LatencyOut,
 )
 
@@ -114,21 +121,39 @@ class Estimator:
                 resolved.architecture, resolved.workload, resolved.deployment, coefficients
             )
         except CostModelError as error:
-            raise _invalid_request(error, custom=request.architecture is not None) from None
+            raise invalid_request(error, custom=request.architecture is not None) from None
         energy = self._energy(resolved, result, coefficients)
+        return self.priced(
+            resolved, Latency.of(result), energy, result if verbose else None, calibration
+        )
+
+    def priced(
+        self,
+        resolved: ResolvedRequest,
+        latency: Latency,
+        energy: EnergyPrediction,
+        breakdown: RequestEstimate | None,
+        calibration: ActiveCalibration | None,
+        carbon_cache: CarbonCache | None = None,
+    ) -> PricedRequest:
+        """The response for a priced request: calibration applied (if it corrects this model
+        version), carbon from the energy, the kernel breakdown when `breakdown` is given.
+        `carbon_cache` shares the carbon factor rows and held-hardware rates between requests
+        with the same carbon factors (a batch), keyed by carbon_factors_key."""
         if calibration is not None and calibration.model_version != self.model_version:
             calibration = None
         factor = 1.0
         if calibration is not None:
             factor = calibration.corrections.factor_for(resolved.gpu.id, self.family_of(resolved))
-            energy = _scaled(energy, factor)
+            energy = scaled_energy(energy, factor)
         response = self._response(
             resolved,
-            result,
+            latency,
             energy,
-            verbose=verbose,
+            breakdown,
             calibration_id=calibration.calibration_id if calibration else None,
             calibration_factor=factor,
+            carbon_cache=carbon_cache,
         )
         return PricedRequest(
             response, resolved.model_id, resolved.gpu.id, resolved.deployment.gpu_count
@@ -172,26 +197,18 @@ class Estimator:
                     "the learned regressor failed on this request: energy is the analytical "
                     "roofline estimate"
                 )
-        interval = coefficients.energy_interval
-        return EnergyPrediction(
-            gpu_j=result.gpu_j,
-            gpu_j_low=result.gpu_j * interval.low_ratio,
-            gpu_j_high=result.gpu_j * interval.high_ratio,
-            prefill_gpu_j=result.prefill.gpu_j,
-            decode_gpu_j=result.decode.gpu_j,
-            lower_quantile=interval.lower_quantile,
-            upper_quantile=interval.upper_quantile,
-        )
+        return roofline_energy(result.prefill.gpu_j, result.decode.gpu_j, coefficients)
 
     def _response(
         self,
         resolved: ResolvedRequest,
-        result: RequestEstimate,
+        result: Latency,
         energy: EnergyPrediction,
+        verbose_result: RequestEstimate | None,
         *,
-        verbose: bool,
         calibration_id: str | None = None,
         calibration_factor: float = 1.0,
+        carbon_cache: CarbonCache | None = None,
     ) -> EstimateResponse:
         # Intervals bracket 1 in practice; clamp so a biased fit cannot invert the bounds.
         gpu_j = Ranged(
@@ -199,16 +216,28 @@ class Estimator:
             min(energy.gpu_j_low / energy.gpu_j, 1.0),
             max(energy.gpu_j_high / energy.gpu_j, 1.0),
         )
-        carbon = request_carbon(gpu_j, result.total_s, resolved.carbon.factors)
+        inputs = resolved.carbon
+        rows, rates = None, None
+        if carbon_cache is not None:
+            key = carbon_factors_key(inputs)
+            shared = carbon_cache.get(key)
+            if shared is None:
+                shared = carbon_cache[key] = (
+                    carbon_factors_out(inputs),
+                    held_rates(inputs.factors),
+                )
+            rows, rates = shared
+        carbon = request_carbon(gpu_j, result.total_s, inputs.factors, rates)
         breakdown = None
-        if verbose:
-            kernels = result.prefill.kernels + result.decode.kernels
+        if verbose_result is not None:
+            kernels = verbose_result.prefill.kernels + verbose_result.decode.kernels
+            memory = verbose_result.memory
             breakdown = BreakdownOut(
-                kernels=[_kernel_row(kernel) for kernel in kernels],
+                kernels=[kernel_row(kernel) for kernel in kernels],
                 defaulted_inputs=resolved.defaulted,
-                weight_bytes_per_gpu=result.memory.weight_bytes_per_gpu,
-                kv_cache_bytes_per_gpu=result.memory.kv_cache_bytes_per_gpu,
-                memory_capacity_bytes_per_gpu=result.memory.capacity_bytes_per_gpu,
+                weight_bytes_per_gpu=memory.weight_bytes_per_gpu,
+                kv_cache_bytes_per_gpu=memory.kv_cache_bytes_per_gpu,
+                memory_capacity_bytes_per_gpu=memory.capacity_bytes_per_gpu,
             )
         return EstimateResponse(
             quote_id=None,
@@ -232,55 +261,12 @@ class Estimator:
                 calibration_factor=calibration_factor,
             ),
             latency=LatencyOut(
-                prefill_s=result.prefill.time_s,
-                decode_s=result.decode.time_s,
+                prefill_s=result.prefill_s,
+                decode_s=result.decode_s,
                 time_per_output_token_s=result.time_per_output_token_s,
                 total_s=result.total_s,
             ),
-            carbon=carbon_out(resolved.carbon, carbon),
+            carbon=carbon_out(resolved.carbon, carbon, rows),
             breakdown=breakdown,
             warnings=[*result.warnings, *resolved.notes],
         )
-
-
-def _scaled(energy: EnergyPrediction, factor: float) -> EnergyPrediction:
-    """`energy` with the GPU energy, its bounds and its phase split multiplied by `factor`."""
-    return replace(
-        energy,
-        gpu_j=energy.gpu_j * factor,
-        gpu_j_low=energy.gpu_j_low * factor,
-        gpu_j_high=energy.gpu_j_high * factor,
-        prefill_gpu_j=energy.prefill_gpu_j * factor,
-        decode_gpu_j=energy.decode_gpu_j * factor,
-    )
-
-
-def _kernel_row(kernel: KernelCost) -> KernelRowOut:
-    return KernelRowOut(
-        phase=kernel.phase.value,
-        kernel=kernel.name,
-        kind=kernel.kind,
-        executions=int(kernel.executions),
-        tensor_flops=float(kernel.tensor_flops),
-        cuda_core_ops=float(kernel.cuda_core_ops),
-        special_function_ops=float(kernel.special_function_ops),
-        memory_bytes=float(kernel.memory_bytes),
-        network_bytes=float(kernel.network_bytes),
-        bound=kernel.bound.value,
-        compute_precision=kernel.compute_precision,
-        time_s=float(kernel.time_s),
-        gpu_j=float(kernel.gpu_j),
-        arithmetic_intensity_flops_per_byte=float(kernel.arithmetic_intensity_flops_per_byte),
-        ridge_point_flops_per_byte=float(kernel.ridge_point_flops_per_byte),
-    )
-
-
-def _invalid_request(error: CostModelError, *, custom: bool) -> InvalidRequest:
-    """The core's error as a 422 naming the request field at fault."""
-    loc = error.field or "body"
-    if isinstance(error, InvalidArchitecture):
-        loc = f"architecture.{loc}" if custom else "model"
-    extra: dict[str, object] = {"error": type(error).__name__}
-    if isinstance(error, InsufficientMemory):
-        extra["required_gpu_count"] = error.required_gpu_count
-    return InvalidRequest(error.message, errors=[FieldError(loc, error.message)], extra=extra)

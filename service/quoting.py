@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from service.auth import Principal
+from service.batch_pricing import price_batch
 from service.calibrating import CalibrationRegistry
 from service.db.models import Quote
 from service.db.quote_store import (
@@ -109,18 +111,30 @@ class QuoteService:
         principal: Principal,
         verbose: bool,
     ) -> list[EstimateResponse | ServiceError]:
-        """Price every valid item and store them together; invalid ones come back as errors."""
+        """Price every valid item and store them together; invalid ones come back as errors.
+
+        Items are priced together (service.batch_pricing: one cost-model evaluation per model
+        and deployment, one regressor inference) and stored in one transaction."""
+        tenant = principal.tenant
+        calibration = self.calibrations.for_tenant(tenant) if self.calibrations else None
+        requests = [item for item in items if not isinstance(item, ServiceError)]
+        answers = iter(
+            price_batch(self.estimator, requests, verbose=verbose, calibration=calibration)
+        )
         results: list[_Priced | ServiceError] = []
+        counts: Counter[tuple[str, str]] = Counter()
         for item in items:
-            if isinstance(item, ServiceError):
-                results.append(item)
+            answer = item if isinstance(item, ServiceError) else next(answers)
+            if isinstance(answer, ServiceError):
+                results.append(answer)
                 continue
-            try:
-                results.append(self._price(item, verbose, principal.tenant))
-            except ServiceError as error:
-                results.append(error)
+            assert not isinstance(item, ServiceError)
+            counts[answer.model_id, answer.gpu_id] += 1
+            results.append(_Priced(item, request_fingerprint(item, verbose), answer.response))
+        for (model, gpu), count in counts.items():
+            self.metrics.estimates.labels(model=model, gpu=gpu).inc(count)
         priced = [r for r in results if isinstance(r, _Priced)]
-        stored = iter(self._store(priced, principal.tenant, None))
+        stored = iter(self._store(priced, tenant, None))
         return [next(stored) if isinstance(r, _Priced) else r for r in results]
 
     def _claim(self, tenant: str, key: str) -> Claim | None:
@@ -155,20 +169,16 @@ class QuoteService:
         warning, if not. `claim` is released whatever happens."""
         if not priced:
             return []
-        final = [p.response.model_copy(update={"quote_id": new_quote_id()}) for p in priced]
-        rows = [
-            _quote_row(p, response, tenant, idempotency_key)
-            for p, response in zip(priced, final, strict=True)
-        ]
+        rows = [_quote_row(p, new_quote_id(), tenant, idempotency_key) for p in priced]
         try:
             saved = self._save(rows, claim)
         except StoreFailed:
             self.metrics.db_errors.labels(operation="store_quote").inc()
             return [_warn(p.response, NOT_STORED_WARNING) for p in priced]
-        # created_at as stamped when stored
+        # The stored quote's id, and created_at as stamped when stored.
         final = [
-            response.model_copy(update={"created_at": row.created_at})
-            for response, row in zip(final, rows, strict=True)
+            p.response.model_copy(update={"quote_id": row.id, "created_at": row.created_at})
+            for p, row in zip(priced, rows, strict=True)
         ]
         if saved is Saved.SPOOLED:
             self.metrics.db_errors.labels(operation="store_quote").inc()
@@ -197,17 +207,18 @@ class QuoteService:
         return _replay(stored, priced.request_hash)
 
 
-def _quote_row(
-    priced: _Priced, response: EstimateResponse, tenant: str, idempotency_key: str | None
-) -> Quote:
-    assert response.quote_id is not None
+def _quote_row(priced: _Priced, quote_id: str, tenant: str, idempotency_key: str | None) -> Quote:
+    """The row of `priced` stored as quote `quote_id` (its response document says so)."""
+    response = priced.response
+    document = response.model_dump(mode="json")
+    document["quote_id"] = quote_id
     return Quote(
-        id=response.quote_id,
+        id=quote_id,
         tenant=tenant,
         idempotency_key=idempotency_key,
         request_hash=priced.request_hash,
         request=priced.request.model_dump(mode="json", exclude_none=True),
-        response=response.model_dump(mode="json"),
+        response=document,
         model_version=response.model_version,
         calibration_id=response.calibration_id,
         model_id=response.model,

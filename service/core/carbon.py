@@ -24,7 +24,6 @@ from service.core.facility import (
     facility_energy_j,
     it_energy_j,
     kwh,
-    server_overhead_j,
     server_overhead_power_w,
 )
 from service.core.uncertainty import Ranged, product, total
@@ -37,6 +36,8 @@ __all__ = [
     "SECONDS_PER_YEAR",
     "CarbonEstimate",
     "CarbonFactors",
+    "HeldRates",
+    "held_rates",
     "operational_carbon_g",
     "request_carbon",
 ]
@@ -114,23 +115,51 @@ def operational_g(facility_j: Ranged, carbon_intensity_g_per_kwh: Ranged) -> Ran
     return product(kwh(facility_j), carbon_intensity_g_per_kwh)
 
 
-def request_carbon(gpu_j: Ranged, duration_s: float, factors: CarbonFactors) -> CarbonEstimate:
-    """CO2e and water of a request whose GPUs use `gpu_j` [J] over `duration_s` [s]."""
-    overhead_j = server_overhead_j(factors.server, factors.gpu_count, duration_s)
+@dataclass(frozen=True, slots=True)
+class HeldRates:
+    """What holding a request's hardware costs per second, whatever the request: the servers'
+    non-GPU power [W] and the embodied emissions charged per second held [gCO2e/s]."""
+
+    server_overhead_w: Ranged
+    embodied_per_s: EmbodiedCharge
+
+
+def held_rates(factors: CarbonFactors) -> HeldRates:
+    """The HeldRates of `factors` (requests with equal factors may share them)."""
+    return HeldRates(
+        server_overhead_power_w(factors.server, factors.gpu_count),
+        request_embodied_g(
+            factors.gpu_embodied_kg_co2e,
+            factors.gpu_count,
+            factors.server,
+            1.0,
+            factors.lifetime_years,
+            factors.utilisation,
+        ),
+    )
+
+
+def request_carbon(
+    gpu_j: Ranged, duration_s: float, factors: CarbonFactors, rates: HeldRates | None = None
+) -> CarbonEstimate:
+    """CO2e and water of a request whose GPUs use `gpu_j` [J] over `duration_s` [s]
+    (`rates`: held_rates(factors) when the caller has it already)."""
+    if rates is None:
+        rates = held_rates(factors)
+    overhead_j = rates.server_overhead_w.scaled(duration_s)
     it_j = it_energy_j(gpu_j, overhead_j)
     facility_j = facility_energy_j(it_j, factors.pue)
     operational = operational_g(facility_j, factors.carbon_intensity_g_per_kwh)
-    embodied = request_embodied_g(
-        factors.gpu_embodied_kg_co2e,
-        factors.gpu_count,
-        factors.server,
-        duration_s,
-        factors.lifetime_years,
-        factors.utilisation,
+    per_s = rates.embodied_per_s
+    # Embodied charges are linear in the time held (exact factor: bounds unchanged).
+    embodied = EmbodiedCharge(
+        per_s.gpus_g.scaled(duration_s),
+        per_s.server_g.scaled(duration_s),
+        per_s.total_g.scaled(duration_s),
     )
     water = request_water(it_j, facility_j, factors.wue_l_per_kwh, factors.offsite_water_l_per_kwh)
     return CarbonEstimate(
-        server_overhead_w=server_overhead_power_w(factors.server, factors.gpu_count),
+        server_overhead_w=rates.server_overhead_w,
         server_overhead_j=overhead_j,
         it_j=it_j,
         facility_j=facility_j,

@@ -1,16 +1,27 @@
-"""The analytical estimate of one request: both phases, every kernel, latency, energy, memory."""
+"""The analytical estimate of a request: both phases, every kernel, latency, energy, memory.
+
+`estimate_request` prices one request (service.core.phase: ~20 kernels, plain floats where numpy
+would cost more than it saves); `estimate_requests` prices many workloads of one model on one
+deployment in array operations (service.core.estimate_many), with the same results.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+import numpy as np
+
 from service.core.architecture import ModelArchitecture
 from service.core.coefficients import CostModelCoefficients
-from service.core.counts import AttentionSpan, PassShape, padded_rows
-from service.core.errors import InvalidParallelism, InvalidWorkload
-from service.core.kernel_table import KernelTable
-from service.core.memory import check_fits, memory_footprint
-from service.core.phase import ContextRange, PhaseContext, PhaseRequest, phase_kernel_tables
+from service.core.counts import AttentionSpan, padded_rows
+from service.core.errors import CostModelError, InvalidParallelism, InvalidWorkload
+from service.core.estimate_many import BatchEstimate, price_workloads
+from service.core.memory import check_fits, kv_cache_bytes_per_gpu
+from service.core.moe import expert_terms
+from service.core.phase import ContextRange, PhaseRequest, phase_kernel_tables
 from service.core.plan import cost_plan
-from service.core.results import Phase, PhaseCost, RequestEstimate
+from service.core.results import MemoryFootprint, PhaseCost, RequestEstimate
+from service.core.shards import ShardShapes
 from service.core.workload import Deployment, Workload
 
 
@@ -29,43 +40,112 @@ def estimate_request(
     `check_memory`) the weights and KV cache do not fit.
     """
     validate_workload(arch, workload)
+    _check_pipeline(arch, deployment)
+    plan = cost_plan(arch, deployment, coefficients.roofline)
+    par, gpu = deployment.parallelism, deployment.gpu
+    footprint = MemoryFootprint(
+        plan.weight_bytes_per_gpu,
+        kv_cache_bytes_per_gpu(arch, plan.shapes, workload, par.pipeline),
+        gpu.memory_bytes,
+    )
+    if check_memory:
+        check_fits(footprint, deployment)
+    roofline = coefficients.roofline
+    prefill_table, decode_table = phase_kernel_tables(
+        plan,
+        _phase_requests(
+            arch, plan.shapes, workload, deployment.flash_attention, roofline.gemm_tile_m
+        ),
+        (roofline.kernel_launch_s, roofline.decode_kernel_launch_s),
+        coefficients.power,
+    )
+    steps = workload.output_tokens - 1
+    overhead_s = (
+        roofline.prefill_overhead_s,
+        steps
+        * (
+            roofline.decode_step_overhead_s
+            + roofline.decode_overhead_per_sequence_s * workload.batch_size
+        ),
+    )
+    held = deployment.gpu_count
+    waiting = held - par.gpus_per_stage  # other pipeline stages idle meanwhile
+    overhead_w = gpu.idle_w + (gpu.tdp_w - gpu.idle_w) * coefficients.power.host_overhead
+    prefill, decode = (
+        PhaseCost(
+            phase=table.phase,
+            time_s=table.kernel_time_s + overhead_s[p],
+            gpu_j=table.kernel_gpu_j
+            + gpu.idle_w * waiting * table.kernel_time_s
+            + overhead_w * held * overhead_s[p],
+            overhead_s=overhead_s[p],
+            steps=1 if p == 0 else steps,
+            table=table,
+        )
+        for p, table in enumerate((prefill_table, decode_table))
+    )
+    return RequestEstimate(
+        prefill=prefill,
+        decode=decode,
+        gpu_j=prefill.gpu_j + decode.gpu_j,
+        total_s=prefill.time_s + decode.time_s,
+        time_per_output_token_s=decode.time_s / steps if steps else 0.0,
+        batch_size=workload.batch_size,
+        gpu_count=held,
+        memory=footprint,
+        warnings=_warnings(arch, deployment),
+    )
+
+
+def estimate_requests(
+    arch: ModelArchitecture,
+    workloads: Sequence[Workload],
+    deployment: Deployment,
+    coefficients: CostModelCoefficients,
+    *,
+    check_memory: bool = True,
+) -> tuple[BatchEstimate, dict[int, CostModelError]]:
+    """Price many workloads of `arch` on `deployment` at once: what `estimate_request` returns
+    for each, as arrays, and the error it raises for each workload that is invalid or (with
+    `check_memory`) does not fit, by index. Errors of the model or layout, common to every
+    workload, are raised as estimate_request raises them.
+    """
+    errors: dict[int, CostModelError] = {}
+    valid: list[int] = []
+    for index, workload in enumerate(workloads):
+        try:
+            validate_workload(arch, workload)
+        except CostModelError as error:
+            errors[index] = error
+        else:
+            valid.append(index)
+    _check_pipeline(arch, deployment)
+    plan = cost_plan(arch, deployment, coefficients.roofline)
+    priced = price_workloads(
+        plan,
+        [workloads[i] for i in valid],
+        valid,
+        deployment,
+        coefficients,
+        _warnings(arch, deployment),
+    )
+    if check_memory:
+        required = plan.weight_bytes_per_gpu + priced.kv_cache_bytes
+        for j in np.flatnonzero(required > priced.capacity_bytes_per_gpu).tolist():
+            try:
+                check_fits(priced.memory(j), deployment)
+            except CostModelError as error:
+                errors[valid[j]] = error
+    return priced, errors
+
+
+def _check_pipeline(arch: ModelArchitecture, deployment: Deployment) -> None:
     par = deployment.parallelism
     if par.pipeline > arch.num_layers:
         raise InvalidParallelism(
             f"parallelism.pipeline = {par.pipeline} exceeds the {arch.num_layers} layers",
             field="hardware.parallelism.pipeline",
         )
-    plan = cost_plan(arch, deployment, coefficients.roofline)
-    footprint = memory_footprint(arch, plan.shapes, workload, deployment)
-    if check_memory:
-        check_fits(footprint, deployment)
-    roofline = coefficients.roofline
-    requests = tuple(
-        _phase_request(arch, workload, deployment, phase, roofline.gemm_tile_m)
-        for phase in (Phase.PREFILL, Phase.DECODE)
-    )
-    contexts = (
-        PhaseContext(Phase.PREFILL, coefficients.power, roofline.kernel_launch_s),
-        PhaseContext(Phase.DECODE, coefficients.power, roofline.decode_kernel_launch_s),
-    )
-    tables = phase_kernel_tables(plan, requests, contexts)
-    phases = [
-        _phase_cost(ctx.phase, table, workload, deployment, coefficients)
-        for ctx, table in zip(contexts, tables, strict=True)
-    ]
-    prefill, decode = phases
-    decode_steps = workload.output_tokens - 1
-    return RequestEstimate(
-        prefill=prefill,
-        decode=decode,
-        gpu_j=prefill.gpu_j + decode.gpu_j,
-        total_s=prefill.time_s + decode.time_s,
-        time_per_output_token_s=decode.time_s / decode_steps if decode_steps else 0.0,
-        batch_size=workload.batch_size,
-        gpu_count=deployment.gpu_count,
-        memory=footprint,
-        warnings=_warnings(arch, deployment),
-    )
 
 
 def validate_workload(arch: ModelArchitecture, workload: Workload) -> None:
@@ -85,40 +165,47 @@ def validate_workload(arch: ModelArchitecture, workload: Workload) -> None:
         )
 
 
-def _phase_request(
-    arch: ModelArchitecture, workload: Workload, deployment: Deployment, phase: Phase, tile_m: int
-) -> PhaseRequest:
-    """The BASIS terms of one phase of `workload` (see service.core.plan)."""
+def _phase_requests(
+    arch: ModelArchitecture, shapes: ShardShapes, workload: Workload, flash: bool, tile_m: int
+) -> tuple[PhaseRequest, PhaseRequest]:
+    """The BASIS terms of prefill and decode of `workload` (see service.core.plan)."""
     batch, prompt = workload.batch_size, workload.prompt_tokens
-    if phase is Phase.PREFILL:
-        tokens = float(batch * prompt)
-        spans = _prefill_spans(arch, prompt, deployment.flash_attention)
-        sliding = spans.get("sliding", AttentionSpan(0.0, 0.0, 0.0))
-        full = spans["full"]
-        basis = [
-            1.0,
-            tokens,
-            float(batch),
-            batch * full.pairs,
-            batch * full.keys_read,
-            batch * full.new_tokens,
-            batch * sliding.pairs,
-            batch * sliding.keys_read,
-            batch * sliding.new_tokens,
-        ]
-        shape = PassShape(tokens, batch, batch, spans, tile_m)
-        contexts = None
-        steps = 1
-    else:
-        rows = float(batch)
-        basis = [1.0, rows, rows, 0.0, 0.0, rows, 0.0, 0.0, rows]
-        shape = PassShape(rows, batch, batch, {}, tile_m)
-        contexts = ContextRange(
-            prompt + 1, prompt + workload.output_tokens - 1, arch.sliding_window_tokens
+    tokens = float(batch * prompt)
+    spans = _prefill_spans(arch, prompt, flash)
+    full = spans["full"]
+    sliding = spans.get("sliding", AttentionSpan(0.0, 0.0, 0.0))
+    prefill = [
+        1.0,
+        tokens,
+        float(batch),
+        batch * full.pairs,
+        batch * full.keys_read,
+        batch * full.new_tokens,
+        batch * sliding.pairs,
+        batch * sliding.keys_read,
+        batch * sliding.new_tokens,
+    ]
+    rows = float(batch)
+    decode = [1.0, rows, rows, 0.0, 0.0, rows, 0.0, 0.0, rows]
+    requests = []
+    for basis, pass_tokens in ((prefill, tokens), (decode, rows)):
+        experts = expert_terms(arch, shapes, pass_tokens, tile_m)
+        padded = (
+            basis[0],
+            padded_rows(basis[1], tile_m),
+            padded_rows(basis[2], tile_m),
+            *basis[3:9],
+            experts.padded_rows,
+            experts.touched,
         )
-        steps = contexts.steps
-    padded = [basis[0], padded_rows(basis[1], tile_m), padded_rows(basis[2], tile_m), *basis[3:]]
-    return PhaseRequest(tuple(basis), tuple(padded), steps, shape, contexts, batch)
+        requests.append(((*basis, experts.rows, experts.touched), padded))
+    contexts = ContextRange(
+        prompt + 1, prompt + workload.output_tokens - 1, arch.sliding_window_tokens
+    )
+    return (
+        PhaseRequest(*requests[0], 1, None, batch),
+        PhaseRequest(*requests[1], contexts.steps, contexts, batch),
+    )
 
 
 def _prefill_spans(arch: ModelArchitecture, prompt: int, flash: bool) -> dict[str, AttentionSpan]:
@@ -134,44 +221,6 @@ def _prefill_spans(arch: ModelArchitecture, prompt: int, flash: bool) -> dict[st
             sliding if flash else float(prompt * prompt), prompt, prompt
         )
     return spans
-
-
-def _phase_cost(
-    phase: Phase,
-    table: KernelTable,
-    workload: Workload,
-    deployment: Deployment,
-    coefficients: CostModelCoefficients,
-) -> PhaseCost:
-    steps = 1 if phase is Phase.PREFILL else workload.output_tokens - 1
-    overhead_s = host_overhead_s(phase, workload, coefficients)
-    kernel_s = table.kernel_time_s
-    gpu = deployment.gpu
-    held = deployment.gpu_count
-    waiting = held - deployment.parallelism.gpus_per_stage  # other pipeline stages idle meanwhile
-    overhead_w = gpu.idle_w + (gpu.tdp_w - gpu.idle_w) * coefficients.power.host_overhead
-    gpu_j = table.kernel_gpu_j + gpu.idle_w * waiting * kernel_s + overhead_w * held * overhead_s
-    return PhaseCost(
-        phase=phase,
-        time_s=kernel_s + overhead_s,
-        gpu_j=gpu_j,
-        overhead_s=overhead_s,
-        steps=steps,
-        table=table,
-    )
-
-
-def host_overhead_s(phase: Phase, workload: Workload, coefficients: CostModelCoefficients) -> float:
-    """Host-side time of a phase [s]: one prefill overhead, or per decode step a fixed part
-    plus a part per running sequence."""
-    roofline = coefficients.roofline
-    if phase is Phase.PREFILL:
-        return roofline.prefill_overhead_s
-    per_step = (
-        roofline.decode_step_overhead_s
-        + roofline.decode_overhead_per_sequence_s * workload.batch_size
-    )
-    return (workload.output_tokens - 1) * per_step
 
 
 def _warnings(arch: ModelArchitecture, deployment: Deployment) -> tuple[str, ...]:

@@ -23,11 +23,12 @@ class TotalsSource(Protocol):
     def totals_matrix(self) -> FloatArray: ...
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False)
 class KernelTable:
     """One phase's kernels, one entry per node: times [s] are wall-clock shares, energies [J]
     those of the GPUs running the kernel (`kernel_time_s` and `kernel_gpu_j` their sums);
-    counts are totalled on first use."""
+    counts are totalled on first use. Read-only by convention (not frozen: a frozen
+    dataclass's __init__ costs several µs, a tenth of an estimate)."""
 
     phase: Phase
     nodes: tuple[KernelNode, ...]

@@ -4,12 +4,18 @@ Routing is taken as uniform: each token picks `experts_per_token` of `num_expert
 pass of T tokens touches E (1 - (1 - k/E)^T) distinct experts in expectation. In decode, where T
 is small, that is what decides how much expert weight is read; in prefill every expert is
 touched. Expert GEMM rows per touched expert are padded to the tile height for compute time.
+
+An expert GEMM's counts are linear in three per-pass quantities (`ExpertTerms`): the expert rows
+(token-expert assignments on this GPU), the same padded per touched expert, and the touched
+experts; the cost plan carries its coefficients per unit of each (`expert_gemm_per_unit`).
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from service.core.architecture import ModelArchitecture
-from service.core.counts import PassShape, activation_work, gemm_work
+from service.core.counts import PassShape, activation_work, gemm_work, padded_rows
 from service.core.graph import KernelNode
 from service.core.shards import ShardShapes
 from service.core.work import Work
@@ -32,21 +38,58 @@ def router(node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassSha
     )
 
 
-def _local_routing(arch: ModelArchitecture, s: ShardShapes, p: PassShape) -> tuple[float, float]:
+def _local_routing(arch: ModelArchitecture, s: ShardShapes, tokens: float) -> tuple[float, float]:
     """(expert-token assignments handled by this GPU, distinct local experts it touches)."""
-    assignments = p.tokens * arch.experts_per_token / s.expert
-    touched = expected_touched_experts(p.tokens, arch.num_experts, arch.experts_per_token)
+    assignments = tokens * arch.experts_per_token / s.expert
+    touched = expected_touched_experts(tokens, arch.num_experts, arch.experts_per_token)
     return assignments, max(touched / s.expert, 1e-12)
+
+
+class ExpertTerms(NamedTuple):
+    """Per-pass quantities an expert GEMM's counts are linear in (on one GPU).
+
+    Attributes:
+        rows: token-expert assignments handled by this GPU (GEMM rows over all its experts).
+        padded_rows: the same with each touched expert's rows padded to the GEMM tile.
+        touched: distinct local experts the pass touches (each expert's weight read once).
+    """
+
+    rows: float
+    padded_rows: float
+    touched: float
+
+
+def expert_terms(
+    arch: ModelArchitecture, s: ShardShapes, tokens: float, tile_m: int
+) -> ExpertTerms:
+    """The ExpertTerms of a pass of `tokens` tokens (zeros for a dense model)."""
+    if not arch.is_moe:
+        return ExpertTerms(0.0, 0.0, 0.0)
+    assignments, touched = _local_routing(arch, s, tokens)
+    return ExpertTerms(assignments, touched * padded_rows(assignments / touched, tile_m), touched)
+
+
+def _expert_shape(node: KernelNode, arch: ModelArchitecture, s: ShardShapes) -> tuple[float, float]:
+    """(in_features, out_features) of one local expert's GEMM."""
+    if node.operand == "expert_up":
+        return float(s.hidden), s.expert_width * (2 if arch.mlp == "gated" else 1)
+    return s.expert_width, float(s.hidden)
+
+
+def expert_gemm_per_unit(
+    node: KernelNode, arch: ModelArchitecture, s: ShardShapes
+) -> tuple[Work, Work]:
+    """Counts of an expert GEMM per expert row (padded FLOPs: per padded row) and per touched
+    expert: `expert_gemm` is rows x the first plus touched x the second."""
+    in_f, out_f = _expert_shape(node, arch, s)
+    per_row = gemm_work(1.0, in_f, out_f, in_f * out_f, s, 1)
+    return per_row._replace(weight_bytes=0.0), Work(weight_bytes=per_row.weight_bytes)
 
 
 def expert_gemm(node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape) -> Work:
     """Grouped GEMM over the touched local experts (gate+up or down projection)."""
-    assignments, touched = _local_routing(arch, s, p)
-    gated = arch.mlp == "gated"
-    if node.operand == "expert_up":
-        in_f, out_f = float(s.hidden), s.expert_width * (2 if gated else 1)
-    else:
-        in_f, out_f = s.expert_width, float(s.hidden)
+    assignments, touched = _local_routing(arch, s, p.tokens)
+    in_f, out_f = _expert_shape(node, arch, s)
     per_expert = gemm_work(assignments / touched, in_f, out_f, in_f * out_f, s, p.tile_m)
     return per_expert.scaled(touched)
 
@@ -55,5 +98,5 @@ def expert_activation(
     node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape
 ) -> Work:
     """Activation over the routed assignments' expert outputs."""
-    assignments, _ = _local_routing(arch, s, p)
+    assignments, _ = _local_routing(arch, s, p.tokens)
     return activation_work(assignments * s.expert_width, arch, s)

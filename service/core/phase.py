@@ -4,6 +4,10 @@ Kernels that do not read the KV cache cost the same at every step of a phase: th
 are one matrix product away. Attention in decode grows with the context c; its unit times are
 affine in c, and the sum over steps is exact from the upper envelope of those lines
 (roofline.sum_max_affine), with no loop over tokens.
+
+This is the one-request path: at ~20 kernels numpy's per-call cost, not arithmetic, sets its
+time, so both phases go through each array operation together and the few decode-attention
+lines are plain floats. Many requests at once go through service.core.batch_phase.
 """
 
 from __future__ import annotations
@@ -14,15 +18,13 @@ import numpy as np
 import numpy.typing as npt
 
 from service.core.coefficients import PowerCoefficients
-from service.core.counts import PassShape
 from service.core.kernel_table import KernelTable
-from service.core.kernel_work import kernel_work
 from service.core.plan import BASIS, CostPlan
 from service.core.results import Phase
 from service.core.roofline import sum_affine, sum_max_affine
 
 FloatArray = npt.NDArray[np.float64]
-_TOKENS, _LOGIT_ROWS = BASIS.index("tokens"), BASIS.index("logit_rows")
+_PHASES = (Phase.PREFILL, Phase.DECODE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,9 +46,8 @@ class PhaseRequest:
 
     Attributes:
         basis: BASIS values of one execution (for decode: its context-free part).
-        padded: the same with tokens and logit rows padded to the GEMM tile.
+        padded: the same with tokens, logit rows and expert rows padded to the GEMM tile.
         steps: executions of each kernel per layer (1 prefill, output_tokens - 1 decode).
-        shape: the pass itself, for kernels counted directly.
         contexts: decode's context range (None in prefill).
         batch: sequences in the batch.
     """
@@ -54,64 +55,53 @@ class PhaseRequest:
     basis: tuple[float, ...]
     padded: tuple[float, ...]
     steps: int
-    shape: PassShape
     contexts: ContextRange | None
     batch: int
 
 
-@dataclass(frozen=True, slots=True)
-class PhaseContext:
-    """What every kernel of a phase shares besides the plan."""
-
-    phase: Phase
-    power: PowerCoefficients
-    kernel_launch_s: float
-
-
 def phase_kernel_tables(
-    plan: CostPlan, requests: tuple[PhaseRequest, ...], contexts: tuple[PhaseContext, ...]
-) -> tuple[KernelTable, ...]:
-    """Every kernel's time, energy and bound in each phase, all phases in one set of array
-    operations (numpy's per-call cost, not arithmetic, dominates at ~20 kernels)."""
-    terms = np.array([r.basis + r.padded for r in requests]).T
-    steps = np.array([float(r.steps) for r in requests])
-    launch = np.array([c.kernel_launch_s for c in contexts])
-    # Per kernel, unit (tensor, CUDA core, special function, memory, network) and phase:
+    plan: CostPlan,
+    requests: tuple[PhaseRequest, PhaseRequest],
+    launch_s: tuple[float, float],
+    power: PowerCoefficients,
+) -> tuple[KernelTable, KernelTable]:
+    """Every kernel's time, energy and bound in prefill and decode."""
+    prefill, decode = requests
+    terms = np.array([prefill.basis + prefill.padded, decode.basis + decode.padded]).T
+    kernels = len(plan.nodes)
+    # Per unit (tensor, CUDA core, special function, memory, network), kernel and phase:
     # seconds of one execution.
-    unit = plan.seconds_per_unit @ terms
-    nonlinear = {
-        (i, p): np.asarray(kernel_work(plan.nodes[i], plan.arch, plan.shapes, r.shape))
-        for i in plan.nonlinear
-        for p, r in enumerate(requests)
-    }
-    for (i, p), work in nonlinear.items():
-        unit[i, :, p] = work @ plan.seconds_per_count[plan.streaming[i]]
-    scale = plan.layers[:, None] * steps
-    time_s = (unit.max(axis=1) + launch) * scale
-    compute_s = unit[:, :3].max(axis=1) * scale
-    memory_s = unit[:, 3] * scale
-    network_s = unit[:, 4] * scale
-    for p, request in enumerate(requests):
-        if request.contexts is None:
-            continue
+    unit = (plan.unit_major_seconds @ terms).reshape(5, kernels, 2)
+    tensor, cuda_core, special, memory, network = unit
+    compute = np.maximum(np.maximum(tensor, cuda_core), special)
+    scale = plan.layers[:, None] * np.array([float(prefill.steps), float(decode.steps)])
+    time_s = (np.maximum(np.maximum(compute, memory), network) + launch_s) * scale
+    compute_s = compute * scale
+    memory_s = memory * scale
+    network_s = network * scale
+    contexts = decode.contexts
+    if contexts is not None and decode.steps > 0:
+        intercepts = unit[:, :, 1].T.tolist()
         for i in plan.attention:
-            seconds = _decode_attention_s(plan, i, request, request.contexts, launch[p])
+            seconds = _decode_attention_s(
+                plan, i, intercepts[i], decode.batch, contexts, launch_s[1]
+            )
             layers = plan.layers[i]
-            time_s[i, p], compute_s[i, p], memory_s[i, p], network_s[i, p] = (
+            time_s[i, 1], compute_s[i, 1], memory_s[i, 1], network_s[i, 1] = (
                 seconds[0] * layers,
                 seconds[1] * layers,
                 seconds[2] * layers,
                 seconds[3] * layers,
             )
-    power = contexts[0].power
     share = power.compute * compute_s + power.memory * memory_s + power.network * network_s
     gpu, group = plan.gpu, plan.shapes.group
     # Utilisation-weighted dynamic power, capped so no kernel draws more than TDP.
     gpu_j = group * (gpu.idle_w * time_s + (gpu.tdp_w - gpu.idle_w) * np.minimum(share, time_s))
     phase_time_s, phase_gpu_j = time_s.sum(axis=0).tolist(), gpu_j.sum(axis=0).tolist()
-    return tuple(
+    counts = RequestCounts(plan, requests)
+    prefill_table, decode_table = (
         KernelTable(
-            phase=ctx.phase,
+            phase=_PHASES[p],
             nodes=plan.nodes,
             executions=scale[:, p],
             kernel_time_s=phase_time_s[p],
@@ -123,29 +113,46 @@ def phase_kernel_tables(
             network_s=network_s[:, p],
             compute_key=plan.compute_key,
             gpu=gpu,
-            counts=PhaseCounts(plan, request, {i: w for (i, q), w in nonlinear.items() if q == p}),
+            counts=PhaseCounts(counts, p),
         )
-        for p, (request, ctx) in enumerate(zip(requests, contexts, strict=True))
+        for p in (0, 1)
     )
+    return prefill_table, decode_table
 
 
-@dataclass(frozen=True, slots=True, eq=False)
-class PhaseCounts:
-    """What a KernelTable needs to total its kernels' counts when asked (not on the hot path)."""
+@dataclass(eq=False)
+class RequestCounts:
+    """Both phases' per-kernel counts of a request, totalled together when first asked (the
+    hot path never asks; the regressor's features do)."""
 
     plan: CostPlan
-    request: PhaseRequest
-    nonlinear_work: dict[int, FloatArray]
+    requests: tuple[PhaseRequest, PhaseRequest]
+    _totals: FloatArray | None = None
+
+    def totals(self) -> FloatArray:
+        """[2 phases, kernels, WORK_FIELDS] counts summed over executions and all GPUs."""
+        if self._totals is None:
+            plan = self.plan
+            sums = [_phase_sums(request) for request in self.requests]
+            basis_sum = np.array([real for real, _ in sums])
+            padded_sum = np.array([padded for _, padded in sums])
+            totals = np.einsum("kfb,pb->pkf", plan.work_per_unit, basis_sum)
+            totals[..., 1] = padded_sum @ plan.work_per_unit[:, 1, :].T
+            self._totals = totals * (plan.layers * plan.shapes.group)[:, None]
+        return self._totals
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseCounts:
+    """One phase's view of a RequestCounts (a KernelTable's counts source)."""
+
+    request: RequestCounts
+    phase: int
 
     def totals_matrix(self) -> FloatArray:
         """(kernels, WORK_FIELDS) counts summed over the phase's executions and all GPUs."""
-        plan = self.plan
-        basis_sum, padded_sum = _phase_sums(self.request)
-        totals = plan.work_per_unit @ basis_sum
-        totals[:, 1] = plan.work_per_unit[:, 1, :] @ padded_sum
-        for i, work in self.nonlinear_work.items():
-            totals[i] = work * float(self.request.steps)
-        return totals * (plan.layers * plan.shapes.group)[:, None]
+        result: FloatArray = self.request.totals()[self.phase]
+        return result
 
 
 def _phase_sums(request: PhaseRequest) -> tuple[FloatArray, FloatArray]:
@@ -180,19 +187,20 @@ def _capped_sum(contexts: ContextRange, window: int) -> float:
 
 
 def _decode_attention_s(
-    plan: CostPlan, i: int, request: PhaseRequest, contexts: ContextRange, launch_s: float
+    plan: CostPlan,
+    i: int,
+    intercepts: list[float],
+    batch: int,
+    contexts: ContextRange,
+    launch_s: float,
 ) -> tuple[float, float, float, float]:
     """(time, compute, memory, network) seconds of one attention kernel over decode, per layer.
 
-    Plain floats over the few non-zero coefficients: numpy's per-call cost would dominate.
+    `intercepts`: each unit's seconds of one step without the context's part. Plain floats:
+    numpy's per-call cost would dominate on five lines.
     """
-    variant = plan.nodes[i].operand
-    batch = float(request.batch)
-    terms = request.basis + request.padded
-    sparse = plan.sparse_seconds_per_unit[i]
-    slope_terms = plan.context_terms[variant]
-    slopes = [batch * sum(c for b, c in unit if b in slope_terms) for unit in sparse]
-    window = contexts.sliding_window if variant == "sliding" else None
+    slopes = [batch * per_key for per_key in plan.seconds_per_context_key[i]]
+    window = contexts.sliding_window if plan.nodes[i].operand == "sliding" else None
     pieces = [(0.0, 1.0, contexts.first, contexts.last)]  # (keys offset, slope factor, range)
     if window is not None and window < contexts.last:
         pieces = [(0.0, 1.0, contexts.first, min(contexts.last, window))]
@@ -202,8 +210,8 @@ def _decode_attention_s(
         if last < first:
             continue
         lines = [
-            (sum(c * terms[b] for b, c in unit) + offset * slope, slope * factor)
-            for unit, slope in zip(sparse, slopes, strict=True)
+            (a + offset * slope, slope * factor)
+            for a, slope in zip(intercepts, slopes, strict=True)
         ]
         time_s += sum_max_affine(lines, first, last) + launch_s * (last - first + 1)
         compute_s += sum_max_affine(lines[:3], first, last)

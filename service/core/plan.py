@@ -1,12 +1,14 @@
 """A request-independent plan of a model on a deployment: every kernel's counts as linear
 functions of a few workload terms, turned into seconds per unit of each term.
 
-Every count of every kernel except the routed-expert GEMMs is linear in nine terms (the
-`BASIS`): a constant, the query tokens T, the logit rows R, and per attention variant the
-query-key pairs, cached keys read and new keys written, each summed over sequences. Probing
-each kernel's counter at unit values of those terms yields its coefficients once per
-(model, deployment, coefficients); pricing a request is then a few small matrix products.
-GEMM rows are padded for compute time by evaluating the tensor-core row at padded T and R.
+Every count of every kernel is linear in eleven terms (the `BASIS`): a constant, the query
+tokens T, the logit rows R, per attention variant the query-key pairs, cached keys read and new
+keys written, each summed over sequences, and the routed experts' rows and touched experts
+(service.core.moe.ExpertTerms, nonlinear in T but computed per request in closed form).
+Probing each kernel's counter at unit values of the first nine terms, and the expert GEMMs'
+closed-form counts per row and per expert, yields the coefficients once per (model, deployment,
+coefficients); pricing a request is then a few small matrix products. GEMM rows are padded for
+compute time by evaluating the tensor-core row at padded T, R and expert rows.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from service.core.dtypes import gemm_compute_key
 from service.core.graph import KernelNode, build_kernel_graph
 from service.core.hardware import GpuSpec
 from service.core.kernel_work import kernel_work
+from service.core.memory import weight_bytes_per_gpu
+from service.core.moe import expert_gemm_per_unit
 from service.core.roofline import STREAMING_KINDS, UnitRates, unit_rates
 from service.core.shards import ShardShapes, shard_shapes
 from service.core.work import WORK_FIELDS
@@ -40,9 +44,13 @@ BASIS: tuple[str, ...] = (
     "pairs_sliding",
     "keys_sliding",
     "new_sliding",
+    "expert_rows",
+    "experts_touched",
 )
-NONLINEAR_KINDS = frozenset({"expert_gemm"})
-"""Kinds whose counts are not linear in the basis (touched experts); counted per request."""
+PROBED_TERMS = 9
+"""The first PROBED_TERMS basis terms are found by probing every counter; the expert terms are
+set by the expert GEMMs alone."""
+ATTENTION_TERMS = slice(3, PROBED_TERMS)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -55,10 +63,12 @@ class CostPlan:
         seconds_per_unit: (kernels, 5 units, 2 x BASIS) seconds per unit of each term: the
             tensor-core row reads the padded copy of the terms (second half), the CUDA-core,
             special-function, memory and network rows the real ones (first half).
+        unit_major_seconds: (5 units x kernels, 2 x BASIS) the same, units outermost.
         layers: (kernels,) executions per forward pass.
-        nonlinear: indices of kernels counted per request.
         attention: indices of kernels whose work depends on the context.
-        seconds_per_count: (kinds streaming/elementwise) -> (WORK_FIELDS, 5) for direct rows.
+        seconds_per_context_key: per attention kernel, each unit's seconds per sequence and
+            context key (pairs and keys read grow by one per key).
+        weight_bytes_per_gpu: weights on the most loaded GPU [B] (memory.weight_bytes_per_gpu).
     """
 
     arch: ModelArchitecture
@@ -69,13 +79,11 @@ class CostPlan:
     nodes: tuple[KernelNode, ...]
     work_per_unit: FloatArray
     seconds_per_unit: FloatArray
+    unit_major_seconds: FloatArray
     layers: FloatArray
-    nonlinear: tuple[int, ...]
     attention: tuple[int, ...]
-    streaming: tuple[bool, ...]
-    seconds_per_count: dict[bool, FloatArray]
-    sparse_seconds_per_unit: dict[int, list[list[tuple[int, float]]]]
-    context_terms: dict[str, frozenset[int]]
+    seconds_per_context_key: dict[int, tuple[float, ...]]
+    weight_bytes_per_gpu: float
 
 
 def seconds_per_count(rates: UnitRates, *, streaming: bool) -> FloatArray:
@@ -106,15 +114,23 @@ def _probe_shape(term: str) -> PassShape:
     return PassShape(tokens, sequences, logit_rows, spans, 1)
 
 
-_PROBES = tuple(_probe_shape(term) for term in BASIS)
+_PROBES = tuple(_probe_shape(term) for term in BASIS[:PROBED_TERMS])
 
 
 def _node_work_per_unit(
     node: KernelNode, arch: ModelArchitecture, shapes: ShardShapes
 ) -> FloatArray:
     """(WORK_FIELDS, BASIS) coefficients of one kernel's counts."""
-    values = np.array([kernel_work(node, arch, shapes, probe) for probe in _PROBES]).T
-    values[:, 1:] -= values[:, :1]  # each probe also carries the constant term
+    values = np.zeros((len(WORK_FIELDS), len(BASIS)))
+    if node.kind == "expert_gemm":
+        per_row, per_expert = expert_gemm_per_unit(node, arch, shapes)
+        values[:, BASIS.index("expert_rows")] = per_row
+        values[:, BASIS.index("experts_touched")] = per_expert
+        return values
+    values[:, :PROBED_TERMS] = np.array(
+        [kernel_work(node, arch, shapes, probe) for probe in _PROBES]
+    ).T
+    values[:, 1:PROBED_TERMS] -= values[:, :1]  # each probe also carries the constant term
     return values
 
 
@@ -139,15 +155,9 @@ def cost_plan(
         pipeline_stages=par.pipeline,
     )
     nodes = graph.nodes + graph.step_nodes
-    streaming = tuple(node.kind in STREAMING_KINDS for node in nodes)
     per_count = {flag: seconds_per_count(rates, streaming=flag) for flag in (True, False)}
-    work = np.zeros((len(nodes), len(WORK_FIELDS), len(BASIS)))
-    nonlinear = []
-    for i, node in enumerate(nodes):
-        if node.kind in NONLINEAR_KINDS:
-            nonlinear.append(i)
-        else:
-            work[i] = _node_work_per_unit(node, arch, shapes)
+    streaming = [node.kind in STREAMING_KINDS for node in nodes]
+    work = np.array([_node_work_per_unit(node, arch, shapes) for node in nodes])
     seconds = np.einsum("kfb,kfu->kub", work, np.array([per_count[s] for s in streaming]))
     seconds_per_unit = np.concatenate(
         [
@@ -156,9 +166,15 @@ def cost_plan(
         ],
         axis=2,
     )
-    attention = tuple(
-        i for i in range(len(nodes)) if np.any(work[i][:, 3:] != 0.0) and i not in nonlinear
-    )
+    attention = tuple(i for i in range(len(nodes)) if np.any(work[i][:, ATTENTION_TERMS] != 0.0))
+    context_columns = {
+        variant: [
+            offset + BASIS.index(f"{quantity}_{variant}")
+            for quantity in ("pairs", "keys")
+            for offset in (0, len(BASIS))
+        ]
+        for variant in ("full", "sliding")
+    }
     return CostPlan(
         arch=arch,
         gpu=deployment.gpu,
@@ -168,23 +184,14 @@ def cost_plan(
         nodes=nodes,
         work_per_unit=work,
         seconds_per_unit=seconds_per_unit,
+        unit_major_seconds=np.ascontiguousarray(
+            seconds_per_unit.transpose(1, 0, 2).reshape(-1, 2 * len(BASIS))
+        ),
         layers=np.array([node.layers for node in nodes], dtype=np.float64),
-        nonlinear=tuple(nonlinear),
         attention=attention,
-        streaming=streaming,
-        seconds_per_count=per_count,
-        sparse_seconds_per_unit={i: _sparse_rows(seconds_per_unit[i]) for i in attention},
-        context_terms={
-            variant: frozenset(
-                offset + BASIS.index(f"{quantity}_{variant}")
-                for quantity in ("pairs", "keys")
-                for offset in (0, len(BASIS))
-            )
-            for variant in ("full", "sliding")
+        seconds_per_context_key={
+            i: tuple(seconds_per_unit[i][:, context_columns[nodes[i].operand]].sum(axis=1).tolist())
+            for i in attention
         },
+        weight_bytes_per_gpu=weight_bytes_per_gpu(arch, shapes, par.pipeline),
     )
-
-
-def _sparse_rows(rows: FloatArray) -> list[list[tuple[int, float]]]:
-    """Each unit's non-zero (term index, seconds per unit) pairs."""
-    return [[(b, float(c)) for b, c in enumerate(row) if c != 0.0] for row in rows]

@@ -61,17 +61,25 @@ class Ranged:
 
 def product(*factors: Ranged) -> Ranged:
     """The product of independent factors, bounds combined in log space in quadrature."""
-    value = math.prod(f.value for f in factors)
-    low = math.sqrt(sum(math.log(f.low_ratio) ** 2 for f in factors))
-    high = math.sqrt(sum(math.log(f.high_ratio) ** 2 for f in factors))
-    return Ranged(value, math.exp(-low), math.exp(high))
+    # Plain loops (this runs several times per quote); the same operations in the same order
+    # as math.prod and sum of squared logs, exact factors (ratio 1, log 0) skipped.
+    value, low, high = 1.0, 0.0, 0.0
+    for f in factors:
+        value *= f.value
+        if f.low_ratio != 1.0:
+            low += math.log(f.low_ratio) ** 2
+        if f.high_ratio != 1.0:
+            high += math.log(f.high_ratio) ** 2
+    return Ranged(value, math.exp(-math.sqrt(low)), math.exp(math.sqrt(high)))
 
 
 def total(*terms: Ranged) -> Ranged:
     """The sum of terms, bounds added end to end (interval arithmetic)."""
-    value = sum(t.value for t in terms)
+    value = low = high = 0.0
+    for t in terms:
+        value += t.value
+        low += t.value * t.low_ratio
+        high += t.value * t.high_ratio
     if value == 0.0:
         return Ranged(0.0)
-    low = sum(t.low for t in terms)
-    high = sum(t.high for t in terms)
     return Ranged(value, min(low / value, 1.0), max(high / value, 1.0))

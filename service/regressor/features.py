@@ -172,15 +172,14 @@ def request_features(
     if estimate is None:
         estimate = estimate_request(arch, workload, deployment, coefficients, check_memory=False)
     static, adjacency = graph_arrays(arch, deployment)
-    prefill, decode = phase_raw(estimate.prefill.table), phase_raw(estimate.decode.table)
-    if prefill.shape[0] != static.shape[0]:
+    raw = _raw_of_both(estimate.prefill.table, estimate.decode.table)
+    if raw.shape[1] != static.shape[0]:
         raise ValueError("kernel tables and kernel graph disagree on the node count")
+    prefill, decode = phase_node_block_of(raw)  # both phases in one set of array operations
     return RequestFeatures(
-        node_x=np.concatenate(
-            [static, phase_node_block_of(prefill), phase_node_block_of(decode)], axis=1
-        ),
+        node_x=np.concatenate([static, prefill, decode], axis=1),
         adjacency=adjacency,
-        global_x=_global_vector(arch, workload, deployment, estimate, (prefill, decode)),
+        global_x=_global_vector(arch, workload, deployment, estimate, (raw[0], raw[1])),
         log_analytical_j=np.array(
             [safe_log(estimate.prefill.gpu_j), safe_log(estimate.decode.gpu_j)]
         ),
@@ -205,44 +204,65 @@ RAW_COLUMNS: tuple[str, ...] = (
 _RAW = {name: i for i, name in enumerate(RAW_COLUMNS)}
 _COUNTS = slice(0, 1 + len(WORK_FIELDS))  # executions and every Work field
 _SHAPES = [_RAW[f] for f in SHAPE_FIELDS]
-_TIMES = slice(_RAW["time_s"], _RAW["network_s"] + 1)
 _LIMBS = slice(_RAW["compute_s"], _RAW["network_s"] + 1)
+_TIMES_AND_ENERGY = slice(_RAW["time_s"], _RAW["gpu_j"] + 1)
+_TO_US_AND_MJ = np.array([US_PER_S] * 4 + [MJ_PER_J])
+_SHARED = [_RAW["time_s"], _RAW["gpu_j"]]
+_ONE_HOT = np.eye(3)
 _MEMORY = [_RAW[f] for f in MEMORY_WORK_FIELDS]
 
 
 def phase_raw(table: KernelTable) -> FloatArray:
     """[kernels, RAW_COLUMNS] of one phase's table (public table attributes only)."""
-    n = len(table.nodes)
-    totals = np.array(table.totals, dtype=np.float64).reshape(n, len(WORK_FIELDS))
-    raw = np.empty((n, len(RAW_COLUMNS)))
-    raw[:, 0] = table.executions
-    raw[:, 1 : 1 + len(WORK_FIELDS)] = totals
-    for name in ("time_s", "compute_s", "memory_s", "network_s", "gpu_j"):
-        raw[:, _RAW[name]] = getattr(table, name)
-    return raw
+    return np.column_stack(
+        [
+            table.executions,
+            table.totals_matrix,
+            table.time_s,
+            table.compute_s,
+            table.memory_s,
+            table.network_s,
+            table.gpu_j,
+        ]
+    )
+
+
+def _raw_of_both(prefill: KernelTable, decode: KernelTable) -> FloatArray:
+    """[2, kernels, RAW_COLUMNS]: phase_raw of both phases in a few array operations."""
+    limbs = np.array(
+        [
+            [t.executions, t.time_s, t.compute_s, t.memory_s, t.network_s, t.gpu_j]
+            for t in (prefill, decode)
+        ]
+    ).transpose(0, 2, 1)
+    totals = np.array([prefill.totals_matrix, decode.totals_matrix])
+    return np.concatenate([limbs[..., :1], totals, limbs[..., 1:]], axis=2)
 
 
 def phase_node_block_of(raw: FloatArray) -> FloatArray:
-    """NODE_PHASE_FEATURES from a raw matrix (also used on prefill + decode in ablations)."""
-    n = raw.shape[0]
-    block = np.empty((n, len(NODE_PHASE_FEATURES)))
+    """NODE_PHASE_FEATURES from a raw matrix [..., kernels, RAW_COLUMNS] (any leading axes:
+    phases, requests; also used on prefill + decode in ablations). Shares are of the kernels'
+    sums along the kernels axis."""
+    shape = raw.shape[:-1]
     counts = 1 + len(WORK_FIELDS)
-    block[:, :counts] = np.log1p(raw[:, _COUNTS])
-    executions = raw[:, :1]
-    per_execution = np.divide(
-        raw[:, _SHAPES], executions, out=np.zeros((n, len(SHAPE_FIELDS))), where=executions > 0
+    # A kernel with no execution (decode of a one-token output) has all counts 0: dividing by
+    # max(executions, 1) gives its per-execution shapes 0, the others exactly count/executions.
+    per_execution = raw[..., _SHAPES] / np.maximum(raw[..., :1], 1.0)
+    # Every log1p feature in one call: counts, per-execution shapes, times [µs], energy [mJ].
+    scaled = np.concatenate(
+        [raw[..., _COUNTS], per_execution, raw[..., _TIMES_AND_ENERGY] * _TO_US_AND_MJ], axis=-1
     )
-    at = counts + len(SHAPE_FIELDS)
-    block[:, counts:at] = np.log1p(per_execution)
-    block[:, at : at + 4] = np.log1p(US_PER_S * raw[:, _TIMES])
-    block[:, at + 4] = np.log1p(MJ_PER_J * raw[:, _RAW["gpu_j"]])
-    for offset, column in ((5, "time_s"), (6, "gpu_j")):
-        total = raw[:, _RAW[column]].sum()
-        block[:, at + offset] = raw[:, _RAW[column]] / total if total > 0 else 0.0
-    limbs = raw[:, _LIMBS]
-    bound = block[:, at + 7 : at + 10]
-    bound[:] = 0.0
-    bound[np.arange(n), limbs.argmax(axis=1)] = limbs.max(axis=1) > 0
+    at = counts + len(SHAPE_FIELDS) + 5
+    block = np.empty((*shape, len(NODE_PHASE_FEATURES)))
+    np.log1p(scaled, out=block[..., :at])
+    shared = raw[..., _SHARED]  # time_s, gpu_j
+    total = shared.sum(axis=-2, keepdims=True)
+    block[..., at : at + 2] = 0.0  # a phase with no kernel time (no decode step) has no shares
+    np.divide(shared, total, out=block[..., at : at + 2], where=total > 0)
+    limbs = raw[..., _LIMBS]
+    bound = block[..., at + 2 : at + 5]
+    bound[:] = _ONE_HOT[limbs.argmax(axis=-1)]  # the first largest limb, as np.argmax picks
+    bound *= limbs.max(axis=-1, keepdims=True) > 0
     return block
 
 
@@ -304,23 +324,16 @@ def _architecture_values(arch: ModelArchitecture) -> tuple[float, ...]:
     )
 
 
-def _global_vector(
-    arch: ModelArchitecture,
-    workload: Workload,
-    deployment: Deployment,
-    e: RequestEstimate,
-    raw: tuple[FloatArray, FloatArray],
-) -> FloatArray:
+@lru_cache(maxsize=512)
+def deployment_values(arch: ModelArchitecture, deployment: Deployment) -> tuple[float, ...]:
+    """The global features fixed by the model and deployment (architecture, precision, layout,
+    GPU), in GLOBAL_FEATURES order; the workload's three come between precision and layout."""
     gpu, par, precision = deployment.gpu, deployment.parallelism, deployment.precision
     key = gemm_compute_key(precision.weights, precision.activations)
-    kernel_s = e.prefill.time_s + e.decode.time_s
-    values: list[float] = [
+    return (
         *_architecture_values(arch),
         *(8.0 * bytes_per_element(d) for d in (precision.weights, precision.activations)),
         8.0 * bytes_per_element(precision.kv_cache),
-        math.log(workload.batch_size),
-        math.log(workload.prompt_tokens),
-        math.log(workload.output_tokens),
         math.log(par.gpu_count),
         math.log(par.gpus_per_stage),
         math.log(par.expert),
@@ -332,6 +345,28 @@ def _global_vector(
         math.log(gpu.memory_bytes / 1e9),
         math.log(gpu.tdp_w),
         math.log(gpu.idle_w),
+    )
+
+
+WORKLOAD_AT = len(GLOBAL_FEATURE_GROUPS["architecture"]) + len(GLOBAL_FEATURE_GROUPS["precision"])
+"""Index in GLOBAL_FEATURES of the first workload feature (what deployment_values skips)."""
+
+
+def _global_vector(
+    arch: ModelArchitecture,
+    workload: Workload,
+    deployment: Deployment,
+    e: RequestEstimate,
+    raw: tuple[FloatArray, FloatArray],
+) -> FloatArray:
+    fixed = deployment_values(arch, deployment)
+    kernel_s = e.prefill.time_s + e.decode.time_s
+    values: list[float] = [
+        *fixed[:WORKLOAD_AT],
+        math.log(workload.batch_size),
+        math.log(workload.prompt_tokens),
+        math.log(workload.output_tokens),
+        *fixed[WORKLOAD_AT:],
         e.memory.required_bytes_per_gpu / e.memory.capacity_bytes_per_gpu,
     ]
     for phase in raw:
@@ -347,6 +382,6 @@ def _global_vector(
         math.log1p(US_PER_S * e.prefill.overhead_s),
         math.log1p(US_PER_S * e.decode.overhead_s),
         math.log1p(1e3 * e.time_per_output_token_s),
-        e.gpu_j / (max(kernel_s, 1e-12) * par.gpu_count * gpu.tdp_w),
+        e.gpu_j / (max(kernel_s, 1e-12) * deployment.parallelism.gpu_count * deployment.gpu.tdp_w),
     ]
     return np.array(values, dtype=np.float64)

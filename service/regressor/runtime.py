@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +21,8 @@ from service.core.architecture import ModelArchitecture
 from service.core.coefficients import CostModelCoefficients
 from service.core.results import RequestEstimate
 from service.core.workload import Deployment, Workload
+from service.regressor.batch_features import BatchFeatures
+from service.regressor.batch_inputs import batch_model_inputs
 from service.regressor.encoding import OUTPUT_NAMES, Normalisation, model_inputs
 from service.regressor.features import RequestFeatures, feature_spec_sha256, request_features
 
@@ -127,33 +128,46 @@ class EnergyRegressor:
         return np.asarray(log_gpu_j, dtype=np.float64), np.asarray(log_phase, dtype=np.float64)
 
     def predict_many(self, features: Sequence[RequestFeatures]) -> list[EnergyPrediction]:
-        log_gpu_j, log_phase = self.run(features)
-        predictions = []
-        for total, phases in zip(log_gpu_j, log_phase, strict=True):
-            gpu_j = math.exp(float(total))
-            prefill, decode = _phase_split(gpu_j, phases)
-            predictions.append(
-                EnergyPrediction(
-                    gpu_j=gpu_j,
-                    gpu_j_low=gpu_j * self.low_ratio,
-                    gpu_j_high=gpu_j * self.high_ratio,
-                    prefill_gpu_j=prefill,
-                    decode_gpu_j=decode,
-                    lower_quantile=self.lower_quantile,
-                    upper_quantile=self.upper_quantile,
-                )
+        return self._predictions(*self.run(features))
+
+    def predict_batches(self, groups: Sequence[BatchFeatures]) -> list[list[EnergyPrediction]]:
+        """Predictions for groups of requests sharing a kernel graph, in one inference."""
+        inputs = batch_model_inputs(groups, self.normalisation)
+        log_gpu_j, log_phase = self._session.run(list(OUTPUT_NAMES), inputs)
+        flat = self._predictions(
+            np.asarray(log_gpu_j, dtype=np.float64), np.asarray(log_phase, dtype=np.float64)
+        )
+        result, start = [], 0
+        for group in groups:
+            count = group.node_x.shape[0]
+            result.append(flat[start : start + count])
+            start += count
+        return result
+
+    def _predictions(self, log_gpu_j: np.ndarray, log_phase: np.ndarray) -> list[EnergyPrediction]:
+        """EnergyPredictions from the model's outputs, the arithmetic over the whole batch."""
+        gpu_j = np.exp(log_gpu_j.reshape(-1))
+        if log_phase.ndim == 2 and log_phase.shape[1] >= 2:
+            phases = np.exp(log_phase[:, :2])
+            share = phases[:, 0] / (phases[:, 0] + phases[:, 1])
+            prefill, decode = gpu_j * share, gpu_j * (1.0 - share)
+        else:  # the model does not split phases: all decode
+            prefill, decode = np.zeros_like(gpu_j), gpu_j
+        columns = zip(
+            gpu_j.tolist(),
+            (gpu_j * self.low_ratio).tolist(),
+            (gpu_j * self.high_ratio).tolist(),
+            prefill.tolist(),
+            decode.tolist(),
+            strict=True,
+        )
+        return [
+            EnergyPrediction(
+                total, low, high, first, rest, self.lower_quantile, self.upper_quantile
             )
-        return predictions
+            for total, low, high, first, rest in columns
+        ]
 
     def predict(self, features: RequestFeatures) -> EnergyPrediction:
         """The GPU energy of one request [J], with its interval and phase split."""
         return self.predict_many([features])[0]
-
-
-def _phase_split(gpu_j: float, log_phase: np.ndarray) -> tuple[float, float]:
-    """Prefill and decode shares of `gpu_j` (all decode when the model does not split phases)."""
-    if log_phase.shape[0] < 2:
-        return 0.0, gpu_j
-    prefill, decode = np.exp(log_phase[:2])
-    share = float(prefill / (prefill + decode))
-    return gpu_j * share, gpu_j * (1.0 - share)

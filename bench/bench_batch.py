@@ -1,0 +1,291 @@
+"""Throughput of batch pricing: estimates per second for 1000-item batches, at three depths.
+
+    python bench/bench_batch.py [--items 1000] [--repeat 5] [--output PATH]
+
+A seeded, realistic mix of items (a handful of models and GPU layouts, varied batch sizes,
+prompts and outputs) is priced:
+
+1. core: the analytical cost model only, items grouped by (model, deployment) and priced with
+   `estimate_requests`, beside one `estimate_request` per item;
+2. estimator: `service.batch_pricing.price_batch` (resolution, cost model, regressor features and
+   one onnxruntime inference, carbon, response objects), beside `Estimator.estimate` per item;
+3. endpoint: `POST /v1/estimate/batch` through the ASGI app in process (FastAPI TestClient:
+   JSON parsing and validation, pricing, one SQLite transaction storing every quote, JSON
+   response), on a fresh migrated SQLite file.
+
+Each depth is timed `--repeat` times after a warm-up batch; the best and median wall-clock time
+per batch are turned into estimates per second. The endpoint's stages, timed one by one, show
+where its time goes. Results go to bench/results/batch.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import random
+import shlex
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from fastapi.testclient import TestClient  # noqa: E402
+
+from service.auth import Principal  # noqa: E402
+from service.batch_pricing import price_batch  # noqa: E402
+from service.config import Settings  # noqa: E402
+from service.core.estimate import estimate_request, estimate_requests  # noqa: E402
+from service.errors import ServiceError  # noqa: E402
+from service.estimator import Estimator  # noqa: E402
+from service.main import create_app  # noqa: E402
+from service.quoting import _Priced, request_fingerprint  # noqa: E402
+from service.regressor.runtime import EnergyRegressor  # noqa: E402
+from service.resolve import ResolvedRequest, resolve_request  # noqa: E402
+from service.schemas.estimate_request import EstimateRequest  # noqa: E402
+
+RESULTS = ROOT / "bench" / "results" / "batch.md"
+TARGET_PER_S = 20_000
+# (model, GPU, tensor, expert, weights): dense, GQA 70B, MoE, MoE with EP, sliding window, FP8.
+DEPLOYMENTS = (
+    ("meta-llama/Llama-3.1-8B-Instruct", "H100-SXM5-80GB", 1, 1, "bf16"),
+    ("meta-llama/Llama-3.1-70B-Instruct", "H100-SXM5-80GB", 4, 1, "bf16"),
+    ("mistralai/Mixtral-8x7B-Instruct-v0.1", "A100-SXM4-80GB", 4, 1, "bf16"),
+    ("Qwen/Qwen3-30B-A3B", "H100-SXM5-80GB", 1, 2, "bf16"),
+    ("google/gemma-2-9b-it", "L40S", 1, 1, "bf16"),
+    ("Qwen/Qwen3-235B-A22B-Instruct-2507-FP8", "H200-SXM-141GB", 4, 1, "fp8"),
+)
+REGIONS = ("US-CA", "DE", "FR", "PL", None)
+
+
+def items(estimator: Estimator, count: int, seed: int = 7) -> list[dict[str, Any]]:
+    """`count` request bodies drawn from DEPLOYMENTS with varied workloads; draws that would not
+    fit in GPU memory are skipped, so every item is priced and stored."""
+    rng = random.Random(seed)
+    bodies: list[dict[str, Any]] = []
+    while len(bodies) < count:
+        model, gpu, tensor, expert, weights = rng.choice(DEPLOYMENTS)
+        body: dict[str, Any] = {
+            "model": model,
+            "workload": {
+                "batch_size": rng.choice((1, 2, 4, 8, 16, 32)),
+                "prompt_tokens": rng.randint(16, 3000),
+                "output_tokens": rng.randint(1, 1000),
+            },
+            "hardware": {
+                "gpu": gpu,
+                "count": tensor * expert,
+                "parallelism": {"tensor": tensor, "expert": expert, "pipeline": 1},
+            },
+            "precision": {"weights": weights},
+        }
+        region = rng.choice(REGIONS)
+        if region is not None:
+            body["datacenter"] = {"region": region}
+        try:
+            estimator.estimate(EstimateRequest.model_validate(body))
+        except ServiceError:
+            continue
+        bodies.append(body)
+    return bodies
+
+
+def wall_s(call: Callable[[], object], repeat: int) -> list[float]:
+    call()  # warm-up: plans, graphs and sessions built as in a running service
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        call()
+        samples.append(time.perf_counter() - start)
+    return samples
+
+
+def core_calls(
+    estimator: Estimator, resolved: list[ResolvedRequest]
+) -> tuple[Callable[[], object], Callable[[], object]]:
+    groups: dict[Any, list[ResolvedRequest]] = {}
+    for r in resolved:
+        groups.setdefault((r.architecture, r.deployment, r.engine), []).append(r)
+
+    def batched() -> None:
+        for (arch, deployment, engine), members in groups.items():
+            coefficients = estimator.engine_coefficients[engine]
+            estimate_requests(arch, [m.workload for m in members], deployment, coefficients)
+
+    def one_by_one() -> None:
+        for r in resolved:
+            coefficients = estimator.engine_coefficients[r.engine]
+            estimate_request(r.architecture, r.workload, r.deployment, coefficients)
+
+    return batched, one_by_one
+
+
+def endpoint_client(database: Path) -> TestClient:
+    settings = Settings(
+        database_url=f"sqlite:///{database}",
+        run_migrations_on_start=True,
+        log_level="WARNING",
+    )
+    return TestClient(create_app(settings))
+
+
+def stage_table(client: TestClient, bodies: list[dict[str, Any]], endpoint_s: float) -> str:
+    """The endpoint's work, stage by stage, done in this thread by the functions its route
+    calls (best of 3 each); the rest of the endpoint's time is HTTP, ASGI and FastAPI."""
+    services = client.app.state.services  # type: ignore[attr-defined]
+    principal = Principal(tenant="bench", scopes=frozenset({"estimate"}), key_prefix=None)
+    raw = json.dumps({"items": bodies}).encode()
+    requests = [EstimateRequest.model_validate(body) for body in bodies]
+    results = price_batch(services.estimator, requests, verbose=False, calibration=None)
+    assert all(not isinstance(r, ServiceError) for r in results)
+    stages: list[tuple[str, Callable[[], object]]] = [
+        ("parse JSON body", lambda: json.loads(raw)),
+        (
+            "validate items (EstimateRequest)",
+            lambda: [EstimateRequest.model_validate(body) for body in bodies],
+        ),
+        (
+            "price: cost model, features, regressor, carbon, responses (`price_batch`)",
+            lambda: price_batch(services.estimator, requests, verbose=False, calibration=None),
+        ),
+        (
+            "store: request fingerprints, quote rows, one INSERT and commit",
+            lambda: services.quotes._store(  # the storing half of quote_batch
+                [
+                    _Priced(r, request_fingerprint(r, False), a.response)
+                    for r, a in zip(requests, results, strict=True)
+                ],
+                "bench",
+                None,
+            ),
+        ),
+        (
+            "price and store: `QuoteService.quote_batch`",
+            lambda: services.quotes.quote_batch(requests, principal=principal, verbose=False),
+        ),
+        (
+            "serialise the response (pydantic JSON)",
+            lambda: [r.response.model_dump_json() for r in results],  # type: ignore[union-attr]
+        ),
+    ]
+    lines = [
+        "| stage (1000 items) | best of 3 [ms] | µs per item |",
+        "|---|--:|--:|",
+        f"| whole endpoint (median above) | {endpoint_s * 1e3:.1f} | {endpoint_s * 1e3:.1f} |",
+    ]
+    for label, call in stages:
+        best = min(wall_s(call, 3))
+        lines.append(f"| {label} | {best * 1e3:.1f} | {best * 1e6 / len(bodies):.1f} |")
+    return "\n".join(lines)
+
+
+def rate_row(label: str, count: int, samples: list[float]) -> str:
+    best, median = min(samples), statistics.median(samples)
+    return (
+        f"| {label} | {median * 1e3:.1f} | {best * 1e3:.1f} | {count / median:,.0f} "
+        f"| {count / best:,.0f} | {median / count * 1e6:.1f} |"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--items", type=int, default=1000)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--output", type=Path, default=RESULTS)
+    args = parser.parse_args()
+    regressor = EnergyRegressor.load()
+    estimator = Estimator.from_catalogues(regressor=regressor)
+    bodies = items(estimator, args.items)
+    requests = [EstimateRequest.model_validate(body) for body in bodies]
+    resolved = [
+        resolve_request(
+            r, estimator.gpus, estimator.models, estimator.regions, estimator.facilities
+        )
+        for r in requests
+    ]
+    load = os.getloadavg()
+    core_batched, core_single = core_calls(estimator, resolved)
+    rows = [
+        rate_row(
+            "core: `estimate_requests` per group", args.items, wall_s(core_batched, args.repeat)
+        ),
+        rate_row("core: `estimate_request` per item", args.items, wall_s(core_single, args.repeat)),
+    ]
+    rows.append(
+        rate_row(
+            "estimator: `price_batch` (incl. regressor, carbon, responses)",
+            args.items,
+            wall_s(
+                lambda: price_batch(estimator, requests, verbose=False, calibration=None),
+                args.repeat,
+            ),
+        )
+    )
+    rows.append(
+        rate_row(
+            "estimator: `Estimator.estimate` per item",
+            args.items,
+            wall_s(lambda: [estimator.estimate(r) for r in requests], args.repeat),
+        )
+    )
+    with (
+        tempfile.TemporaryDirectory() as scratch,
+        endpoint_client(Path(scratch) / "q.sqlite3") as client,
+    ):
+
+        def post() -> None:
+            response = client.post("/v1/estimate/batch", json={"items": bodies})
+            assert response.status_code == 200, response.text
+            # Every item stored (checked without parsing the body: that is the client's time).
+            assert response.content.count(b'"quote_id":"') == len(bodies)
+
+        endpoint = wall_s(post, args.repeat)
+        rows.append(
+            rate_row(
+                "endpoint: `POST /v1/estimate/batch`, SQLite, in-process ASGI",
+                args.items,
+                endpoint,
+            )
+        )
+        stages = stage_table(client, bodies, statistics.median(endpoint))
+    table = "\n".join(
+        [
+            "| depth | median per batch [ms] | best per batch [ms] | estimates/s (median) "
+            "| estimates/s (best) | µs per item (median) |",
+            "|---|--:|--:|--:|--:|--:|",
+            *rows,
+        ]
+    )
+    print(table)
+    command = shlex.join(["python", *sys.argv])
+    report = (
+        "# Batch pricing throughput\n\n"
+        f"- date: {datetime.datetime.now(datetime.UTC).isoformat(timespec='seconds')}\n"
+        f"- machine: {platform.platform()}, {os.cpu_count()} CPUs (shared), Python "
+        f"{platform.python_version()}; load average before the run {load[0]:.2f}\n"
+        f"- command: `{command}`\n"
+        f"- {args.items} items per batch over {len(DEPLOYMENTS)} model/GPU layouts (seeded mix), "
+        f"{args.repeat} timed batches per depth after one warm-up; wall-clock time; one "
+        f"onnxruntime thread; target {TARGET_PER_S:,} estimates/s end to end\n\n"
+        f"{table}\n\n"
+        "## Where the endpoint's time goes\n\n"
+        "The endpoint's stages run one by one in the benchmark's thread with the app's own "
+        "services (`quote_batch` is pricing plus storing). The "
+        "endpoint's time beyond parse + validate + store + serialise is HTTP, ASGI and FastAPI "
+        "(TestClient's transport, request body handling, dependencies).\n\n"
+        f"{stages}\n"
+    )
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(report, encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

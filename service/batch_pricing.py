@@ -1,0 +1,186 @@
+"""Pricing a batch of requests together: what `Estimator.estimate` answers for each, in order.
+
+Requests that resolve to the same model, deployment and engine coefficients share one array
+evaluation of the cost model (core `estimate_requests`) and of the regressor's features; every
+request of the batch then goes through one onnxruntime inference. A request that fails (unknown
+name, invalid input, does not fit) comes back as its error, the others are priced as if alone.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from service.calibration import ActiveCalibration
+from service.core.architecture import ModelArchitecture
+from service.core.coefficients import CostModelCoefficients
+from service.core.errors import CostModelError
+from service.core.estimate import estimate_requests
+from service.core.estimate_many import BatchEstimate
+from service.core.workload import Deployment, Workload
+from service.errors import ServiceError
+from service.estimate_parts import CarbonCache, Latency, invalid_request, roofline_energy
+from service.estimator import Estimator, PricedRequest
+from service.regressor.batch_features import BatchFeatures, batch_features
+from service.regressor.runtime import EnergyPrediction
+from service.resolve import ResolvedRequest, resolve_request
+from service.schemas.estimate_request import EstimateRequest
+
+logger = logging.getLogger("service.estimator")
+REGRESSOR_FAILED_NOTE = (
+    "the learned regressor failed on this request: energy is the analytical roofline estimate"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _Group:
+    """Requests priced together: their indices in the batch, resolved inputs and estimates."""
+
+    indices: list[int]
+    resolved: list[ResolvedRequest]
+    coefficients: CostModelCoefficients
+    estimates: BatchEstimate
+    errors: dict[int, CostModelError]
+
+
+def price_batch(
+    estimator: Estimator,
+    requests: Sequence[EstimateRequest],
+    *,
+    verbose: bool,
+    calibration: ActiveCalibration | None,
+) -> list[PricedRequest | ServiceError]:
+    """`estimator.estimate` of each request (its error if it fails), in the same order."""
+    results: list[PricedRequest | ServiceError | None] = [None] * len(requests)
+    members: dict[
+        tuple[ModelArchitecture, Deployment, str], tuple[list[int], list[ResolvedRequest]]
+    ] = {}
+    resolutions: dict[str, ResolvedRequest] = {}
+    for index, request in enumerate(requests):
+        try:
+            resolved = _resolve(estimator, request, resolutions)
+        except CostModelError as error:
+            results[index] = invalid_request(error, custom=request.architecture is not None)
+            continue
+        except ServiceError as error:
+            results[index] = error
+            continue
+        key = (resolved.architecture, resolved.deployment, resolved.engine)
+        indices, resolved_list = members.setdefault(key, ([], []))
+        indices.append(index)
+        resolved_list.append(resolved)
+    groups = []
+    for (arch, deployment, engine), (indices, resolved_list) in members.items():
+        coefficients = estimator.engine_coefficients.get(engine, estimator.coefficients)
+        try:
+            estimates, errors = estimate_requests(
+                arch, [r.workload for r in resolved_list], deployment, coefficients
+            )
+        except CostModelError:  # the model or layout fails for every request: each says why
+            for index in indices:
+                results[index] = _alone(estimator, requests[index], verbose, calibration)
+            continue
+        for position, failure in errors.items():
+            custom = requests[indices[position]].architecture is not None
+            results[indices[position]] = invalid_request(failure, custom=custom)
+        groups.append(_Group(indices, resolved_list, coefficients, estimates, errors))
+    energies = _energies(estimator, groups)
+    carbon_cache: CarbonCache = {}
+    for group, energy in zip(groups, energies, strict=True):
+        estimates = group.estimates
+        phase_s = estimates.phase_s.T.tolist()
+        for j, position in enumerate(estimates.positions):
+            if position in group.errors:  # priced, then found not to fit in memory
+                continue
+            resolved = group.resolved[position]
+            workload = resolved.workload
+            steps = workload.output_tokens - 1
+            prefill_s, decode_s = phase_s[j]
+            latency = Latency(
+                prefill_s,
+                decode_s,
+                decode_s / steps if steps else 0.0,
+                prefill_s + decode_s,
+                estimates.gpu_count,
+                workload.batch_size,
+                estimates.warnings,
+            )
+            results[group.indices[position]] = estimator.priced(
+                resolved,
+                latency,
+                energy[j],
+                estimates.item(j) if verbose else None,
+                calibration,
+                carbon_cache,
+            )
+    return [_done(result) for result in results]
+
+
+def _resolve(
+    estimator: Estimator, request: EstimateRequest, resolutions: dict[str, ResolvedRequest]
+) -> ResolvedRequest:
+    """`resolve_request`, once per distinct request apart from its workload (and metadata,
+    which resolution ignores): items of a batch often share model, GPUs and data centre."""
+    key = request.model_dump_json(exclude={"workload", "metadata"}, exclude_unset=True)
+    known = resolutions.get(key)
+    if known is None:
+        known = resolutions[key] = resolve_request(
+            request,
+            estimator.gpus,
+            estimator.models,
+            estimator.regions,
+            estimator.facilities,
+            estimator.servers,
+        )
+    workload = request.workload
+    return replace(
+        known,
+        workload=Workload(workload.batch_size, workload.prompt_tokens, workload.output_tokens),
+        notes=list(known.notes),
+        defaulted=dict(known.defaulted),
+    )
+
+
+def _done(result: PricedRequest | ServiceError | None) -> PricedRequest | ServiceError:
+    assert result is not None  # every request is priced or failed above
+    return result
+
+
+def _alone(
+    estimator: Estimator,
+    request: EstimateRequest,
+    verbose: bool,
+    calibration: ActiveCalibration | None,
+) -> PricedRequest | ServiceError:
+    try:
+        return estimator.estimate(request, verbose=verbose, calibration=calibration)
+    except ServiceError as error:
+        return error
+
+
+def _energies(estimator: Estimator, groups: list[_Group]) -> list[list[EnergyPrediction]]:
+    """Per group, each priced request's GPU energy: the regressor's (one inference for the
+    whole batch) or, without one or if it fails, the roofline's."""
+    regressor = estimator.regressor
+    if regressor is not None and groups:
+        try:
+            features: list[BatchFeatures] = [
+                batch_features(
+                    group.resolved[0].architecture, group.resolved[0].deployment, group.estimates
+                )
+                for group in groups
+            ]
+            return regressor.predict_batches(features)
+        except Exception:
+            logger.exception("learned regressor failed; answering with the roofline energy")
+            for group in groups:
+                for resolved in group.resolved:
+                    resolved.notes.append(REGRESSOR_FAILED_NOTE)
+    return [
+        [
+            roofline_energy(prefill_j, decode_j, group.coefficients)
+            for prefill_j, decode_j in group.estimates.phase_gpu_j.T.tolist()
+        ]
+        for group in groups
+    ]

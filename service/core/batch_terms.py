@@ -1,0 +1,124 @@
+"""The BASIS terms (service.core.plan) of many workloads of one model at once, as arrays.
+
+Rows are workloads; prefill is one execution per layer, decode `output_tokens - 1` executions
+whose attention grows with the context (prompt + 1 ... prompt + output - 1 keys).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from service.core.architecture import ModelArchitecture
+from service.core.envelope import sum_affine_many
+from service.core.plan import BASIS
+from service.core.shards import ShardShapes
+
+FloatArray = npt.NDArray[np.float64]
+_COLUMN = {name: i for i, name in enumerate(BASIS)}
+
+
+@dataclass(frozen=True, slots=True)
+class BatchTerms:
+    """Per phase (0 prefill, 1 decode) and workload: basis terms of one execution, the same
+    with GEMM rows padded to the tile, and executions per layer.
+
+    Attributes:
+        basis, padded: [2, N, BASIS] (decode: the context-free part of one step).
+        steps: [2, N] executions per layer (decode: output_tokens - 1, maybe 0).
+        first, last: [N] decode's context range [keys].
+        batch: [N] sequences per workload.
+    """
+
+    basis: FloatArray
+    padded: FloatArray
+    steps: FloatArray
+    first: FloatArray
+    last: FloatArray
+    batch: FloatArray
+
+    def phase_sums(self, window: int | None) -> tuple[FloatArray, FloatArray]:
+        """[2, N, BASIS] terms summed over each phase's executions: (real, padded rows)."""
+        basis_sum = self.basis * self.steps[..., None]
+        padded_sum = self.padded * self.steps[..., None]
+        zero, one = np.zeros_like(self.first), np.ones_like(self.first)
+        contexts = sum_affine_many(zero, one, self.first, self.last)
+        windowed = contexts if window is None else capped_sum(self.first, self.last, window)
+        for term, value in (("full", contexts), ("sliding", windowed)):
+            for quantity in ("pairs", "keys"):
+                column = _COLUMN[f"{quantity}_{term}"]
+                basis_sum[1, :, column] += self.batch * value
+                padded_sum[1, :, column] += self.batch * value
+        return basis_sum, padded_sum
+
+
+def capped_sum(first: FloatArray, last: FloatArray, window: int) -> FloatArray:
+    """Sum over c in [first, last] of min(c, window)."""
+    ones = np.ones_like(first)
+    below = sum_affine_many(np.zeros_like(first), ones, first, np.minimum(last, window))
+    above = np.maximum(0.0, last - np.maximum(first, window + 1.0) + 1.0)
+    result: FloatArray = below + window * above
+    return result
+
+
+def padded_rows_many(rows: FloatArray, tile_m: int) -> FloatArray:
+    """`rows` rounded up to whole `tile_m`-row tiles."""
+    if tile_m <= 1:
+        return rows
+    result: FloatArray = np.ceil(rows / tile_m) * tile_m
+    return result
+
+
+def expert_terms_many(
+    arch: ModelArchitecture, s: ShardShapes, tokens: FloatArray, tile_m: int
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """(rows, padded rows, touched experts) of moe.ExpertTerms for passes of `tokens` tokens."""
+    if not arch.is_moe:
+        zero = np.zeros_like(tokens)
+        return zero, zero, zero
+    k, experts = arch.experts_per_token, arch.num_experts
+    assignments = tokens * k / s.expert
+    touched = np.maximum(experts * (1.0 - (1.0 - k / experts) ** tokens) / s.expert, 1e-12)
+    return assignments, touched * padded_rows_many(assignments / touched, tile_m), touched
+
+
+def batch_terms(
+    arch: ModelArchitecture,
+    s: ShardShapes,
+    batch: FloatArray,
+    prompt: FloatArray,
+    output: FloatArray,
+    *,
+    flash: bool,
+    tile_m: int,
+) -> BatchTerms:
+    """The terms of workloads (batch, prompt, output) [N each, integer-valued floats]."""
+    n = batch.shape[0]
+    basis = np.zeros((2, n, len(BASIS)))
+    padded = np.zeros((2, n, len(BASIS)))
+    tokens = batch * prompt
+    full = prompt * (prompt + 1.0) / 2.0 if flash else prompt * prompt
+    window = arch.sliding_window_tokens
+    prefill = basis[0]
+    prefill[:, 0] = 1.0
+    prefill[:, 1], prefill[:, 2] = tokens, batch
+    prefill[:, 3], prefill[:, 4], prefill[:, 5] = batch * full, tokens, tokens
+    if window is not None:
+        inside = np.minimum(prompt, window)
+        sliding = inside * (inside + 1.0) / 2.0 + (prompt - inside) * window
+        prefill[:, 6] = batch * (sliding if flash else prompt * prompt)
+        prefill[:, 7], prefill[:, 8] = tokens, tokens
+    decode = basis[1]
+    decode[:, 0] = 1.0
+    decode[:, 1] = decode[:, 2] = decode[:, 5] = decode[:, 8] = batch
+    for phase, rows in ((0, tokens), (1, batch)):
+        expert_rows, expert_padded, touched = expert_terms_many(arch, s, rows, tile_m)
+        basis[phase, :, 9], basis[phase, :, 10] = expert_rows, touched
+        padded[phase] = basis[phase]
+        padded[phase, :, 1] = padded_rows_many(basis[phase, :, 1], tile_m)
+        padded[phase, :, 2] = padded_rows_many(basis[phase, :, 2], tile_m)
+        padded[phase, :, 9] = expert_padded
+    steps = np.stack([np.ones(n), output - 1.0])
+    return BatchTerms(basis, padded, steps, prompt + 1.0, prompt + output - 1.0, batch)

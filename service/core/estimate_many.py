@@ -1,0 +1,217 @@
+"""Analytical estimates of many workloads of one model on one deployment, in array operations.
+
+`price_workloads` evaluates the cached CostPlan once for all of them; `BatchEstimate` holds the
+results as arrays, and `item(j)` is what `estimate_request` returns for workload j
+(service.core.estimate.estimate_requests validates the workloads and checks memory).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from service.core.batch_phase import PhaseArrays, phase_arrays
+from service.core.batch_terms import batch_terms
+from service.core.coefficients import CostModelCoefficients
+from service.core.kernel_table import KernelTable
+from service.core.plan import CostPlan
+from service.core.results import MemoryFootprint, Phase, PhaseCost, RequestEstimate
+from service.core.workload import Deployment, Workload
+
+FloatArray = npt.NDArray[np.float64]
+_PHASES = (Phase.PREFILL, Phase.DECODE)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class SummedCounts:
+    """A phase's basis terms summed over its executions; totals each kernel's counts on demand."""
+
+    plan: CostPlan
+    basis_sum: FloatArray
+    padded_sum: FloatArray
+
+    def totals_matrix(self) -> FloatArray:
+        """(kernels, WORK_FIELDS) counts summed over the phase's executions and all GPUs."""
+        plan = self.plan
+        totals = plan.work_per_unit @ self.basis_sum
+        totals[:, 1] = plan.work_per_unit[:, 1, :] @ self.padded_sum
+        result: FloatArray = totals * (plan.layers * plan.shapes.group)[:, None]
+        return result
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class BatchEstimate:
+    """Estimates of N workloads of one model on one deployment, as arrays ([2, N]: prefill and
+    decode; [2, N, kernels] per kernel); `item(j)` is the j-th as a RequestEstimate.
+
+    Attributes:
+        positions: [N] each workload's index in the caller's list.
+        phase_s, phase_gpu_j: each phase's wall-clock time [s] and GPU energy [J].
+        overhead_s: host-side part of phase_s [s].
+        kernel_s, kernel_gpu_j: the kernels' part of phase_s and phase_gpu_j.
+        arrays: per-kernel totals of each phase.
+        basis_sum, padded_sum: [2, N, BASIS] terms summed over each phase's executions.
+        kv_cache_bytes: [N] KV cache per GPU at the longest [B].
+    """
+
+    plan: CostPlan
+    workloads: tuple[Workload, ...]
+    positions: tuple[int, ...]
+    phase_s: FloatArray
+    phase_gpu_j: FloatArray
+    overhead_s: FloatArray
+    kernel_s: FloatArray
+    kernel_gpu_j: FloatArray
+    arrays: PhaseArrays
+    basis_sum: FloatArray
+    padded_sum: FloatArray
+    kv_cache_bytes: FloatArray
+    gpu_count: int
+    capacity_bytes_per_gpu: float
+    warnings: tuple[str, ...]
+
+    @property
+    def gpu_j(self) -> FloatArray:
+        """[N] GPU energy of each whole request [J]."""
+        result: FloatArray = self.phase_gpu_j.sum(axis=0)
+        return result
+
+    def totals(self) -> FloatArray:
+        """[2, N, kernels, WORK_FIELDS] counts summed over executions and all GPUs."""
+        plan = self.plan
+        kernels, fields, terms = plan.work_per_unit.shape
+        per_term = plan.work_per_unit.reshape(kernels * fields, terms).T  # matmul, not einsum
+        totals = (self.basis_sum @ per_term).reshape(*self.basis_sum.shape[:2], kernels, fields)
+        totals[..., 1] = self.padded_sum @ plan.work_per_unit[:, 1, :].T
+        result: FloatArray = totals * (plan.layers * plan.shapes.group)[:, None]
+        return result
+
+    def memory(self, j: int) -> MemoryFootprint:
+        return MemoryFootprint(
+            self.plan.weight_bytes_per_gpu,
+            float(self.kv_cache_bytes[j]),
+            self.capacity_bytes_per_gpu,
+        )
+
+    def item(self, j: int) -> RequestEstimate:
+        """The j-th workload's estimate as estimate_request returns it."""
+        workload = self.workloads[j]
+        times, joules = self.phase_s[:, j].tolist(), self.phase_gpu_j[:, j].tolist()
+        steps = workload.output_tokens - 1
+        phases = [
+            PhaseCost(
+                phase=_PHASES[p],
+                time_s=times[p],
+                gpu_j=joules[p],
+                overhead_s=float(self.overhead_s[p, j]),
+                steps=1 if p == 0 else steps,
+                table=self._table(p, j),
+            )
+            for p in (0, 1)
+        ]
+        return RequestEstimate(
+            prefill=phases[0],
+            decode=phases[1],
+            gpu_j=joules[0] + joules[1],
+            total_s=times[0] + times[1],
+            time_per_output_token_s=times[1] / steps if steps else 0.0,
+            batch_size=workload.batch_size,
+            gpu_count=self.gpu_count,
+            memory=self.memory(j),
+            warnings=self.warnings,
+        )
+
+    def _table(self, p: int, j: int) -> KernelTable:
+        plan, arrays = self.plan, self.arrays
+        return KernelTable(
+            phase=_PHASES[p],
+            nodes=plan.nodes,
+            executions=arrays.executions[p, j],
+            kernel_time_s=float(self.kernel_s[p, j]),
+            kernel_gpu_j=float(self.kernel_gpu_j[p, j]),
+            time_s=arrays.time_s[p, j],
+            gpu_j=arrays.gpu_j[p, j],
+            compute_s=arrays.compute_s[p, j],
+            memory_s=arrays.memory_s[p, j],
+            network_s=arrays.network_s[p, j],
+            compute_key=plan.compute_key,
+            gpu=plan.gpu,
+            counts=SummedCounts(plan, self.basis_sum[p, j], self.padded_sum[p, j]),
+        )
+
+
+def price_workloads(
+    plan: CostPlan,
+    workloads: Sequence[Workload],
+    positions: Sequence[int],
+    deployment: Deployment,
+    coefficients: CostModelCoefficients,
+    warnings: tuple[str, ...],
+) -> BatchEstimate:
+    """Estimates of valid `workloads` (validated by the caller) on `plan`, memory unchecked."""
+    arch = plan.arch
+    values = np.array(
+        [(w.batch_size, w.prompt_tokens, w.output_tokens) for w in workloads], dtype=np.float64
+    ).reshape(-1, 3)
+    batch, prompt, output = values.T
+    roofline = coefficients.roofline
+    terms = batch_terms(
+        arch,
+        plan.shapes,
+        batch,
+        prompt,
+        output,
+        flash=deployment.flash_attention,
+        tile_m=roofline.gemm_tile_m,
+    )
+    launch = (roofline.kernel_launch_s, roofline.decode_kernel_launch_s)
+    arrays = phase_arrays(plan, terms, launch, coefficients.power)
+    basis_sum, padded_sum = terms.phase_sums(arch.sliding_window_tokens)
+    kernel_s = arrays.time_s.sum(axis=2)  # [2, N]
+    kernel_j = arrays.gpu_j.sum(axis=2)
+    overhead_s = np.stack(
+        [
+            np.full_like(batch, roofline.prefill_overhead_s),
+            (output - 1.0)
+            * (roofline.decode_step_overhead_s + roofline.decode_overhead_per_sequence_s * batch),
+        ]
+    )
+    gpu, held = deployment.gpu, deployment.gpu_count
+    waiting = held - deployment.parallelism.gpus_per_stage  # other pipeline stages idle meanwhile
+    overhead_w = gpu.idle_w + (gpu.tdp_w - gpu.idle_w) * coefficients.power.host_overhead
+    phase_j = kernel_j + gpu.idle_w * waiting * kernel_s + overhead_w * held * overhead_s
+    return BatchEstimate(
+        plan=plan,
+        workloads=tuple(workloads),
+        positions=tuple(positions),
+        phase_s=kernel_s + overhead_s,
+        phase_gpu_j=phase_j,
+        overhead_s=overhead_s,
+        kernel_s=kernel_s,
+        kernel_gpu_j=kernel_j,
+        arrays=arrays,
+        basis_sum=basis_sum,
+        padded_sum=padded_sum,
+        kv_cache_bytes=kv_cache_bytes_many(
+            plan, batch, prompt + output, deployment.parallelism.pipeline
+        ),
+        gpu_count=held,
+        capacity_bytes_per_gpu=gpu.memory_bytes,
+        warnings=warnings,
+    )
+
+
+def kv_cache_bytes_many(
+    plan: CostPlan, batch: FloatArray, tokens: FloatArray, pipeline: int
+) -> FloatArray:
+    """memory.kv_cache_bytes_per_gpu of workloads of `batch` sequences of `tokens` tokens."""
+    arch, s = plan.arch, plan.shapes
+    window = tokens if arch.sliding_window_tokens is None else arch.sliding_window_tokens
+    full_layers = arch.num_layers - arch.num_sliding_window_layers
+    sliding = arch.num_sliding_window_layers * np.minimum(tokens, window)
+    per_stage = (full_layers * tokens + sliding) / pipeline
+    result: FloatArray = batch * per_stage * s.kv_cache_width * s.kv_bytes
+    return result

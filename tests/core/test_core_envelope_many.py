@@ -1,0 +1,45 @@
+"""The array envelope sums (service.core.envelope) equal the scalar roofline.sum_max_affine and an
+explicit loop over the integers, on random lines with crossings, ties, parallel lines and empty
+ranges."""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.testing import assert_allclose
+
+from service.core.envelope import sum_affine_many, sum_max_affine_many
+from service.core.roofline import sum_max_affine
+
+
+def brute_force(intercepts: np.ndarray, slopes: np.ndarray, first: int, last: int) -> float:
+    return sum(
+        max(a + b * c for a, b in zip(intercepts, slopes, strict=True))
+        for c in range(first, last + 1)
+    )
+
+
+def test_many_ranges_equal_the_scalar_sum_and_the_loop() -> None:
+    rng = np.random.default_rng(20261122)
+    count, lines = 400, 5
+    intercepts = rng.uniform(0.0, 50.0, (count, lines))
+    slopes = rng.uniform(0.0, 2.0, (count, lines))
+    slopes[::7, 1] = slopes[::7, 0]  # parallel lines
+    intercepts[::11, 2] = intercepts[::11, 3]  # lines through a common point at c = 0
+    slopes[::11, 2] = slopes[::11, 3]  # identical lines
+    first = rng.integers(0, 40, count).astype(float)
+    last = first + rng.integers(-3, 60, count)  # some empty ranges
+    many = sum_max_affine_many(intercepts, slopes, first, last)
+    for n in range(count):
+        a, b, lo, hi = intercepts[n], slopes[n], int(first[n]), int(last[n])
+        scalar = sum_max_affine(list(zip(a.tolist(), b.tolist(), strict=True)), lo, hi)
+        assert_allclose(many[n], scalar, rtol=1e-12, atol=1e-9)
+        assert_allclose(many[n], brute_force(a, b, lo, hi), rtol=1e-12, atol=1e-9)
+        if hi < lo:
+            assert many[n] == 0.0
+
+
+def test_affine_sum_is_the_arithmetic_series() -> None:
+    first, last = np.array([3.0, 10.0, 5.0]), np.array([7.0, 9.0, 5.0])
+    result = sum_affine_many(np.array([1.0, 1.0, 2.0]), np.array([2.0, 2.0, 0.5]), first, last)
+    # 5 terms of 1 + 2c for c = 3..7: 5 + 2 * 25 = 55; an empty range; one term 2 + 2.5.
+    assert_allclose(result, [55.0, 0.0, 4.5], rtol=0, atol=0)
