@@ -43,7 +43,7 @@ class Variant:
 @dataclass(frozen=True, slots=True)
 class TrainConfig:
     hidden: int = 16
-    members: int = 15
+    members: int = 5
     epochs: int = 400
     learning_rate: float = 3e-3
     weight_decay: float = 1e-3

