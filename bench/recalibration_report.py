@@ -1,39 +1,57 @@
-"""Recalibration on measured data: post part of a measured set as observations, recalibrate
-through the API, and compare the error on the rest before and after.
+"""Recalibration on rows the quoting regressor never saw: per held-out model family, the
+leave-family-out regressor quotes the family through a real service instance, the older half of
+the family's rows are posted as observations, a calibration is fitted, and the error on the
+newer half is compared before and after.
 
-    .venv/bin/python bench/recalibration_report.py --data ../shared/data
+    python bench/recalibration_report.py --data ../shared/data
 
-Runs the service in-process (TestClient, a temporary SQLite database, the open dev mode, the
-estimator as shipped: the learned regressor when `models/` holds one, else the roofline). For
-each measured set and split: every row is quoted once (uncalibrated), the rows of the
-calibration part are posted as observations (GPU energy of the whole request = energy per
-request x batch size), `POST /v1/calibrations` fits with its defaults, and the evaluation rows
-are quoted again. Writes ``bench/results/recalibration.md``.
+For each of the 7 model families of ML.ENERGY: an ensemble is trained exactly as the shipped one
+(`service.training.train`'s design and settings) on every other family's rows, exported to ONNX
+with its metadata in a temporary folder, and loaded by `create_app` through the normal settings
+(`onnx_model_path`, `onnx_metadata_path`; a fresh SQLite database, the open dev mode), run
+in-process with the TestClient. The family's rows, in a fixed random order (the data carry no
+time: the order stands for arrival), are quoted; the first half are posted as observations
+(`POST /v1/quotes/{id}/observations`, GPU energy of the whole request = energy per request x
+batch), `POST /v1/calibrations` fits with its defaults (GPU x family segments, shrinkage k = 10,
+the newest 20 % of the posted observations held out inside the fit) and activates, and the
+second half are quoted again. Writes bench/results/recalibration.md and .png.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import random
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import torch
 from fastapi.testclient import TestClient
 
-from service.catalog.models import load_model_catalog
-from service.config import Settings
-from service.db import migrate
-from service.fitting.datasets import DEFAULT_DATA_DIR, EnergyMeasurement, load_mlenergy
-from service.fitting.request_inputs import ENGINE_OF_SOURCE, TEXT_CATEGORY, mlenergy_parallelism
-from service.main import create_app
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
-RESULTS = Path(__file__).resolve().parent / "results" / "recalibration.md"
+from bench.recalibration_text import errors, plot_families, report  # noqa: E402
+from service.config import Settings  # noqa: E402
+from service.db import migrate  # noqa: E402
+from service.fitting.datasets import DEFAULT_DATA_DIR, EnergyMeasurement, load_mlenergy  # noqa: E402
+from service.fitting.request_inputs import ENGINE_OF_SOURCE, mlenergy_parallelism  # noqa: E402
+from service.main import create_app  # noqa: E402
+from service.regressor.features import feature_spec, feature_spec_sha256  # noqa: E402
+from service.regressor.runtime import sha256_bytes  # noqa: E402
+from service.training.dataset import TrainingRow, load_training_rows  # noqa: E402
+from service.training.export import onnx_bytes  # noqa: E402
+from service.training.fit import TrainConfig, train_ensemble  # noqa: E402
+from service.training.train import CHOSEN, VERSION, load_priors  # noqa: E402
+from service.training.validation import Priors  # noqa: E402
+
+RESULTS = ROOT / "bench" / "results" / "recalibration.md"
 SEED = 20261122
+POSTED_SHARE = 0.5
+MEASURED_AT = "2026-11-22T00:00:00Z"
 
 
 def request_body(m: EnergyMeasurement) -> dict[str, Any]:
@@ -61,223 +79,114 @@ def request_body(m: EnergyMeasurement) -> dict[str, Any]:
     }
 
 
-@dataclass(frozen=True)
-class Outcome:
-    name: str
-    split: str
-    n_posted: int
-    n_evaluated: int
-    n_skipped: int
-    calibration: dict[str, Any]
-    mape_before: float
-    mape_after: float
-    model_version: str
-
-
-def mape(predicted: Sequence[float], measured: Sequence[float]) -> float:
-    return sum(abs(p - m) / m for p, m in zip(predicted, measured, strict=True)) / len(measured)
-
-
-def run_split(
-    name: str,
-    split: str,
-    posted: list[EnergyMeasurement],
-    evaluated: list[EnergyMeasurement],
-) -> Outcome:
-    """One experiment on a fresh database."""
-    with tempfile.TemporaryDirectory() as tmp:
-        url = f"sqlite:///{Path(tmp) / 'quotes.sqlite3'}"
-        migrate.upgrade(url)
-        settings = Settings(database_url=url, run_migrations_on_start=False, log_level="WARNING")
-        with TestClient(create_app(settings)) as client:
-
-            def quote(m: EnergyMeasurement) -> dict[str, Any] | None:
-                response = client.post("/v1/estimate", json=request_body(m))
-                return response.json() if response.status_code == 200 else None
-
-            skipped = 0
-            for m in posted:
-                quoted = quote(m)
-                if quoted is None:
-                    skipped += 1
-                    continue
-                observation = {
-                    "gpu_j": m.per_sequence_gpu_j * m.batch_size,
-                    "measured_with": f"{m.source} (Zeus/NVML)",
-                    "measured_at": "2026-11-22T00:00:00Z",
-                }
-                stored = client.post(
-                    f"/v1/quotes/{quoted['quote_id']}/observations", json=observation
-                )
-                assert stored.status_code == 201, stored.text
-            before = [(m, quote(m)) for m in evaluated]
-            kept = [(m, q) for m, q in before if q is not None]
-            skipped += len(before) - len(kept)
-            created = client.post("/v1/calibrations", json={})
-            assert created.status_code == 201, created.text
-            calibration = created.json()
-            after = [quote(m) for m, _ in kept]
-            measured = [m.per_sequence_gpu_j for m, _ in kept]
-            before_j = [q["energy"]["per_sequence_gpu_j"] for _, q in kept]
-            after_j = [q["energy"]["per_sequence_gpu_j"] for q in after if q is not None]
-            assert all(q is not None and q["calibration_id"] for q in after)
-            return Outcome(
-                name,
-                split,
-                len(posted),
-                len(kept),
-                skipped,
-                calibration,
-                mape(before_j, measured),
-                mape(after_j, measured),
-                kept[0][1]["model_version"],
-            )
-
-
-def split_rows(
-    rows: list[EnergyMeasurement], rng: random.Random
-) -> tuple[list[EnergyMeasurement], list[EnergyMeasurement]]:
-    """Half the rows, drawn at random, to post; the rest to evaluate."""
-    shuffled = rows[:]
-    rng.shuffle(shuffled)
-    half = len(shuffled) // 2
-    return shuffled[:half], shuffled[half:]
-
-
-def split_models(
-    rows: list[EnergyMeasurement], rng: random.Random
-) -> tuple[list[EnergyMeasurement], list[EnergyMeasurement]]:
-    """Whole models: about half of the models' rows posted, the other models evaluated."""
-    models = sorted({m.model_id for m in rows})
-    rng.shuffle(models)
-    posted_models = set(models[: (len(models) + 1) // 2])
-    return (
-        [m for m in rows if m.model_id in posted_models],
-        [m for m in rows if m.model_id not in posted_models],
-    )
-
-
-SPLITS: dict[str, Callable[..., tuple[list[EnergyMeasurement], list[EnergyMeasurement]]]] = {
-    "random half of the rows": split_rows,
-    "whole models (about half posted)": split_models,
-}
-
-
-def measured_sets(data: Path) -> dict[str, list[EnergyMeasurement]]:
-    rows = [m for m in load_mlenergy(data) if m.category == TEXT_CATEGORY]
-    rows = [m for m in rows if m.pipeline_parallel == 1]
-    models = load_model_catalog()
-
-    def family(m: EnergyMeasurement) -> str | None:
-        try:
-            return models.get(m.model_id).family
-        except LookupError:
-            return None
-
-    return {
-        "ML.ENERGY v3 H100, Qwen family": [
-            m for m in rows if m.source == "mlenergy-v3" and family(m) == "qwen"
-        ],
-        "ML.ENERGY v2 H100, every family": [
-            m for m in rows if m.source == "mlenergy-v2" and m.gpu_id.startswith("H100")
-        ],
+def export_fold_model(
+    rows: list[TrainingRow], family: str, config: TrainConfig, folder: Path, priors: Priors
+) -> tuple[Path, Path, str]:
+    """Train the ensemble without `family`, write its ONNX and metadata into `folder`."""
+    train = [r for r in rows if r.family != family]
+    model = train_ensemble(train, priors.weights(train, CHOSEN.focused), CHOSEN, config, family)
+    model_bytes = onnx_bytes(model, train[:4])
+    shipped = json.loads((ROOT / "models" / "energy_gnn.json").read_text(encoding="utf-8"))
+    version = f"{VERSION} without {family}"
+    metadata = {
+        "model": "energy_gnn",
+        "version": version,
+        "onnx_sha256": sha256_bytes(model_bytes),
+        "feature_spec": feature_spec(),
+        "feature_spec_sha256": feature_spec_sha256(),
+        "normalisation": model.normalisation.as_dict(),
+        "interval": shipped["interval"],  # bounds are not scored here
+        "coefficients": shipped["coefficients"],
     }
+    onnx_path, metadata_path = folder / f"{family}.onnx", folder / f"{family}.json"
+    onnx_path.write_bytes(model_bytes)
+    metadata_path.write_text(json.dumps(metadata), encoding="utf-8")
+    return onnx_path, metadata_path, version
 
 
-def segment_table(calibration: dict[str, Any]) -> list[str]:
-    lines = ["| segment | n fitted | mean ln(measured/predicted) | weight n/(n+k) | factor |"]
-    lines.append("|---|---|---|---|---|")
-    for s in [calibration["global_correction"], *calibration["segments"]]:
-        label = "global (fallback)" if s["gpu"] == "*" else f"{s['gpu']} x {s['family']}"
-        lines.append(
-            f"| {label} | {s['n']} | {s['mean_log_ratio']:+.3f} | {s['weight']:.3f} "
-            f"| {s['factor']:.3f} |"
-        )
-    return lines
+def family_experiment(
+    measurements: list[EnergyMeasurement], paths: tuple[Path, Path, str], folder: Path
+) -> dict[str, Any]:
+    """Quote, post the older part, calibrate, quote the newer part again (fresh database)."""
+    onnx_path, metadata_path, version = paths
+    url = f"sqlite:///{folder / (onnx_path.stem + '.sqlite3')}"
+    migrate.upgrade(url)
+    settings = Settings(
+        database_url=url,
+        run_migrations_on_start=False,
+        log_level="WARNING",
+        onnx_model_path=onnx_path,
+        onnx_metadata_path=metadata_path,
+    )
+    with TestClient(create_app(settings)) as client:
+
+        def quote(m: EnergyMeasurement) -> dict[str, Any] | None:
+            response = client.post("/v1/estimate", json=request_body(m))
+            return response.json() if response.status_code == 200 else None
+
+        quoted = [(m, quote(m)) for m in measurements]
+        kept = [(m, q) for m, q in quoted if q is not None]
+        if any(q["model_version"].split("+")[0] != version for _, q in kept):
+            raise RuntimeError(f"the service did not quote with {version!r}")
+        n_posted = round(POSTED_SHARE * len(kept))
+        older, newer = kept[:n_posted], kept[n_posted:]
+        for m, q in older:
+            observation = {
+                "gpu_j": m.per_sequence_gpu_j * m.batch_size,
+                "measured_with": f"{m.source} (Zeus/NVML)",
+                "measured_at": MEASURED_AT,
+            }
+            stored = client.post(f"/v1/quotes/{q['quote_id']}/observations", json=observation)
+            if stored.status_code != 201:
+                raise RuntimeError(stored.text)
+        created = client.post("/v1/calibrations", json={})
+        if created.status_code != 201:
+            raise RuntimeError(created.text)
+        after = [quote(m) for m, _ in newer]
+        if any(q is None or not q["calibration_id"] for q in after):
+            raise RuntimeError("a calibrated quote failed or carries no calibration")
+        return {
+            "refused": len(quoted) - len(kept),
+            "posted": len(older),
+            "measured": [m.per_sequence_gpu_j for m, _ in newer],
+            "before": [q["energy"]["per_sequence_gpu_j"] for _, q in newer],
+            "after": [q["energy"]["per_sequence_gpu_j"] for q in after if q is not None],
+            "sources": [m.source for m, _ in newer],
+            "calibration": created.json(),
+        }
 
 
-def report(outcomes: list[Outcome], command: str) -> str:
-    lines = [
-        "# Recalibration on measured data",
-        "",
-        f"Generated by `{command}`.",
-        "",
-        f"Estimator: `{outcomes[0].model_version}`. Each experiment starts from an empty "
-        "database: every row of the measured set is quoted, the rows of the calibration part "
-        "are posted as observations (GPU energy of the whole request = ML.ENERGY energy per "
-        "request x batch size), `POST /v1/calibrations` fits with its defaults (segments GPU x "
-        "model family, shrinkage k = 10, the newest 20 % of observations held out inside the "
-        "fit), and the other rows are quoted again. MAPE of per-sequence GPU energy against the "
-        "measurement; `holdout` is the fit's own score on its held-out observations.",
-        "",
-        "What the estimator saw: the analytical model's few power and efficiency coefficients "
-        "were fitted on ML.ENERGY v2 and v3 rows of every family (no per-family or per-model "
-        "parameter), so these rows are not unseen by it in the strict sense; the calibration is "
-        "fitted only on the posted part and scored on rows it never saw. Data: ML.ENERGY "
-        "leaderboard v2 and v3 (Apache-2.0).",
-        "",
-        "| measured set | split | posted | evaluated | MAPE before | MAPE after "
-        "| holdout before | holdout after | flagged |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for o in outcomes:
-        c = o.calibration
-        counts = c["observations"]
-        flagged = counts["out_of_range"] + counts["outliers"]
-        lines.append(
-            f"| {o.name} | {o.split} | {o.n_posted} | {o.n_evaluated} | {o.mape_before:.1%} "
-            f"| {o.mape_after:.1%} | {c['holdout_mape_before']:.1%} | "
-            f"{c['holdout_mape_after']:.1%} | {flagged} |"
-        )
-    skipped = sum(o.n_skipped for o in outcomes)
-    if skipped:
-        lines += [
-            "",
-            f"Rows the service refused to quote (not enough GPU memory for the mapped "
-            f"deployment, or a model outside the catalogue), left out: {skipped}.",
-        ]
-    deltas = [100 * (o.mape_after - o.mape_before) for o in outcomes]
-    biases = [s["mean_log_ratio"] for o in outcomes for s in o.calibration["segments"]]
-    lines += [
-        "",
-        f"Reading (this run: segment mean log ratios {min(biases):+.2f}..{max(biases):+.2f}, "
-        f"MAPE change {min(deltas):+.1f}..{max(deltas):+.1f} points): on these sets the "
-        "estimator's bias per GPU x family is small (within ~10 %), and what remains of its "
-        "error is scatter between rows of one segment (batch size, output length, model "
-        "size), which one multiplicative factor per segment cannot remove. The calibration "
-        "therefore moves little (shrunk by n/(n+10)) and MAPE on the unseen rows barely "
-        "changes: it does not help where the model is already unbiased, and the shrinkage "
-        "keeps it from doing much harm. It pays off where a deployment differs systematically "
-        "from what the model was fitted on (another GPU system, power cap, engine version), as "
-        "the API tests show with a synthetic x2 bias; the mean log ratio per segment is the "
-        "number to watch when deciding whether to activate a calibration.",
-    ]
-    for o in outcomes:
-        lines += ["", f"## {o.name}, {o.split}", "", *segment_table(o.calibration)]
-    return "\n".join(lines) + "\n"
-
-
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA_DIR)
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--members", type=int, default=TrainConfig().members)
     args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
     logging.getLogger("httpx").setLevel(logging.WARNING)
-    outcomes = []
-    for name, rows in measured_sets(args.data).items():
-        for split, splitter in SPLITS.items():
-            posted, evaluated = splitter(rows, random.Random(SEED))
-            outcome = run_split(name, split, posted, evaluated)
-            outcomes.append(outcome)
-            print(
-                f"{name} / {split}: MAPE {outcome.mape_before:.1%} -> {outcome.mape_after:.1%} "
-                f"({outcome.n_posted} posted, {outcome.n_evaluated} evaluated)"
-            )
+    torch.set_num_threads(1)
+    rows, _ = load_training_rows(args.data)
+    by_ref = {m.row_ref: m for m in load_mlenergy(args.data)}
+    priors = load_priors(args.data)
+    config = TrainConfig(members=args.members, progress=False)
+    results: dict[str, dict[str, Any]] = {}
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = Path(scratch)
+        for family in sorted({r.family for r in rows}):
+            paths = export_fold_model(rows, family, config, folder, priors)
+            measurements = [by_ref[r.row_ref] for r in rows if r.family == family]
+            random.Random(f"{SEED}:{family}").shuffle(measurements)
+            results[family] = family_experiment(measurements, paths, folder)
+            before = errors(results[family]["before"], results[family]["measured"])["mape"]
+            after = errors(results[family]["after"], results[family]["measured"])["mape"]
+            print(f"{family}: MAPE {before:.1f} % -> {after:.1f} %", flush=True)
     command = "python bench/recalibration_report.py " + " ".join(
         sys.argv[1:] if argv is None else argv
     )
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(report(outcomes, command.strip()))
+    method = __doc__.split("\n\n")[2].replace("\n", " ")
+    args.out.write_text(report(results, command.strip(), method, SEED), encoding="utf-8")
+    plot_families(results, args.out.with_suffix(".png"))
     print(f"wrote {args.out}")
     return 0
 

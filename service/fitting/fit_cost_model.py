@@ -22,6 +22,7 @@ from service.catalog import load_gpu_catalog, load_model_catalog
 from service.catalog.coefficients import (
     COEFFICIENTS_PATH,
     DEFAULT_ENGINE,
+    ENGINE_DESCRIPTIONS,
     coefficients_from_document,
 )
 from service.fitting.cross_validation import (
@@ -59,7 +60,7 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA_DIR, help="../shared/data")
     parser.add_argument("--out", type=Path, default=COEFFICIENTS_PATH)
     parser.add_argument("--report", type=Path, default=REPORT_PATH)
-    parser.add_argument("--version", default="2026.11.1")
+    parser.add_argument("--version", default="2026.11.2")
     return parser.parse_args(argv)
 
 
@@ -166,7 +167,17 @@ def _coefficients_document(
             **overhead_values(final.overheads[DEFAULT_ENGINE]),
             "gemm_tile_m": GEMM_TILE_M,
         },
-        "engines": {engine: overhead_values(o) for engine, o in final.overheads.items()},
+        # Serving engines only: the Splitwise harness's profile is fitted, never served.
+        "engines": {
+            engine: overhead_values(o)
+            for engine, o in final.overheads.items()
+            if engine in ENGINE_DESCRIPTIONS
+        },
+        "measurement_harnesses": {
+            engine: overhead_values(o)
+            for engine, o in final.overheads.items()
+            if engine not in ENGINE_DESCRIPTIONS
+        },
         "power": dict(
             zip(
                 ("compute", "memory", "network", "host_overhead"), final.power.tolist(), strict=True

@@ -49,16 +49,18 @@ from service.training.validation import (
 
 logger = logging.getLogger("service.training")
 
-VERSION = "energy-gnn 2026.11.1"
+VERSION = "energy-gnn 2026.11.2"
 CHOSEN = Variant("GNN", phase_split=True, roofline=True, direct=False, message_passing=True)
 ABLATIONS = (
     (replace(CHOSEN, name="no phase split", phase_split=False), "one graph, prefill+decode summed"),
     (replace(CHOSEN, name="no roofline", roofline=False), "no roofline times/energy, no GPU rates"),
-    (replace(CHOSEN, name="direct log", direct=True), "predicts log energy, not a correction"),
-    (replace(CHOSEN, name="no message passing", message_passing=False), "nodes pooled unmixed"),
-    (replace(CHOSEN, name="uniform weights", focused=False), "no focused-sampling weights"),
     (replace(CHOSEN, name="GNN, other seed"), "the chosen design, seed + 1: the noise floor"),
 )
+"""The issue's two ablations and the seed noise floor. Earlier versions also ran "direct log"
+(predict log energy, not a correction), "no message passing" and "uniform weights" (no
+focused-sampling weights); each scored worse than the chosen design (energy-gnn 2026.11.1: 22.6,
+19.1 and 18.0 % MAPE against 16.9 %, seed + 1: 19.0 %); they were dropped to keep the command
+within the time of a shared 2-core machine."""
 DEFAULTS = TrainConfig()
 TRAINING_SOURCES = ("mlenergy-", "azure-llm-trace-2023/")
 BASELINE_DESCRIPTIONS = {
@@ -223,8 +225,18 @@ def report_notes(fold_coefficients: str) -> list[str]:
     return [
         analytical,
         "LLMCarbon-style and EcoLogits-style rows refit their one or two factors per fold.",
-        "Prompt lengths are task means (data README), not per-row values; ML.ENERGY rows are "
-        "steady states of a saturated server read as static batches.",
+        "Prompt lengths are task means (data README), not per-row values, except lm-arena-chat "
+        "(v3): 210 prefilled tokens instead of 690, as its multi-turn history is served from "
+        "vLLM's prefix cache (evidence from the rows' timings, not their energy: "
+        "`service/fitting/energy_leaderboard.py`); ML.ENERGY rows are steady states of a "
+        "saturated server read as static batches.",
+        "Hyperparameters (width, learning rate, loss, penalty, patience) are those of "
+        "energy-gnn 2026.11.1, not tuned on held-out families; each member is early-stopped on "
+        "whole models of its training fold. Seed noise: 5-member ensembles of this design "
+        "differ by about 2 points of MAPE between seeds (this table: GNN and other-seed rows). "
+        "A 15-member ensemble scored 14.1 % / 47 % within 10 % with its other seed at 14.2 / "
+        "48 (commit d956ee9), but its ONNX inference took ~135 µs against ~90 µs, over the "
+        "100 µs budget, so 5 members are shipped.",
     ]
 
 

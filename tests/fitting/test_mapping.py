@@ -1,0 +1,59 @@
+"""How measured rows map onto the cost model's inputs: prefilled prompt tokens per task and the
+host-overhead profile each source is fitted under."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from service.catalog.coefficients import COEFFICIENTS_PATH, ENGINE_DESCRIPTIONS
+from service.fitting.energy_leaderboard import PROMPT_TOKENS_BY_TASK
+from service.fitting.request_inputs import ENGINE_OF_SOURCE, SPLITWISE_HARNESS
+
+DATA_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+V3_CSV = DATA_DIR / "mlenergy-v3-h100" / "mlenergy_v3_h100_text.csv"
+
+
+def test_prompt_tokens_per_task() -> None:
+    # Data README means, except lm-arena-chat: 0.30 x 690 prefilled (prefix-cached history).
+    assert PROMPT_TOKENS_BY_TASK == {
+        "lm-arena-chat": 210,
+        "gpqa": 250,
+        "sourcegraph-fim": 1370,
+        "chat": 130,
+        "code": 130,
+    }
+
+
+def test_splitwise_has_its_own_profile_that_is_never_served() -> None:
+    assert ENGINE_OF_SOURCE == {
+        "mlenergy-v2": "vllm-v0",
+        "mlenergy-v3": "vllm-v1",
+        "splitwise": SPLITWISE_HARNESS,
+    }
+    document = json.loads(COEFFICIENTS_PATH.read_text(encoding="utf-8"))
+    assert set(document["engines"]) == set(ENGINE_DESCRIPTIONS) == {"vllm-v0", "vllm-v1"}
+    assert set(document["measurement_harnesses"]) == {SPLITWISE_HARNESS}
+
+
+@pytest.mark.skipif(not V3_CSV.is_file(), reason="measured data not present")
+def test_lm_arena_time_beyond_decode_steps_by_hand() -> None:
+    # The evidence for the lm-arena-chat mapping, read from the CSV by hand: line 142,
+    # Llama-3.1-8B-Instruct, 1x H100, max 768 sequences. Server time per request beyond its
+    # decode steps = avg_output_len x (1 / output throughput - median ITL / avg batch).
+    with V3_CSV.open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    row = rows[142 - 2]
+    assert (row["model_id"], row["task"]) == ("meta-llama/Llama-3.1-8B-Instruct", "lm-arena-chat")
+    out, batch = float(row["avg_output_len"]), float(row["avg_batch_size"])
+    throughput = float(row["output_throughput_tokens_per_sec"])
+    itl_s = float(row["median_itl_ms"]) / 1e3
+    beyond_decode_s = out * (1.0 / throughput - itl_s / batch)
+    # 397.354 x (1 / 9602.77 - 0.0629310 / 690.868) = 397.354 x 1.3055e-5 s = 5.19 ms
+    assert beyond_decode_s == pytest.approx(5.19e-3, rel=0.01)
+    # 690 prompt tokens of an 8B model are >= 2 x 8.0e9 x 690 FLOP = 1.1e13 FLOP: 11 ms at the
+    # H100's 989 TFLOP/s dense bf16 peak, more than the time the row leaves for prefill.
+    assert beyond_decode_s < 2 * 8.0e9 * 690 / 989e12
