@@ -4,7 +4,8 @@
     python scripts/readme_examples.py --check    # print them, leave README.md alone
 
 Starts `uvicorn service.main:app` in a fresh temporary directory (SQLite under `./var/`),
-creates an API key there, runs every example's `curl` command against it, and replaces each
+creates an API key there (examples marked `open_mode` run first, on a service without any
+key), runs every example's `curl` command against it, and replaces each
 block between `<!-- example:NAME -->` and `<!-- /example -->` in README.md with the command and
 what the service answered. Long answers are shortened by `readme_render.render_answer` (lists
 cut to their first items, long strings cut), never edited by hand.
@@ -83,7 +84,7 @@ def run_example(example: Example, port: int, key: str, found: dict[str, str]) ->
     shown = example.command
     for name, value in found.items():
         shown = shown.replace("{" + name + "}", value)
-    executed = shown.replace("localhost:8123", f"localhost:{port}")
+    executed = re.sub(r"localhost:8\d{3}", f"localhost:{port}", shown)
     answer = subprocess.run(
         ["bash", "-c", executed], env={**os.environ, "KEY": key},
         check=True, capture_output=True, text=True,
@@ -107,17 +108,22 @@ def replace_blocks(readme: str, blocks: dict[str, str]) -> str:
 
 
 def capture_blocks() -> dict[str, str]:
-    """Run every example against a fresh service; the README text of each, by name."""
-    with tempfile.TemporaryDirectory(prefix="readme-examples-") as tmp:
-        workdir = Path(tmp)
-        environment = {**os.environ, "PYTHONPATH": str(REPO)}
-        environment.pop("QUOTES_DATABASE_URL", None)
-        environment.pop("DATABASE_URL", None)
-        key = create_key(workdir, environment)
-        port = free_port()
-        found: dict[str, str] = {}
-        with running_service(workdir, port, environment):
-            return {e.name: run_example(e, port, key, found) for e in EXAMPLES}
+    """Run every example against a fresh service; the README text of each, by name. Examples
+    marked `open_mode` run first, against a service of their own with no key at all."""
+    blocks: dict[str, str] = {}
+    for open_mode in (True, False):
+        examples = [e for e in EXAMPLES if e.open_mode is open_mode]
+        with tempfile.TemporaryDirectory(prefix="readme-examples-") as tmp:
+            workdir = Path(tmp)
+            environment = {**os.environ, "PYTHONPATH": str(REPO)}
+            environment.pop("QUOTES_DATABASE_URL", None)
+            environment.pop("DATABASE_URL", None)
+            key = "" if open_mode else create_key(workdir, environment)
+            port = free_port()
+            found: dict[str, str] = {}
+            with running_service(workdir, port, environment):
+                blocks.update({e.name: run_example(e, port, key, found) for e in examples})
+    return blocks
 
 
 def main() -> int:

@@ -31,9 +31,20 @@ class Example:
     keep_lines: str = ""
     wait_s: float = 0.0
     elide: tuple[str, ...] = ()
+    open_mode: bool = False
 
 
 EXAMPLES: tuple[Example, ...] = (
+    Example(
+        "quickstart",
+        f"""curl -s localhost:8000/v1/estimate {JSON} -d '{{
+  "model": "meta-llama/Llama-3.1-8B-Instruct",
+  "workload": {{"batch_size": 8, "prompt_tokens": 512, "output_tokens": 256}},
+  "hardware": {{"gpu": "H100-SXM5-80GB", "count": 2}},
+  "datacenter": {{"region": "US-CA"}}}}'""",
+        elide=("carbon.factors",),
+        open_mode=True,
+    ),
     Example(
         "estimate",
         f"""curl -s localhost:8123/v1/estimate {AUTH} \\

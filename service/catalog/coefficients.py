@@ -23,8 +23,8 @@ from service.core.coefficients import (
 COEFFICIENTS_PATH = DATA_DIR / "cost_model_coefficients.json"
 DEFAULT_ENGINE = "vllm-v1"
 ENGINE_DESCRIPTIONS = {
-    "vllm-v1": "vLLM >= 0.8 (V1 engine, CUDA graphs, chunked prefill); fitted on ML.ENERGY v3 "
-    "(vLLM 0.11.1) and Splitwise",
+    "vllm-v1": "vLLM >= 0.8 (V1 engine, CUDA graphs, chunked prefill); decode overheads fitted on "
+    "ML.ENERGY v3 (vLLM 0.11.1), the prefill overhead on Splitwise's prefill times",
     "vllm-v0": "vLLM <= 0.6 (V0 engine, host work per running sequence); fitted on ML.ENERGY v2 "
     "(vLLM 0.5.4)",
 }
