@@ -22,7 +22,9 @@ def machine_line() -> str:
             break
     system = f"Linux {platform.release()}, Python {platform.python_version()}"
     load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
-    return f"{model}, {os.cpu_count()} logical CPUs, {system}; load average at start {load}"
+    # Read when the report is written, i.e. just after the servers under test stopped.
+    when = "load average when this report was written"
+    return f"{model}, {os.cpu_count()} logical CPUs, {system}; {when} {load}"
 
 
 def sustained(step: StepResult) -> bool:
