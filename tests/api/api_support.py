@@ -16,6 +16,7 @@ from sqlalchemy import create_engine, func, make_url, select
 from service.api.deps import AppServices
 from service.auth import generate_key
 from service.config import Settings
+from service.db import migrate
 from service.db.base import utc_now
 from service.db.engine import Database
 from service.db.models import ApiKey, Quote
@@ -118,6 +119,31 @@ def count_quotes(database_url: str, *, tenant: str, idempotency_key: str | None 
             return int(connection.execute(statement).scalar_one())
     finally:
         engine.dispose()
+
+
+def count_quotes_by_id(database_url: str, quote_ids: list[str]) -> int:
+    """Rows in `quotes` whose id is one of `quote_ids`, read directly."""
+    engine = create_engine(database_url)
+    try:
+        with engine.connect() as connection:
+            statement = select(func.count()).select_from(Quote).where(Quote.id.in_(quote_ids))
+            return int(connection.execute(statement).scalar_one())
+    finally:
+        engine.dispose()
+
+
+def migrated_database_url(tmp_path_factory: Any) -> Iterator[str]:
+    """A freshly migrated schema (upgrade, not create_all): a temp SQLite file, or
+    TEST_DATABASE_URL downgraded to base first and again afterwards. For module fixtures."""
+    url = os.environ.get("TEST_DATABASE_URL")
+    if url:
+        migrate.downgrade(url, "base")
+    else:
+        url = f"sqlite:///{tmp_path_factory.mktemp('db') / 'quotes.sqlite3'}"
+    migrate.upgrade(url)
+    yield url
+    if os.environ.get("TEST_DATABASE_URL"):
+        migrate.downgrade(url, "base")
 
 
 class TcpProxy:

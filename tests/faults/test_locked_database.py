@@ -14,26 +14,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from api_support import example_body, running_client
+from api_support import count_quotes_by_id, example_body, running_client
 from locking import database_locked
-from sqlalchemy import create_engine, func, select
 
-from service.db.models import Quote
 from service.quoting import SPOOLED_WARNING
 
 LOCK_WAIT_S = 0.3
 ESTIMATE_BOUND_S = 3 * LOCK_WAIT_S + 1.0
 OBSERVATION = {"gpu_j": 5.0, "measured_with": "nvml", "measured_at": "2026-11-22T10:00:00Z"}
-
-
-def stored_copies(database_url: str, quote_ids: list[str]) -> int:
-    engine = create_engine(database_url)
-    try:
-        with engine.connect() as connection:
-            statement = select(func.count()).select_from(Quote).where(Quote.id.in_(quote_ids))
-            return int(connection.execute(statement).scalar_one())
-    finally:
-        engine.dispose()
 
 
 def test_a_locked_database_spools_and_replays_every_answered_quote_once(
@@ -78,7 +66,7 @@ def test_a_locked_database_spools_and_replays_every_answered_quote_once(
             stored = client.get(f"/v1/quotes/{body['quote_id']}")
             assert stored.status_code == 200, f"quote {body['quote_id']} was lost"
             assert stored.json()["response"]["energy"] == body["energy"]
-        assert stored_copies(database_url, quote_ids) == len(quote_ids)
+        assert count_quotes_by_id(database_url, quote_ids) == len(quote_ids)
         retried = client.post(
             "/v1/estimate", json=example_body(), headers={"Idempotency-Key": "locked-1"}
         )

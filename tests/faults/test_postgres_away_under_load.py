@@ -15,7 +15,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from api_support import TcpProxy, example_body
+from api_support import TcpProxy, count_quotes_by_id, example_body
 from sqlalchemy import create_engine, func, make_url, select
 from uvicorn_support import running_worker, worker_settings
 
@@ -38,16 +38,6 @@ def proxy(database_url: str) -> Iterator[TcpProxy]:
     forwarder = TcpProxy(parsed.host or "127.0.0.1", parsed.port or 5432)
     yield forwarder
     forwarder.cut()
-
-
-def rows_of(database_url: str, quote_ids: list[str]) -> int:
-    engine = create_engine(database_url)
-    try:
-        with engine.connect() as connection:
-            statement = select(func.count()).select_from(Quote).where(Quote.id.in_(quote_ids))
-            return int(connection.execute(statement).scalar_one())
-    finally:
-        engine.dispose()
 
 
 def rows_per_key(database_url: str, keys: list[str]) -> dict[str, int]:
@@ -129,7 +119,8 @@ def test_postgres_cut_mid_burst_loses_and_duplicates_nothing(
                 assert client.get(f"/v1/quotes/{body['quote_id']}").status_code == 200
     quote_ids = [str(body["quote_id"]) for body in bodies]
     assert len(set(quote_ids)) == len(quote_ids)
-    assert rows_of(database_url, quote_ids) == len(quote_ids), "an answered quote is missing"
+    stored = count_quotes_by_id(database_url, quote_ids)
+    assert stored == len(quote_ids), "an answered quote is missing"
     keys = [key for _, key, _ in answers if key is not None]
     per_key = rows_per_key(database_url, keys)
     assert per_key == dict.fromkeys(keys, 1), "a request was stored under two quote ids"
