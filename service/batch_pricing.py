@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from service.calibration import ActiveCalibration
 from service.core.architecture import ModelArchitecture
@@ -18,13 +18,13 @@ from service.core.coefficients import CostModelCoefficients
 from service.core.errors import CostModelError
 from service.core.estimate import estimate_requests
 from service.core.estimate_many import BatchEstimate
-from service.core.workload import Deployment, Workload
+from service.core.workload import Deployment
 from service.errors import ServiceError
 from service.estimate_parts import CarbonCache, Latency, invalid_request, roofline_energy
 from service.estimator import Estimator, PricedRequest
 from service.regressor.batch_features import BatchFeatures, batch_features
 from service.regressor.runtime import EnergyPrediction
-from service.resolve import ResolvedRequest, resolve_request
+from service.resolve import ResolvedRequest
 from service.schemas.estimate_request import EstimateRequest
 
 logger = logging.getLogger("service.estimator")
@@ -56,10 +56,9 @@ def price_batch(
     members: dict[
         tuple[ModelArchitecture, Deployment, str], tuple[list[int], list[ResolvedRequest]]
     ] = {}
-    resolutions: dict[str, ResolvedRequest] = {}
     for index, request in enumerate(requests):
         try:
-            resolved = _resolve(estimator, request, resolutions)
+            resolved = estimator.resolve(request)
         except CostModelError as error:
             results[index] = invalid_request(error, custom=request.architecture is not None)
             continue
@@ -115,31 +114,6 @@ def price_batch(
                 carbon_cache,
             )
     return [_done(result) for result in results]
-
-
-def _resolve(
-    estimator: Estimator, request: EstimateRequest, resolutions: dict[str, ResolvedRequest]
-) -> ResolvedRequest:
-    """`resolve_request`, once per distinct request apart from its workload (and metadata,
-    which resolution ignores): items of a batch often share model, GPUs and data centre."""
-    key = request.model_dump_json(exclude={"workload", "metadata"}, exclude_unset=True)
-    known = resolutions.get(key)
-    if known is None:
-        known = resolutions[key] = resolve_request(
-            request,
-            estimator.gpus,
-            estimator.models,
-            estimator.regions,
-            estimator.facilities,
-            estimator.servers,
-        )
-    workload = request.workload
-    return replace(
-        known,
-        workload=Workload(workload.batch_size, workload.prompt_tokens, workload.output_tokens),
-        notes=list(known.notes),
-        defaulted=dict(known.defaulted),
-    )
 
 
 def _done(result: PricedRequest | ServiceError | None) -> PricedRequest | ServiceError:

@@ -227,6 +227,16 @@ class CalibrationRegistry:
         self._refresh()
         return self._tenants.get(tenant, self._global)
 
+    def fresh(self) -> bool:
+        """Whether `for_tenant` would answer from memory now (no database read)."""
+        loaded_at = self._loaded_at
+        return loaded_at is not None and time.monotonic() - loaded_at < self.refresh_s
+
+    def refresh(self) -> None:
+        """Read the current calibrations now if they are due (for a thread-pool call, so that
+        the event loop never waits on the database)."""
+        self._refresh()
+
     def invalidate(self) -> None:
         """Re-read at the next quote (after this process changed the current calibrations)."""
         with self._lock:

@@ -88,6 +88,12 @@ class Settings(BaseSettings):
     # The learned energy regressor: one onnxruntime session per process. Unset paths mean the
     # model shipped in models/; `use_regressor=false` quotes with the analytical model alone.
     use_regressor: bool = True
+    fast_estimate_path: bool = Field(
+        default=True,
+        description="Answer plain single estimates in the event loop and store their quotes "
+        "by group commit (service/api/fast_estimate.py); false sends every request through "
+        "the FastAPI route.",
+    )
     onnx_model_path: Path | None = None
     onnx_metadata_path: Path | None = None
     onnx_intra_op_threads: PositiveInt = 1

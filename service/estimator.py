@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from service.calibration import ActiveCalibration
@@ -20,6 +20,7 @@ from service.core.errors import CostModelError
 from service.core.estimate import estimate_request
 from service.core.results import RequestEstimate
 from service.core.uncertainty import Ranged
+from service.core.workload import Workload
 from service.estimate_parts import (
     CarbonCache,
     Latency,
@@ -40,6 +41,11 @@ from service.schemas.estimate_response import (
 )
 
 logger = logging.getLogger("service.estimator")
+
+# Request contexts (model, hardware, data centre, serving: all but the workload) remembered per
+# process. A gateway quotes the same few deployments over and over with new token counts; past
+# this many contexts the memory is cleared and refilled (a bound, not an eviction policy).
+MAX_CONTEXTS = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +82,8 @@ class Estimator:
         self.engine_coefficients = coefficients
         self.coefficients = coefficients[DEFAULT_ENGINE]
         self.regressor = regressor
+        self._contexts: dict[str, ResolvedRequest] = {}
+        self._carbon_rows: CarbonCache = {}
 
     @classmethod
     def from_catalogues(cls, regressor: EnergyRegressor | None = None) -> Estimator:
@@ -113,9 +121,7 @@ class Estimator:
         `calibration` (the caller's current one) scales the GPU energy and its bounds by its
         factor for the request's GPU and model family, if it corrects this model version."""
         try:
-            resolved = resolve_request(
-                request, self.gpus, self.models, self.regions, self.facilities, self.servers
-            )
+            resolved = self.resolve(request)
             coefficients = self.engine_coefficients.get(resolved.engine, self.coefficients)
             result = estimate_request(
                 resolved.architecture, resolved.workload, resolved.deployment, coefficients
@@ -123,8 +129,36 @@ class Estimator:
         except CostModelError as error:
             raise invalid_request(error, custom=request.architecture is not None) from None
         energy = self._energy(resolved, result, coefficients)
+        if len(self._carbon_rows) >= MAX_CONTEXTS:
+            self._carbon_rows.clear()
         return self.priced(
-            resolved, Latency.of(result), energy, result if verbose else None, calibration
+            resolved,
+            Latency.of(result),
+            energy,
+            result if verbose else None,
+            calibration,
+            self._carbon_rows,
+        )
+
+    def resolve(self, request: EstimateRequest) -> ResolvedRequest:
+        """`resolve_request`, answered from memory for a context seen before: resolution
+        depends on everything but the workload (and the metadata, which it ignores), and the
+        workload is taken from `request` every time. Raises what resolve_request raises."""
+        key = request.model_dump_json(exclude={"workload", "metadata"}, exclude_unset=True)
+        known = self._contexts.get(key)
+        if known is None:
+            known = resolve_request(
+                request, self.gpus, self.models, self.regions, self.facilities, self.servers
+            )
+            if len(self._contexts) >= MAX_CONTEXTS:
+                self._contexts.clear()
+            self._contexts[key] = known
+        workload = request.workload
+        return replace(
+            known,
+            workload=Workload(workload.batch_size, workload.prompt_tokens, workload.output_tokens),
+            notes=list(known.notes),
+            defaulted=dict(known.defaulted),
         )
 
     def priced(

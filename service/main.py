@@ -11,6 +11,7 @@ from fastapi import FastAPI
 from sqlalchemy.exc import OperationalError
 
 from service.api.deps import AppServices
+from service.api.fast_estimate import FastEstimateMiddleware
 from service.api.load_shedding import LoadSheddingMiddleware
 from service.api.middleware import BodyLimitMiddleware, MetricsMiddleware
 from service.api.openapi import QuotesAPI
@@ -23,6 +24,7 @@ from service.config import Settings, get_settings
 from service.db import migrate
 from service.db.engine import Database
 from service.db.quote_store import QuoteStore
+from service.db.quote_writer import QuoteWriter
 from service.db.spool import QuoteSpool, SpoolReplayer
 from service.estimator import Estimator
 from service.idempotency import InFlightGuard
@@ -79,7 +81,8 @@ def build_services(settings: Settings, metrics: Metrics) -> AppServices:
     spool = QuoteSpool(settings.spool_dir) if settings.spool_dir is not None else None
     store = QuoteStore(database, spool, claim_lease_s=settings.idempotency_lease_s)
     registry = CalibrationRegistry(database, refresh_s=settings.calibration_refresh_s)
-    quotes = QuoteService(estimator, store, InFlightGuard(), metrics, registry)
+    writer = QuoteWriter(store) if settings.fast_estimate_path else None
+    quotes = QuoteService(estimator, store, InFlightGuard(), metrics, registry, writer)
     return AppServices(settings, database, estimator, keys, quotes, metrics, registry)
 
 
@@ -100,6 +103,9 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     logger.info(
         "estimator %s, database %s", services.estimator.model_version, services.database.backend
     )
+    writer = services.quotes.writer
+    if writer is not None:
+        writer.start()
     spool = services.quotes.store.spool
     replayer = None
     if spool is not None:
@@ -108,6 +114,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     try:
         yield
     finally:
+        if writer is not None:
+            writer.stop()  # after uvicorn drained the requests: stores what they queued
         if replayer is not None:
             replayer.stop()
         services.database.dispose()
@@ -126,6 +134,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.metrics = Metrics()
     install_problem_handlers(app)
+    if settings.fast_estimate_path:  # innermost: inside the body limit, shedding and metrics
+        app.add_middleware(FastEstimateMiddleware)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     if settings.shed_max_concurrent > 0:  # inside the metrics: shed requests are counted
         app.add_middleware(

@@ -18,6 +18,7 @@ from service.db.quote_store import (
     Saved,
     StoreFailed,
 )
+from service.db.quote_writer import QuoteWriter
 from service.errors import Conflict, IdempotencyMismatch, ServiceError
 from service.estimator import Estimator
 from service.idempotency import InFlightGuard, fingerprint
@@ -60,8 +61,10 @@ class QuoteService:
         guard: InFlightGuard,
         metrics: Metrics,
         calibrations: CalibrationRegistry | None = None,
+        writer: QuoteWriter | None = None,
     ) -> None:
         self.estimator = estimator
+        self.writer = writer
         self.store = store
         self.guard = guard
         self.metrics = metrics
@@ -173,8 +176,38 @@ class QuoteService:
         try:
             saved = self._save(rows, claim)
         except StoreFailed:
-            self.metrics.db_errors.labels(operation="store_quote").inc()
-            return [_warn(p.response, NOT_STORED_WARNING) for p in priced]
+            return self._not_stored(priced)
+        return self._stored(priced, rows, saved)
+
+    async def quote_grouped(
+        self, request: EstimateRequest, *, principal: Principal, verbose: bool
+    ) -> EstimateResponse:
+        """`quote` without an idempotency key, for a coroutine on the event loop: priced here,
+        stored by the group-committing writer (with other requests' quotes in one transaction).
+
+        The caller makes sure the tenant's calibrations are fresh (`calibrations_fresh`), as
+        a refresh reads the database and must not block the event loop."""
+        if self.writer is None:
+            raise RuntimeError("no quote writer: use quote()")
+        priced = [self._price(request, verbose, principal.tenant)]
+        rows = [_quote_row(priced[0], new_quote_id(), principal.tenant, None)]
+        try:
+            saved = await self.writer.save(rows)
+        except StoreFailed:
+            return self._not_stored(priced)[0]
+        return self._stored(priced, rows, saved)[0]
+
+    def calibrations_fresh(self) -> bool:
+        """Whether pricing now would read no calibrations from the database."""
+        return self.calibrations is None or self.calibrations.fresh()
+
+    def _not_stored(self, priced: Sequence[_Priced]) -> list[EstimateResponse]:
+        self.metrics.db_errors.labels(operation="store_quote").inc()
+        return [_warn(p.response, NOT_STORED_WARNING) for p in priced]
+
+    def _stored(
+        self, priced: Sequence[_Priced], rows: Sequence[Quote], saved: Saved
+    ) -> list[EstimateResponse]:
         # The stored quote's id, and created_at as stamped when stored.
         final = [
             p.response.model_copy(update={"quote_id": row.id, "created_at": row.created_at})

@@ -1,0 +1,133 @@
+"""Group commit for the estimate hot path: one thread stores the quotes of every request that is
+waiting at that moment, in one transaction.
+
+A quote id may only be answered once its row is committed, so each request waits for a commit.
+Committing each request alone costs a transaction (BEGIN, INSERT, COMMIT and their round trips)
+per quote; under load, requests that arrive while a commit is under way are queued and committed
+together by the next one, so the cost per quote falls as the rate rises, and no request waits
+for a timer. Durability is unchanged: a request is answered only after its own quotes are
+committed (or spooled), never before.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import queue
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from service.db.models import Quote
+from service.db.quote_store import DuplicateIdempotencyKey, QuoteStore, Saved, StoreFailed
+
+logger = logging.getLogger(__name__)
+
+Outcome = Saved | BaseException
+
+
+@dataclass(frozen=True, slots=True)
+class _Pending:
+    """One request's quotes and the future its coroutine awaits on its event loop."""
+
+    quotes: Sequence[Quote]
+    future: asyncio.Future[Saved]
+    loop: asyncio.AbstractEventLoop
+
+
+_STOP = object()
+
+
+class QuoteWriter:
+    """Stores quotes for coroutines, many requests' quotes per transaction (see module doc).
+
+    `max_quotes` bounds one transaction; requests beyond it wait for the next one.
+    """
+
+    def __init__(self, store: QuoteStore, *, max_quotes: int = 1000) -> None:
+        self.store = store
+        self.max_quotes = max_quotes
+        self._queue: queue.SimpleQueue[_Pending | object] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name="quote-writer", daemon=True)
+        self.transactions = 0  # committed or spooled groups, for tests and diagnostics
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """Store what is queued, then end the thread (at shutdown, after requests drained)."""
+        if self._thread.is_alive():
+            self._queue.put(_STOP)
+            self._thread.join(timeout_s)
+
+    async def save(self, quotes: Sequence[Quote]) -> Saved:
+        """Commit (or spool) `quotes` together with other waiting requests' quotes, stamping
+        their `created_at`; raises StoreFailed or DuplicateIdempotencyKey as QuoteStore.save."""
+        if not self._thread.is_alive():
+            raise RuntimeError("the quote writer is not running")
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Saved] = loop.create_future()
+        self._queue.put(_Pending(quotes, future, loop))
+        # Shielded: a client that goes away does not un-store its quote, nor lose the result.
+        return await asyncio.shield(future)
+
+    def _run(self) -> None:
+        while True:
+            first = self._queue.get()
+            if first is _STOP:
+                return
+            assert isinstance(first, _Pending)
+            group, stop = [first], False
+            count = len(first.quotes)
+            while count < self.max_quotes:
+                try:
+                    more = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if more is _STOP:
+                    stop = True
+                    break
+                assert isinstance(more, _Pending)
+                group.append(more)
+                count += len(more.quotes)
+            self._commit(group)
+            if stop:
+                return
+
+    def _commit(self, group: list[_Pending]) -> None:
+        outcomes = self._save_group(group)
+        self.transactions += 1
+        for pending, outcome in zip(group, outcomes, strict=True):
+            pending.loop.call_soon_threadsafe(_settle, pending.future, outcome)
+
+    def _save_group(self, group: list[_Pending]) -> list[Outcome]:
+        """One transaction for the group; if one request's quote breaks a constraint, each
+        request is stored alone so that the others are not refused with it."""
+        quotes = [quote for pending in group for quote in pending.quotes]
+        try:
+            saved: Outcome = self.store.save(quotes)
+        except DuplicateIdempotencyKey as error:
+            if len(group) == 1:
+                return [error]
+            return [self._save_alone(pending) for pending in group]
+        except StoreFailed as error:
+            saved = error
+        except Exception as error:  # a bug: every waiting request answers it, none hangs
+            logger.exception("quote writer failed on %d quote(s)", len(quotes))
+            saved = error
+        return [saved] * len(group)
+
+    def _save_alone(self, pending: _Pending) -> Outcome:
+        try:
+            return self.store.save(pending.quotes)
+        except (DuplicateIdempotencyKey, StoreFailed) as error:
+            return error
+
+
+def _settle(future: asyncio.Future[Saved], outcome: Outcome) -> None:
+    if future.done():
+        return
+    if isinstance(outcome, BaseException):
+        future.set_exception(outcome)
+    else:
+        future.set_result(outcome)

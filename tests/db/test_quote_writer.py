@@ -1,0 +1,164 @@
+"""The group-committing quote writer: requests that wait while a commit is under way are stored
+together by the next one, each answered only once its own quotes are committed; a failure
+reaches every request of its group, a constraint broken by one request only that one."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, func, select
+
+from service.config import Settings
+from service.db import migrate
+from service.db.engine import Database
+from service.db.models import Quote
+from service.db.quote_store import (
+    Claim,
+    DuplicateIdempotencyKey,
+    QuoteStore,
+    Saved,
+    StoreFailed,
+)
+from service.db.quote_writer import QuoteWriter
+from service.ids import new_quote_id
+
+
+def quote(key: str | None = None) -> Quote:
+    return Quote(
+        id=new_quote_id(),
+        tenant="acme",
+        idempotency_key=key,
+        request_hash="h",
+        request={},
+        response={"energy": {"gpu_j": 1.0}},
+        model_version="roofline test",
+        calibration_id=None,
+        model_id="custom",
+        gpu_id="L4",
+        gpu_count=1,
+        created_at=None,  # type: ignore[arg-type]  # stamped by the store
+    )
+
+
+@pytest.fixture
+def database(tmp_path: Path) -> Iterator[Database]:
+    url = f"sqlite:///{tmp_path / 'quotes.sqlite3'}"
+    migrate.upgrade(url)
+    database = Database(Settings(database_url=url))
+    yield database
+    database.dispose()
+
+
+def stored_ids(database: Database) -> set[str]:
+    with database.sessions() as session:
+        return set(session.scalars(select(Quote.id)))
+
+
+class GatedStore(QuoteStore):
+    """A real store whose first save waits for `gate`: the other requests queue meanwhile."""
+
+    def __init__(self, database: Database) -> None:
+        super().__init__(database)
+        self.gate = threading.Event()
+        self.entered = threading.Event()
+        self.group_sizes: list[int] = []
+
+    def save(self, quotes: Sequence[Quote], release: Claim | None = None) -> Saved:
+        self.group_sizes.append(len(quotes))
+        if len(self.group_sizes) == 1:
+            self.entered.set()
+            assert self.gate.wait(10)
+        return super().save(quotes)
+
+
+def test_requests_waiting_on_a_commit_are_stored_together_by_the_next(
+    database: Database,
+) -> None:
+    store = GatedStore(database)
+    writer = QuoteWriter(store)
+    writer.start()
+    first, waiting = [quote()], [[quote(), quote()], [quote()], [quote()]]
+
+    async def scenario() -> list[Saved]:
+        head = asyncio.create_task(writer.save(first))
+        assert await asyncio.to_thread(store.entered.wait, 10)
+        rest = [asyncio.create_task(writer.save(q)) for q in waiting]
+        await asyncio.sleep(0.05)  # all three are queued behind the held commit
+        assert not any(task.done() for task in [head, *rest])
+        store.gate.set()
+        return list(await asyncio.gather(head, *rest))
+
+    assert asyncio.run(scenario()) == [Saved.STORED] * 4
+    writer.stop()
+    assert store.group_sizes == [1, 4]  # two transactions for five quotes of four requests
+    assert writer.transactions == 2
+    all_quotes = first + [q for group in waiting for q in group]
+    assert stored_ids(database) == {q.id for q in all_quotes}
+    assert all(q.created_at is not None for q in all_quotes)
+
+
+def test_a_failed_commit_reaches_every_request_of_its_group(database: Database) -> None:
+    database.engine.dispose()  # the database goes away: a file that cannot be opened
+    database.engine = create_engine("sqlite:////proc/no-such-dir/quotes.sqlite3")
+    database.sessions.configure(bind=database.engine)
+    writer = QuoteWriter(QuoteStore(database))  # no spool: StoreFailed
+    writer.start()
+
+    async def scenario() -> list[BaseException | Saved]:
+        saves = [writer.save([quote()]) for _ in range(3)]
+        return list(await asyncio.gather(*saves, return_exceptions=True))
+
+    outcomes = asyncio.run(scenario())
+    writer.stop()
+    assert [type(outcome) for outcome in outcomes] == [StoreFailed] * 3
+
+
+def test_a_duplicate_key_fails_only_its_own_request(database: Database) -> None:
+    store = GatedStore(database)
+    writer = QuoteWriter(store)
+    writer.start()
+    QuoteStore(database).save([quote("k1")])  # the key is taken already
+
+    async def scenario() -> list[BaseException | Saved]:
+        head = asyncio.create_task(writer.save([quote()]))
+        assert await asyncio.to_thread(store.entered.wait, 10)
+        clash = asyncio.create_task(writer.save([quote("k1")]))
+        fine = asyncio.create_task(writer.save([quote("k2")]))
+        await asyncio.sleep(0.05)
+        store.gate.set()
+        return list(await asyncio.gather(head, clash, fine, return_exceptions=True))
+
+    head, clash, fine = asyncio.run(scenario())
+    writer.stop()
+    assert head is Saved.STORED and fine is Saved.STORED
+    assert isinstance(clash, DuplicateIdempotencyKey)
+    # the group of two failed as a whole, then each was tried alone
+    assert store.group_sizes == [1, 2, 1, 1]
+    with database.sessions() as session:
+        assert session.scalar(select(func.count()).select_from(Quote)) == 3
+
+
+def test_stop_stores_what_is_queued_first(database: Database) -> None:
+    store = GatedStore(database)
+    writer = QuoteWriter(store)
+    writer.start()
+    queued = [quote() for _ in range(3)]
+
+    async def scenario() -> list[Saved]:
+        tasks = [asyncio.create_task(writer.save([q])) for q in queued]
+        assert await asyncio.to_thread(store.entered.wait, 10)
+        stopping = threading.Thread(target=writer.stop)
+        stopping.start()  # queued behind the requests: they are stored before it ends
+        store.gate.set()
+        results = list(await asyncio.gather(*tasks))
+        await asyncio.to_thread(stopping.join, 10)
+        return results
+
+    assert asyncio.run(scenario()) == [Saved.STORED] * 3
+    assert stored_ids(database) == {q.id for q in queued}
+    assert datetime.now(UTC) >= max(q.created_at for q in queued)
