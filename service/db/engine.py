@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import sqlite3
 import threading
@@ -9,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import orjson
 from sqlalchemy import Engine, create_engine, event, make_url, text
 from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import SQLAlchemyError
@@ -26,6 +28,16 @@ def ensure_sqlite_directory(url: str) -> None:
         Path(str(parsed.database)).parent.mkdir(parents=True, exist_ok=True)
 
 
+def dump_json(document: Any) -> str:
+    """JSON text of a column value: orjson (several times faster than the standard library on
+    the ~5 KB quote documents stored with every estimate), the standard library for what
+    orjson refuses (a float subclass, a non-string key)."""
+    try:
+        return orjson.dumps(document).decode()
+    except TypeError:
+        return json.dumps(document)
+
+
 def build_engine(settings: Settings) -> Engine:
     """An engine whose every wait (connect, pool, lock, statement) is bounded."""
     url = make_url(settings.database_url)
@@ -35,6 +47,8 @@ def build_engine(settings: Settings) -> Engine:
             url,
             connect_args={"timeout": settings.sqlite_busy_timeout_ms / 1000},
             pool_timeout=settings.db_pool_timeout_s,
+            json_serializer=dump_json,
+            json_deserializer=orjson.loads,
         )
         _configure_sqlite(engine, settings.sqlite_busy_timeout_ms)
         return engine
@@ -57,6 +71,8 @@ def build_engine(settings: Settings) -> Engine:
         connect_args=connect_args,
         pool_pre_ping=True,
         pool_timeout=settings.db_pool_timeout_s,
+        json_serializer=dump_json,
+        json_deserializer=orjson.loads,
     )
 
 
