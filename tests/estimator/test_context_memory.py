@@ -1,0 +1,62 @@
+"""The estimator remembers resolved request contexts (all but the workload): a remembered
+context prices every workload exactly as a fresh resolution does, and the memory is bounded."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import service.estimator as estimator_module
+from service.estimator import Estimator
+from service.schemas.estimate_request import EstimateRequest
+
+CONTEXT: dict[str, Any] = {
+    "model": "mistralai/Mixtral-8x7B-Instruct-v0.1",
+    "hardware": {"gpu": "A100-SXM4-80GB", "count": 4},
+    "datacenter": {"region": "FR", "pue": 1.3},
+}
+WORKLOADS = [
+    {"batch_size": 1, "prompt_tokens": 20, "output_tokens": 1},
+    {"batch_size": 16, "prompt_tokens": 3000, "output_tokens": 400},
+    {"batch_size": 3, "prompt_tokens": 512, "output_tokens": 64},
+]
+PER_QUOTE = {"created_at"}
+
+
+def request(workload: dict[str, Any], **context: Any) -> EstimateRequest:
+    return EstimateRequest.model_validate({**CONTEXT, **context, "workload": workload})
+
+
+def answer(estimator: Estimator, body: EstimateRequest) -> dict[str, Any]:
+    return estimator.estimate(body).response.model_dump(exclude=PER_QUOTE)
+
+
+def test_a_remembered_context_prices_each_workload_as_a_fresh_one() -> None:
+    remembering = Estimator.from_catalogues()
+    for workload in WORKLOADS:  # one context, three workloads, in one estimator
+        remembered = answer(remembering, request(workload))
+        fresh = answer(Estimator.from_catalogues(), request(workload))
+        assert remembered == fresh
+    assert len(remembering._contexts) == 1
+    # The workloads really differ: the memory did not return an earlier answer.
+    energies = {answer(remembering, request(w))["energy"]["gpu_j"] for w in WORKLOADS}
+    assert len(energies) == 3
+
+
+def test_an_explicit_default_is_another_context() -> None:
+    """`hardware.count` given or defaulted gives the same numbers but a different list of
+    defaulted inputs, so the two are remembered apart."""
+    estimator = Estimator.from_catalogues()
+    implicit = request(WORKLOADS[0], hardware={"gpu": "A100-SXM4-80GB"})
+    explicit = request(WORKLOADS[0], hardware={"gpu": "A100-SXM4-80GB", "count": 1})
+    assert estimator.resolve(implicit).defaulted["hardware.count"] == 1
+    assert "hardware.count" not in estimator.resolve(explicit).defaulted
+    assert len(estimator._contexts) == 2
+
+
+def test_the_memory_is_cleared_when_full(monkeypatch: Any) -> None:
+    monkeypatch.setattr(estimator_module, "MAX_CONTEXTS", 2)
+    estimator = Estimator.from_catalogues()
+    for region in ("FR", "DE", "US-CA"):
+        estimator.estimate(request(WORKLOADS[0], datacenter={"region": region}))
+    assert len(estimator._contexts) == 1  # the third context found it full: cleared, then added
+    assert len(estimator._carbon_rows) == 1
