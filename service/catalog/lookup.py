@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
+from functools import lru_cache
 from pathlib import Path
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -25,8 +26,15 @@ def build_index(entries: Iterable[tuple[str, Iterable[str]]]) -> dict[str, str]:
 
 
 def near_matches(name: str, candidates: Iterable[str], limit: int = 5) -> list[str]:
-    """Up to `limit` catalogue names closest to `name` (by difflib ratio, then substring)."""
-    pool = list(candidates)
+    """Up to `limit` catalogue names closest to `name` (by difflib ratio, then substring).
+
+    Remembered per name: the difflib search costs milliseconds over a large catalogue, and a
+    misconfigured client repeats the same unknown name on every request."""
+    return list(_near_matches(name, tuple(candidates), limit))
+
+
+@lru_cache(maxsize=2048)
+def _near_matches(name: str, pool: tuple[str, ...], limit: int) -> tuple[str, ...]:
     lowered = {normalise(c): c for c in pool}
     close = difflib.get_close_matches(normalise(name), list(lowered), n=limit, cutoff=0.5)
     found = [lowered[c] for c in close]
@@ -36,4 +44,4 @@ def near_matches(name: str, candidates: Iterable[str], limit: int = 5) -> list[s
             break
         if needle and needle in normalise(candidate) and candidate not in found:
             found.append(candidate)
-    return found
+    return tuple(found)
