@@ -90,8 +90,13 @@ class QuoteStore:
             raise DuplicateIdempotencyKey() from error
         except SQLAlchemyError as error:
             logger.warning("could not store %d quote(s): %s", len(quotes), error)
-            if self.spool is None:
-                raise StoreFailed(str(error)) from error
+            return self.spool_instead(quotes, str(error))
+
+    def spool_instead(self, quotes: Sequence[Quote], reason: str) -> Saved:
+        """Spool `quotes` without trying the database (which just refused them, for `reason`);
+        raises StoreFailed when there is no spool or the disk fails too."""
+        if self.spool is None:
+            raise StoreFailed(reason)
         try:
             self.spool.append(quotes)
         except OSError as error:

@@ -7,6 +7,11 @@ per quote; under load, requests that arrive while a commit is under way are queu
 together by the next one, so the cost per quote falls as the rate rises, and no request waits
 for a timer. Durability is unchanged: a request is answered only after its own quotes are
 committed (or spooled), never before.
+
+While the database refuses quotes (locked, unreachable), each attempt can take a whole lock or
+connect timeout. Requests that queued during a failed attempt are not made to wait for one more:
+their group is spooled (or answered without a quote id) at once, and the next group tries the
+database again. So a request waits for at most one database attempt, as when it stored alone.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import asyncio
 import logging
 import queue
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -33,6 +39,7 @@ class _Pending:
     quotes: Sequence[Quote]
     future: asyncio.Future[Saved]
     loop: asyncio.AbstractEventLoop
+    queued_at: float  # time.monotonic() [s]
 
 
 _STOP = object()
@@ -50,6 +57,7 @@ class QuoteWriter:
         self._queue: queue.SimpleQueue[_Pending | object] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="quote-writer", daemon=True)
         self.transactions = 0  # committed or spooled groups, for tests and diagnostics
+        self._failed_at = -1.0  # time.monotonic() when the last failed attempt ended [s]
 
     def start(self) -> None:
         self._thread.start()
@@ -67,7 +75,7 @@ class QuoteWriter:
             raise RuntimeError("the quote writer is not running")
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Saved] = loop.create_future()
-        self._queue.put(_Pending(quotes, future, loop))
+        self._queue.put(_Pending(quotes, future, loop, time.monotonic()))
         # Shielded: a client that goes away does not un-store its quote, nor lose the result.
         return await asyncio.shield(future)
 
@@ -95,22 +103,38 @@ class QuoteWriter:
                 return
 
     def _commit(self, group: list[_Pending]) -> None:
-        outcomes = self._save_group(group)
+        failed_at = self._failed_at
+        waited = [p for p in group if p.queued_at < failed_at]
+        fresh = [p for p in group if p.queued_at >= failed_at]
+        settled: list[tuple[_Pending, Outcome]] = []
+        for part, attempt in ((waited, False), (fresh, True)):
+            # `waited` sat through a failed attempt: no second one for them (see module doc)
+            if part:
+                outcomes = self._save_group(part, attempt=attempt)
+                settled += zip(part, outcomes, strict=True)
         self.transactions += 1
-        for pending, outcome in zip(group, outcomes, strict=True):
+        for pending, outcome in settled:
             pending.loop.call_soon_threadsafe(_settle, pending.future, outcome)
 
-    def _save_group(self, group: list[_Pending]) -> list[Outcome]:
-        """One transaction for the group; if one request's quote breaks a constraint, each
-        request is stored alone so that the others are not refused with it."""
+    def _save_group(self, group: list[_Pending], *, attempt: bool) -> list[Outcome]:
+        """One transaction for the group (or, without `attempt`, the spool); if one request's
+        quote breaks a constraint, each request is stored alone so that the others are not
+        refused with it."""
         quotes = [quote for pending in group for quote in pending.quotes]
         try:
-            saved: Outcome = self.store.save(quotes)
+            if not attempt:
+                saved: Outcome = self.store.spool_instead(quotes, "the database refused quotes")
+            else:
+                saved = self.store.save(quotes)
+                if saved is Saved.SPOOLED:
+                    self._failed_at = time.monotonic()
         except DuplicateIdempotencyKey as error:
             if len(group) == 1:
                 return [error]
             return [self._save_alone(pending) for pending in group]
         except StoreFailed as error:
+            if attempt:
+                self._failed_at = time.monotonic()
             saved = error
         except Exception as error:  # a bug: every waiting request answers it, none hangs
             logger.exception("quote writer failed on %d quote(s)", len(quotes))

@@ -25,10 +25,12 @@ from service.db.quote_store import (
     StoreFailed,
 )
 from service.db.quote_writer import QuoteWriter
+from service.db.spool import QuoteSpool
 from service.ids import new_quote_id
 
 
-def quote(key: str | None = None) -> Quote:
+def quote(key: str | None = None, created_at: datetime | None = None) -> Quote:
+    """A quote as the quote service hands it over; `created_at` None checks the stamping."""
     return Quote(
         id=new_quote_id(),
         tenant="acme",
@@ -41,7 +43,7 @@ def quote(key: str | None = None) -> Quote:
         model_id="custom",
         gpu_id="L4",
         gpu_count=1,
-        created_at=None,  # type: ignore[arg-type]  # stamped by the store
+        created_at=created_at,
     )
 
 
@@ -162,3 +164,38 @@ def test_stop_stores_what_is_queued_first(database: Database) -> None:
     assert asyncio.run(scenario()) == [Saved.STORED] * 3
     assert stored_ids(database) == {q.id for q in queued}
     assert datetime.now(UTC) >= max(q.created_at for q in queued)
+
+
+def answered() -> Quote:
+    """A quote stamped when priced, as the quote service hands it over."""
+    return quote(created_at=datetime.now(UTC))
+
+
+def test_requests_that_waited_through_a_failed_attempt_are_spooled_without_another(
+    database: Database, tmp_path: Path
+) -> None:
+    """The database refuses (here: cannot be opened); the first request's attempt is held
+    while three more queue. They are spooled at once, not made to wait for an attempt of their
+    own; the next request after them tries the database again."""
+    database.engine.dispose()
+    database.engine = create_engine("sqlite:////proc/no-such-dir/quotes.sqlite3")
+    database.sessions.configure(bind=database.engine)
+    store = GatedStore(database)
+    store.spool = QuoteSpool(tmp_path / "spool")
+    writer = QuoteWriter(store)
+    writer.start()
+
+    async def scenario() -> tuple[list[Saved], Saved]:
+        head = asyncio.create_task(writer.save([answered()]))
+        assert await asyncio.to_thread(store.entered.wait, 10)
+        rest = [asyncio.create_task(writer.save([answered()])) for _ in range(3)]
+        await asyncio.sleep(0.05)
+        store.gate.set()
+        queued = list(await asyncio.gather(head, *rest))
+        return queued, await writer.save([answered()])
+
+    queued, later = asyncio.run(scenario())
+    writer.stop()
+    assert queued == [Saved.SPOOLED] * 4 and later is Saved.SPOOLED
+    assert store.group_sizes == [1, 1]  # database attempts: the first and the later request
+    assert len(store.spool.pending()) == 3  # the first, the three queued together, the later
