@@ -21,7 +21,12 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from service.db.base import utc_now
 from service.db.engine import Database
 from service.db.models import IdempotencyClaim, Quote
-from service.db.repositories import IdempotencyClaimRepository, QuoteRepository
+from service.db.repositories import (
+    IdempotencyClaimRepository,
+    QuoteRepository,
+    insert_quotes,
+    release_claim,
+)
 from service.db.spool import QuoteSpool
 
 logger = logging.getLogger(__name__)
@@ -77,14 +82,12 @@ class QuoteStore:
         settle window relies on it).
         """
         try:
-            with self.database.sessions.begin() as session:
-                session.connection()
+            # A Core transaction: the hot path's one write needs no ORM session.
+            with self.database.engine.begin() as connection:
                 _stamp(quotes, utc_now())
-                QuoteRepository(session).add_all(quotes)
+                insert_quotes(connection, quotes)
                 if release is not None:
-                    IdempotencyClaimRepository(session).release(
-                        release.tenant, release.key, release.holder
-                    )
+                    release_claim(connection, release.tenant, release.key, release.holder)
             return Saved.STORED
         except IntegrityError as error:
             raise DuplicateIdempotencyKey() from error

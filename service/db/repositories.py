@@ -6,7 +6,18 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import cast
 
-from sqlalchemy import CursorResult, Table, and_, delete, func, insert, or_, select, update
+from sqlalchemy import (
+    Connection,
+    CursorResult,
+    Table,
+    and_,
+    delete,
+    func,
+    insert,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.orm import Session
 
 from service.db.base import utc_now
@@ -24,6 +35,30 @@ _QUOTES = cast(Table, Quote.__table__)
 _QUOTE_COLUMNS = tuple(column.key for column in _QUOTES.columns)
 
 
+def insert_quotes(executor: Connection | Session, quotes: Sequence[Quote]) -> None:
+    """Insert `quotes` with one executemany INSERT, in the caller's transaction (no
+    unit-of-work bookkeeping per row: a 1000-quote batch is stored in a few ms). The objects stay
+    transient; `created_at` is stamped on them when unset, as the column default would."""
+    if not quotes:
+        return
+    rows = []
+    for quote in quotes:
+        if quote.created_at is None:
+            quote.created_at = utc_now()
+        rows.append({name: getattr(quote, name) for name in _QUOTE_COLUMNS})
+    executor.execute(insert(_QUOTES), rows)
+
+
+def release_claim(executor: Connection | Session, tenant: str, key: str, holder: str) -> None:
+    """Delete the idempotency claim of `holder` on (`tenant`, `key`), if it is still there."""
+    claim = IdempotencyClaim
+    executor.execute(
+        delete(claim).where(
+            claim.tenant == tenant, claim.idempotency_key == key, claim.holder == holder
+        )
+    )
+
+
 class QuoteRepository:
     def __init__(self, session: Session) -> None:
         self.session = session
@@ -34,17 +69,8 @@ class QuoteRepository:
         return quote
 
     def add_all(self, quotes: Sequence[Quote]) -> None:
-        """Insert `quotes` with one executemany INSERT (no unit-of-work bookkeeping per row: a
-        1000-quote batch is stored in a few ms). The objects stay transient; `created_at` is
-        stamped on them when unset, as the column default would."""
-        if not quotes:
-            return
-        rows = []
-        for quote in quotes:
-            if quote.created_at is None:
-                quote.created_at = utc_now()
-            rows.append({name: getattr(quote, name) for name in _QUOTE_COLUMNS})
-        self.session.execute(insert(_QUOTES), rows)
+        """Insert `quotes` with one executemany INSERT (see insert_quotes)."""
+        insert_quotes(self.session, quotes)
 
     def by_id(self, quote_id: str) -> Quote | None:
         """Any tenant's quote (internal use: spool replay)."""
@@ -115,12 +141,7 @@ class IdempotencyClaimRepository:
         return result.rowcount == 1
 
     def release(self, tenant: str, key: str, holder: str) -> None:
-        claim = IdempotencyClaim
-        self.session.execute(
-            delete(claim).where(
-                claim.tenant == tenant, claim.idempotency_key == key, claim.holder == holder
-            )
-        )
+        release_claim(self.session, tenant, key, holder)
 
 
 class ObservationRepository:
