@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from service.auth import Principal
 from service.batch_pricing import price_batch
 from service.calibrating import CalibrationRegistry
-from service.db.models import Quote
+from service.db.models import Quote, QuoteRow
 from service.db.quote_store import (
     Claim,
     DuplicateIdempotencyKey,
@@ -206,7 +206,7 @@ class QuoteService:
         return [_warn(p.response, NOT_STORED_WARNING) for p in priced]
 
     def _stored(
-        self, priced: Sequence[_Priced], rows: Sequence[Quote], saved: Saved
+        self, priced: Sequence[_Priced], rows: Sequence[QuoteRow], saved: Saved
     ) -> list[EstimateResponse]:
         # The stored quote's id, and created_at as stamped when stored.
         final = [
@@ -218,7 +218,7 @@ class QuoteService:
             return [_warn(response, SPOOLED_WARNING) for response in final]
         return final
 
-    def _save(self, rows: Sequence[Quote], claim: Claim | None) -> Saved:
+    def _save(self, rows: Sequence[QuoteRow], claim: Claim | None) -> Saved:
         """Save `rows`; the claim goes in the same transaction, or separately if that fails."""
         released = False
         try:
@@ -240,12 +240,14 @@ class QuoteService:
         return _replay(stored, priced.request_hash)
 
 
-def _quote_row(priced: _Priced, quote_id: str, tenant: str, idempotency_key: str | None) -> Quote:
+def _quote_row(
+    priced: _Priced, quote_id: str, tenant: str, idempotency_key: str | None
+) -> QuoteRow:
     """The row of `priced` stored as quote `quote_id` (its response document says so)."""
     response = priced.response
     document = response.model_dump(mode="json")
     document["quote_id"] = quote_id
-    return Quote(
+    return QuoteRow(
         id=quote_id,
         tenant=tenant,
         idempotency_key=idempotency_key,

@@ -20,7 +20,7 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from service.db.base import utc_now
 from service.db.engine import Database
-from service.db.models import IdempotencyClaim, Quote
+from service.db.models import IdempotencyClaim, NewQuote, Quote
 from service.db.repositories import (
     IdempotencyClaimRepository,
     QuoteRepository,
@@ -73,7 +73,7 @@ class QuoteStore:
         self.claim_lease_s = claim_lease_s
         self.holder = secrets.token_hex(8)  # this process (one store per app)
 
-    def save(self, quotes: Sequence[Quote], release: Claim | None = None) -> Saved:
+    def save(self, quotes: Sequence[NewQuote], release: Claim | None = None) -> Saved:
         """Commit `quotes` in one transaction (releasing the claim `release` in it), or spool
         them; raises StoreFailed or DuplicateIdempotencyKey.
 
@@ -95,7 +95,7 @@ class QuoteStore:
             logger.warning("could not store %d quote(s): %s", len(quotes), error)
             return self.spool_instead(quotes, str(error))
 
-    def spool_instead(self, quotes: Sequence[Quote], reason: str) -> Saved:
+    def spool_instead(self, quotes: Sequence[NewQuote], reason: str) -> Saved:
         """Spool `quotes` without trying the database (which just refused them, for `reason`);
         raises StoreFailed when there is no spool or the disk fails too."""
         if self.spool is None:
@@ -161,7 +161,7 @@ class QuoteStore:
         return found
 
 
-def _stamp(quotes: Sequence[Quote], now: datetime) -> None:
+def _stamp(quotes: Sequence[NewQuote], now: datetime) -> None:
     stamp = _JSON_TIME.dump_python(now, mode="json")
     for quote in quotes:
         quote.created_at = now

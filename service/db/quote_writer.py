@@ -24,7 +24,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from service.db.models import Quote
+from service.db.models import NewQuote
 from service.db.quote_store import DuplicateIdempotencyKey, QuoteStore, Saved, StoreFailed
 
 logger = logging.getLogger(__name__)
@@ -36,7 +36,7 @@ Outcome = Saved | BaseException
 class _Pending:
     """One request's quotes and the future its coroutine awaits on its event loop."""
 
-    quotes: Sequence[Quote]
+    quotes: Sequence[NewQuote]
     future: asyncio.Future[Saved]
     loop: asyncio.AbstractEventLoop
     queued_at: float  # time.monotonic() [s]
@@ -68,7 +68,7 @@ class QuoteWriter:
             self._queue.put(_STOP)
             self._thread.join(timeout_s)
 
-    async def save(self, quotes: Sequence[Quote]) -> Saved:
+    async def save(self, quotes: Sequence[NewQuote]) -> Saved:
         """Commit (or spool) `quotes` together with other waiting requests' quotes, stamping
         their `created_at`; raises StoreFailed or DuplicateIdempotencyKey as QuoteStore.save."""
         if not self._thread.is_alive():

@@ -27,6 +27,7 @@ from service.db.models import (
     ApiKey,
     Calibration,
     IdempotencyClaim,
+    NewQuote,
     Observation,
     Quote,
 )
@@ -35,7 +36,7 @@ _QUOTES = cast(Table, Quote.__table__)
 _QUOTE_COLUMNS = tuple(column.key for column in _QUOTES.columns)
 
 
-def insert_quotes(executor: Connection | Session, quotes: Sequence[Quote]) -> None:
+def insert_quotes(executor: Connection | Session, quotes: Sequence[NewQuote]) -> None:
     """Insert `quotes` with one executemany INSERT, in the caller's transaction (no
     unit-of-work bookkeeping per row: a 1000-quote batch is stored in a few ms). The objects stay
     transient; `created_at` is stamped on them when unset, as the column default would."""

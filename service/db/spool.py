@@ -21,7 +21,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from service.db.engine import Database
-from service.db.models import Quote
+from service.db.models import NewQuote, Quote
 from service.db.repositories import QuoteRepository
 from service.ids import ulid
 
@@ -30,7 +30,7 @@ logger = logging.getLogger(__name__)
 _COLUMNS = [column.key for column in Quote.__table__.columns]
 
 
-def _to_json(quote: Quote) -> dict[str, Any]:
+def _to_json(quote: NewQuote) -> dict[str, Any]:
     row = {name: getattr(quote, name) for name in _COLUMNS}
     row["created_at"] = quote.created_at.isoformat()
     return row
@@ -46,7 +46,7 @@ class QuoteSpool:
         directory.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
 
-    def append(self, quotes: Sequence[Quote]) -> None:
+    def append(self, quotes: Sequence[NewQuote]) -> None:
         """Durably keep `quotes` (raises OSError when even the disk fails)."""
         final = self.directory / f"{ulid()}.jsonl"
         temporary = final.with_suffix(".tmp")

@@ -5,6 +5,7 @@ reaches every request of its group, a constraint broken by one request only that
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import threading
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
@@ -16,7 +17,7 @@ from sqlalchemy import create_engine, func, select
 from service.config import Settings
 from service.db import migrate
 from service.db.engine import Database
-from service.db.models import Quote
+from service.db.models import Quote, QuoteRow
 from service.db.quote_store import (
     Claim,
     DuplicateIdempotencyKey,
@@ -199,3 +200,9 @@ def test_requests_that_waited_through_a_failed_attempt_are_spooled_without_anoth
     assert queued == [Saved.SPOOLED] * 4 and later is Saved.SPOOLED
     assert store.group_sizes == [1, 1]  # database attempts: the first and the later request
     assert len(store.spool.pending()) == 3  # the first, the three queued together, the later
+
+
+def test_a_quote_row_has_exactly_the_quotes_columns() -> None:
+    """QuoteRow (what the hot path inserts) must not drift from the table it is inserted into."""
+    columns = [column.key for column in Quote.__table__.columns]
+    assert [field.name for field in dataclasses.fields(QuoteRow)] == columns
