@@ -1,7 +1,9 @@
 """Fitted cost-model coefficients, stored with the provenance of their fit.
 
 Host overheads depend on the serving engine, so the file holds one overhead profile per engine
-(``engines``); everything else (kernel efficiencies, power) is shared.
+(``engines``), each with the power its GPUs draw during that overhead time
+(``host_overhead_power``, a fraction of TDP - idle); everything else (kernel efficiencies, kernel
+power) is shared.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from service.core.coefficients import (
 )
 
 COEFFICIENTS_PATH = DATA_DIR / "cost_model_coefficients.json"
+HOST_OVERHEAD_POWER = "host_overhead_power"
 DEFAULT_ENGINE = "vllm-v1"
 ENGINE_DESCRIPTIONS = {
     "vllm-v1": "vLLM >= 0.8 (V1 engine, CUDA graphs, chunked prefill); decode overheads fitted on "
@@ -43,10 +46,14 @@ def engine_coefficients_from_document(document: dict[str, Any]) -> dict[str, Cos
     """One coefficient set per serving engine (its host overheads over the shared rest)."""
     shared = coefficients_from_document(document)
     engines = document.get("engines") or {DEFAULT_ENGINE: {}}
-    return {
-        engine: replace(shared, roofline=replace(shared.roofline, **overheads))
-        for engine, overheads in engines.items()
-    }
+    out = {}
+    for engine, values in engines.items():
+        overheads = {k: v for k, v in values.items() if k != HOST_OVERHEAD_POWER}
+        power = shared.power
+        if HOST_OVERHEAD_POWER in values:
+            power = replace(power, host_overhead=values[HOST_OVERHEAD_POWER])
+        out[engine] = replace(shared, roofline=replace(shared.roofline, **overheads), power=power)
+    return out
 
 
 @lru_cache(maxsize=4)

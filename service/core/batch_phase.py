@@ -46,7 +46,9 @@ def phase_arrays(
     time_s = (unit.max(axis=3) + launch) * scale
     compute_s = unit[..., :3].max(axis=3) * scale
     memory_s = unit[..., 3] * scale
-    network_s = unit[..., 4] * scale
+    # Link-busy time only: collective step latency is in time_s, not in the power share.
+    latency = both @ plan.latency_seconds.T  # [2, N, K]
+    network_s = (unit[..., 4] - latency) * scale
     for i in plan.attention:
         seconds = _decode_attention_s(plan, i, terms, unit[1, :, i, :], launch_s[1])
         for array, value in zip((time_s, compute_s, memory_s, network_s), seconds, strict=True):

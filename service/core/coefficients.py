@@ -55,9 +55,12 @@ class PowerCoefficients:
 
     A kernel's power is ``idle + (tdp - idle) * (compute * u_compute + memory * u_memory +
     network * u_network)``, capped at TDP, where ``u_x`` is the share of the kernel's time that
-    unit x would need at its achievable peak. During host-side overhead time the GPUs draw
-    ``idle + (tdp - idle) * host_overhead``: they are rarely fully idle then (sampling and
-    bookkeeping kernels, and in a live server other requests' work).
+    unit x would need at its achievable peak (for the network, bytes on the links only: a
+    collective's step latency is time with the links idle and the GPUs waiting on flags).
+    During host-side overhead time the GPUs draw ``idle + (tdp - idle) * host_overhead``: they
+    are rarely fully idle then (sampling and bookkeeping kernels, in a live server other
+    requests' work, and under vLLM V1 GPU work the roofline misses); it is fitted per serving
+    engine.
     """
 
     compute: float

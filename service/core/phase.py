@@ -78,7 +78,9 @@ def phase_kernel_tables(
     time_s = (np.maximum(np.maximum(compute, memory), network) + launch_s) * scale
     compute_s = compute * scale
     memory_s = memory * scale
-    network_s = network * scale
+    # The network limb is link-busy time: a collective's step latency counts in its time but
+    # not in the power share (the GPUs wait on flags, links idle).
+    network_s = (network - plan.latency_seconds @ terms) * scale
     contexts = decode.contexts
     if contexts is not None and decode.steps > 0:
         intercepts = unit[:, :, 1].T.tolist()

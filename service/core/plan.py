@@ -51,6 +51,7 @@ PROBED_TERMS = 9
 """The first PROBED_TERMS basis terms are found by probing every counter; the expert terms are
 set by the expert GEMMs alone."""
 ATTENTION_TERMS = slice(3, PROBED_TERMS)
+_COLLECTIVE_STEPS = WORK_FIELDS.index("collective_steps")
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -64,6 +65,8 @@ class CostPlan:
             tensor-core row reads the padded copy of the terms (second half), the CUDA-core,
             special-function, memory and network rows the real ones (first half).
         unit_major_seconds: (5 units x kernels, 2 x BASIS) the same, units outermost.
+        latency_seconds: (kernels, 2 x BASIS) the part of the network row that is collective
+            step latency (links idle, GPUs waiting on flags), not bytes on the links.
         layers: (kernels,) executions per forward pass.
         attention: indices of kernels whose work depends on the context.
         seconds_per_context_key: per attention kernel, each unit's seconds per sequence and
@@ -80,6 +83,7 @@ class CostPlan:
     work_per_unit: FloatArray
     seconds_per_unit: FloatArray
     unit_major_seconds: FloatArray
+    latency_seconds: FloatArray
     layers: FloatArray
     attention: tuple[int, ...]
     seconds_per_context_key: dict[int, tuple[float, ...]]
@@ -186,6 +190,13 @@ def cost_plan(
         seconds_per_unit=seconds_per_unit,
         unit_major_seconds=np.ascontiguousarray(
             seconds_per_unit.transpose(1, 0, 2).reshape(-1, 2 * len(BASIS))
+        ),
+        latency_seconds=np.concatenate(
+            [
+                work[:, _COLLECTIVE_STEPS, :] * rates.collective_step_latency_s,
+                np.zeros_like(work[:, 0, :]),
+            ],
+            axis=1,
         ),
         layers=np.array([node.layers for node in nodes], dtype=np.float64),
         attention=attention,

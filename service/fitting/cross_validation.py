@@ -60,12 +60,21 @@ def with_roofline_values(
 
 @dataclass(frozen=True, slots=True)
 class FittedModel:
-    """Every fitted value: kernel efficiencies, host overheads per engine, power."""
+    """Every fitted value: kernel efficiencies, host overheads per engine, power.
+
+    `power` holds the shared (compute, memory, network) fractions; `overhead_power` the
+    host-overhead fraction of each engine (what the GPUs draw during that engine's overhead time).
+    """
 
     kernel: dict[str, float]
     network: dict[str, float]
     overheads: dict[str, Overheads]
     power: FloatArray
+    overhead_power: dict[str, float]
+
+    def power_of(self, engine: str) -> FloatArray:
+        """(compute, memory, network, host overhead) power fractions under `engine`."""
+        return np.append(self.power[:3], self.overhead_power[engine])
 
     def coefficients(
         self, base: CostModelCoefficients, engine: str = "vllm-v1"
@@ -76,7 +85,7 @@ class FittedModel:
             **overhead_values(self.overheads[engine]),
         }
         roofline = with_roofline_values(base, values).roofline
-        power = PowerCoefficients(*(float(v) for v in self.power))
+        power = PowerCoefficients(*(float(v) for v in self.power_of(engine)))
         return replace(base, roofline=roofline, power=power)
 
 
@@ -113,28 +122,49 @@ def fit_all(
         borrowed = next(iter(overheads.values()))[0] if overheads else None
         overheads[engine] = fit_overheads([r for r in rows if r.engine == engine], borrowed)
     energy_rows = [r for r in rows if r.measured_per_sequence_j is not None]
-    power = _fit_power_per_engine(energy_rows, overheads)
-    return FittedModel(fit_kernel_efficiencies(samples), network, overheads, power)
+    power, overhead_power = _fit_power_per_engine(energy_rows, overheads)
+    return FittedModel(fit_kernel_efficiencies(samples), network, overheads, power, overhead_power)
 
 
-def _fit_power_per_engine(rows: list[EndToEndRow], overheads: dict[str, Overheads]) -> FloatArray:
-    # Power is physics, shared across engines: one joint fit, each row with its engine's overheads.
+def _fit_power_per_engine(
+    rows: list[EndToEndRow], overheads: dict[str, Overheads]
+) -> tuple[FloatArray, dict[str, float]]:
+    """Shared (compute, memory, network) power and each engine's host-overhead power.
+
+    Kernel power is physics, shared across engines: one joint fit, each row with its engine's
+    overheads. What the GPUs do during an engine's "host overhead" time is not: vLLM 0.5.4 (V0)
+    prepares each step on the CPU while the GPUs wait, whereas under vLLM 0.11 (V1: CUDA graphs,
+    persistent batch) the per-sequence decode time the roofline misses is GPU work: ML.ENERGY
+    v3's own average power reaches 690 W of the H100's 700 W at large batches (Llama-3.1-8B,
+    255-691 sequences), where that time is over 40 % of the step (511 sequences: 21.5 of
+    48.9 ms). So each engine with energy rows gets its own overhead fraction; an engine
+    without (the Splitwise harness) takes their mean.
+    """
     groups = {engine: [r for r in rows if r.engine == engine] for engine in overheads}
     measured = {e: np.array([r.measured_per_sequence_j for r in g]) for e, g in groups.items() if g}
+    engines = list(measured)
 
     def residuals(p: FloatArray) -> FloatArray:
         return np.concatenate(
             [
-                np.log(predicted_per_sequence_j(groups[e], overheads[e], p) / measured[e])
-                for e in measured
+                np.log(
+                    predicted_per_sequence_j(groups[e], overheads[e], np.append(p[:3], p[3 + i]))
+                    / measured[e]
+                )
+                for i, e in enumerate(engines)
             ]
         )
 
     start = fit_power(rows, next(iter(overheads.values())))
+    start = np.concatenate([start[:3], np.full(len(engines), start[3])])
+    upper = [1.5, 1.5, 1.5] + [1.0] * len(engines)
     fit = least_squares(
-        residuals, start, bounds=([0.0] * 4, [1.5, 1.5, 1.5, 1.0]), loss="soft_l1", f_scale=0.1
+        residuals, start, bounds=([0.0] * len(start), upper), loss="soft_l1", f_scale=0.1
     )
-    return np.asarray(fit.x, dtype=np.float64)
+    fitted = {e: float(fit.x[3 + i]) for i, e in enumerate(engines)}
+    mean = float(np.mean(list(fitted.values())))
+    overhead_power = {e: fitted.get(e, mean) for e in overheads}
+    return np.asarray(fit.x[:3], dtype=np.float64), overhead_power
 
 
 def predict_rows(
@@ -164,7 +194,7 @@ def predict_rows(
             if energy:
                 held.add(
                     f"energy:{source}",
-                    predicted_per_sequence_j(energy, overheads, model.power),
+                    predicted_per_sequence_j(energy, overheads, model.power_of(engine)),
                     np.array([r.measured_per_sequence_j for r in energy]),
                     [label(r) for r in energy],
                 )

@@ -23,6 +23,7 @@ from service.catalog.coefficients import (
     COEFFICIENTS_PATH,
     DEFAULT_ENGINE,
     ENGINE_DESCRIPTIONS,
+    HOST_OVERHEAD_POWER,
     coefficients_from_document,
 )
 from service.fitting.cross_validation import (
@@ -60,7 +61,7 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA_DIR, help="../shared/data")
     parser.add_argument("--out", type=Path, default=COEFFICIENTS_PATH)
     parser.add_argument("--report", type=Path, default=REPORT_PATH)
-    parser.add_argument("--version", default="2026.11.2")
+    parser.add_argument("--version", default="2026.11.3")
     return parser.parse_args(argv)
 
 
@@ -167,9 +168,13 @@ def _coefficients_document(
             **overhead_values(final.overheads[DEFAULT_ENGINE]),
             "gemm_tile_m": GEMM_TILE_M,
         },
-        # Serving engines only: the Splitwise harness's profile is fitted, never served.
+        # Serving engines only: the Splitwise harness's profile is fitted, never served. Each
+        # engine carries the power its GPUs draw during its host-overhead time.
         "engines": {
-            engine: overhead_values(o)
+            engine: {
+                **overhead_values(o),
+                HOST_OVERHEAD_POWER: final.overhead_power[engine],
+            }
             for engine, o in final.overheads.items()
             if engine in ENGINE_DESCRIPTIONS
         },
@@ -178,9 +183,13 @@ def _coefficients_document(
             for engine, o in final.overheads.items()
             if engine not in ENGINE_DESCRIPTIONS
         },
+        # Shared kernel power; host_overhead is the default engine's (as `roofline` holds its
+        # overheads).
         "power": dict(
             zip(
-                ("compute", "memory", "network", "host_overhead"), final.power.tolist(), strict=True
+                ("compute", "memory", "network", "host_overhead"),
+                final.power_of(DEFAULT_ENGINE).tolist(),
+                strict=True,
             )
         ),
         "energy_interval": interval,

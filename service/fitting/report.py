@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from service.catalog.coefficients import HOST_OVERHEAD_POWER
 from service.fitting.cross_validation import HeldOut
 from service.fitting.metrics import accuracy
 
@@ -52,6 +53,12 @@ def _by_group(held: HeldOut, quantity: str) -> str:
             f"| {group} | " + " | ".join(accuracy(predicted[mask], measured[mask]).as_row()) + " |"
         )
     return "\n".join(lines)
+
+
+def _overhead_power(overheads: dict[str, float]) -> str:
+    """An engine's host-overhead power fraction, or a dash for a harness without energy rows."""
+    value = overheads.get(HOST_OVERHEAD_POWER)
+    return "-" if value is None else f"{value:.3g}"
 
 
 def _plot(path: Path, held: HeldOut) -> None:
@@ -116,6 +123,12 @@ median inter-token latency, not energy) put the prefill work at 0.30 of 690 toke
 `service/fitting/energy_leaderboard.py`). Splitwise has its own host-overhead profile (its
 harness is not vLLM 0.11): shared with the V1 profile, it had pulled the v3 decode time 17 % high.
 
+Power: kernel power is shared by all engines; the power drawn during host-overhead time is
+fitted per engine (vLLM 0.5.4 waits on the CPU, vLLM 0.11's per-sequence decode time keeps the
+GPUs busy: the v3 rows' own average power reaches ~690 W of 700 at large batches). A
+collective's step latency counts in its time but not in its power share (links idle, GPUs
+waiting on flags): small-batch expert-parallel v3 rows draw 230-350 W per GPU.
+
 ## Held-out model families
 
 {_table(by_family)}
@@ -147,12 +160,13 @@ Goal of the issue: at most 25 % MAPE on latency and 30 % on energy for held-out 
 Host overheads per serving engine (and of the Splitwise measurement harness, fitted as a profile
 of its own and not served):
 
-| engine | prefill s | per decode step s | per decode step per sequence s | decode launch s |
-|---|---|---|---|---|
+| engine | prefill s | per decode step s | per step, sequence s | decode launch s | overhead power |
+|---|---|---|---|---|---|
 """
         + "\n".join(
             f"| {e} | {o['prefill_overhead_s']:.4g} | {o['decode_step_overhead_s']:.4g} | "
-            f"{o['decode_overhead_per_sequence_s']:.4g} | {o['decode_kernel_launch_s']:.3g} |"
+            f"{o['decode_overhead_per_sequence_s']:.4g} | {o['decode_kernel_launch_s']:.3g} | "
+            f"{_overhead_power(o)} |"
             for e, o in {**document["engines"], **document["measurement_harnesses"]}.items()
         )
         + f"""

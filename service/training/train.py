@@ -49,7 +49,7 @@ from service.training.validation import (
 
 logger = logging.getLogger("service.training")
 
-VERSION = "energy-gnn 2026.11.2"
+VERSION = "energy-gnn 2026.11.3"
 CHOSEN = Variant("GNN", phase_split=True, roofline=True, direct=False, message_passing=True)
 ABLATIONS = (
     (replace(CHOSEN, name="no phase split", phase_split=False), "one graph, prefill+decode summed"),
@@ -224,6 +224,11 @@ def report_notes(fold_coefficients: str) -> list[str]:
         )
     return [
         analytical,
+        "Power model of the analytical estimate (roofline 2026.11.3): the power drawn during "
+        "host-overhead time is fitted per serving engine (vLLM 0.11's per-sequence decode time "
+        "is GPU work: v3 rows reach 690 W of 700), and a collective's step latency counts in "
+        "its time but not in its power share; same network, features and hyperparameters as "
+        "energy-gnn 2026.11.2 (`bench/results/cost_model_validation.md`).",
         "LLMCarbon-style and EcoLogits-style rows refit their one or two factors per fold.",
         "Prompt lengths are task means (data README), not per-row values, except lm-arena-chat "
         "(v3): 210 prefilled tokens instead of 690, as its multi-turn history is served from "

@@ -122,15 +122,15 @@ def reference(
     for phase, shapes_of_phase in enumerate(passes):
         for i, node in enumerate(nodes):
             for shape, launch in shapes_of_phase:
-                units = unit_times_s(
-                    kernel_work(node, arch, shapes, shape),
-                    rates,
-                    streaming=node.kind in STREAMING_KINDS,
-                )
+                work = kernel_work(node, arch, shapes, shape)
+                units = unit_times_s(work, rates, streaming=node.kind in STREAMING_KINDS)
                 out["time"][phase, i] += (max(units) + launch) * node.layers
                 out["compute"][phase, i] += max(units[:3]) * node.layers
                 out["memory"][phase, i] += units[3] * node.layers
-                out["network"][phase, i] += units[4] * node.layers
+                # the network limb is link-busy time: bytes / rate, step latency excluded
+                out["network"][phase, i] += (
+                    work.network_bytes / rates.network_bytes_per_s * node.layers
+                )
     power, gpu = c.power, dep.gpu
     share = (
         power.compute * out["compute"]
