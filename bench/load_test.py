@@ -134,7 +134,12 @@ def write_report(
         "",
         f"Server: `uvicorn service.main:app --loop uvloop --http httptools --workers "
         f"{args.workers}`, default settings (learned regressor on, quotes stored, load shedding "
-        "on), the generator on the same machine. Each step offers a fixed rate for "
+        "on, plain estimates answered on the hot path: in the event loop, quotes stored by "
+        "group commit), the generator on the same machine. Requests are drawn in turn from "
+        f"{args.bodies} seeded bodies (models, GPUs, counts, batch sizes, prompt and output "
+        "lengths, regions and PUEs mixed as in `bench/load/bodies.py`), less those the service "
+        "refuses (422: the model does not fit the GPUs); nothing caches whole answers, each "
+        "workload is priced afresh. Each step offers a fixed rate for "
         f"{args.step_s:g} s with {args.connections} keep-alive connections; latency is counted "
         "from each request's due time on the fixed schedule, so requests delayed by a busy "
         "server are charged their wait. Percentiles are of the 200 answers; `shed` are 503 "
