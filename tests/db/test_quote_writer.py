@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from db_support import quote
 from sqlalchemy import create_engine, func, select
 
 from service.config import Settings
@@ -27,25 +28,11 @@ from service.db.quote_store import (
 )
 from service.db.quote_writer import QuoteWriter
 from service.db.spool import QuoteSpool
-from service.ids import new_quote_id
 
 
-def quote(key: str | None = None, created_at: datetime | None = None) -> Quote:
-    """A quote as the quote service hands it over; `created_at` None checks the stamping."""
-    return Quote(
-        id=new_quote_id(),
-        tenant="acme",
-        idempotency_key=key,
-        request_hash="h",
-        request={},
-        response={"energy": {"gpu_j": 1.0}},
-        model_version="roofline test",
-        calibration_id=None,
-        model_id="custom",
-        gpu_id="L4",
-        gpu_count=1,
-        created_at=created_at,
-    )
+def unstamped(key: str | None = None) -> Quote:
+    """A quote whose `created_at` the store stamps."""
+    return quote(key=key, created_at=None)
 
 
 @pytest.fixture
@@ -85,7 +72,14 @@ def test_requests_waiting_on_a_commit_are_stored_together_by_the_next(
     store = GatedStore(database)
     writer = QuoteWriter(store)
     writer.start()
-    first, waiting = [quote()], [[quote(), quote()], [quote()], [quote()]]
+    first, waiting = (
+        [unstamped()],
+        [
+            [unstamped(), unstamped()],
+            [unstamped()],
+            [unstamped()],
+        ],
+    )
 
     async def scenario() -> list[Saved]:
         head = asyncio.create_task(writer.save(first))
@@ -113,7 +107,7 @@ def test_a_failed_commit_reaches_every_request_of_its_group(database: Database) 
     writer.start()
 
     async def scenario() -> list[BaseException | Saved]:
-        saves = [writer.save([quote()]) for _ in range(3)]
+        saves = [writer.save([unstamped()]) for _ in range(3)]
         return list(await asyncio.gather(*saves, return_exceptions=True))
 
     outcomes = asyncio.run(scenario())
@@ -125,13 +119,13 @@ def test_a_duplicate_key_fails_only_its_own_request(database: Database) -> None:
     store = GatedStore(database)
     writer = QuoteWriter(store)
     writer.start()
-    QuoteStore(database).save([quote("k1")])  # the key is taken already
+    QuoteStore(database).save([unstamped("k1")])  # the key is taken already
 
     async def scenario() -> list[BaseException | Saved]:
-        head = asyncio.create_task(writer.save([quote()]))
+        head = asyncio.create_task(writer.save([unstamped()]))
         assert await asyncio.to_thread(store.entered.wait, 10)
-        clash = asyncio.create_task(writer.save([quote("k1")]))
-        fine = asyncio.create_task(writer.save([quote("k2")]))
+        clash = asyncio.create_task(writer.save([unstamped("k1")]))
+        fine = asyncio.create_task(writer.save([unstamped("k2")]))
         await asyncio.sleep(0.05)
         store.gate.set()
         return list(await asyncio.gather(head, clash, fine, return_exceptions=True))
@@ -150,7 +144,7 @@ def test_stop_stores_what_is_queued_first(database: Database) -> None:
     store = GatedStore(database)
     writer = QuoteWriter(store)
     writer.start()
-    queued = [quote() for _ in range(3)]
+    queued = [unstamped() for _ in range(3)]
 
     async def scenario() -> list[Saved]:
         tasks = [asyncio.create_task(writer.save([q])) for q in queued]
@@ -169,7 +163,7 @@ def test_stop_stores_what_is_queued_first(database: Database) -> None:
 
 def answered() -> Quote:
     """A quote stamped when priced, as the quote service hands it over."""
-    return quote(created_at=datetime.now(UTC))
+    return quote()
 
 
 def test_requests_that_waited_through_a_failed_attempt_are_spooled_without_another(

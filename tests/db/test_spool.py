@@ -3,35 +3,16 @@ on an idempotency key taken meanwhile."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from db_support import quote
 
 from service.config import Settings
 from service.db import migrate
 from service.db.engine import Database
-from service.db.models import Quote
 from service.db.repositories import QuoteRepository
 from service.db.spool import QuoteSpool
-from service.ids import new_quote_id
-
-
-def quote(tenant: str, key: str | None) -> Quote:
-    return Quote(
-        id=new_quote_id(),
-        tenant=tenant,
-        idempotency_key=key,
-        request_hash="h",
-        request={},
-        response={"energy": {"gpu_j": 1.0}},
-        model_version="roofline test",
-        calibration_id=None,
-        model_id="custom",
-        gpu_id="L4",
-        gpu_count=1,
-        created_at=datetime.now(UTC),
-    )
 
 
 def test_replay_moves_quotes_and_frees_clashing_keys(tmp_path: Path) -> None:
