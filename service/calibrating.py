@@ -224,7 +224,7 @@ class CalibrationRegistry:
         self._lock = threading.Lock()
 
     def for_tenant(self, tenant: str) -> ActiveCalibration | None:
-        self._refresh()
+        self.refresh()
         return self._tenants.get(tenant, self._global)
 
     def fresh(self) -> bool:
@@ -232,17 +232,14 @@ class CalibrationRegistry:
         loaded_at = self._loaded_at
         return loaded_at is not None and time.monotonic() - loaded_at < self.refresh_s
 
-    def refresh(self) -> None:
-        """Read the current calibrations now if they are due (for a thread-pool call, so that
-        the event loop never waits on the database)."""
-        self._refresh()
-
     def invalidate(self) -> None:
         """Re-read at the next quote (after this process changed the current calibrations)."""
         with self._lock:
             self._loaded_at = None
 
-    def _refresh(self) -> None:
+    def refresh(self) -> None:
+        """Read the current calibrations if they are due (a database read: the event loop
+        calls it through the thread pool)."""
         now = time.monotonic()
         loaded_at = self._loaded_at
         if loaded_at is not None and now - loaded_at < self.refresh_s:

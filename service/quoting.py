@@ -201,6 +201,11 @@ class QuoteService:
         """Whether pricing now would read no calibrations from the database."""
         return self.calibrations is None or self.calibrations.fresh()
 
+    def refresh_calibrations(self) -> None:
+        """Read the current calibrations if they are due (a database read: thread pool)."""
+        if self.calibrations is not None:
+            self.calibrations.refresh()
+
     def _not_stored(self, priced: Sequence[_Priced]) -> list[EstimateResponse]:
         self.metrics.db_errors.labels(operation="store_quote").inc()
         return [_warn(p.response, NOT_STORED_WARNING) for p in priced]

@@ -10,6 +10,7 @@ from fastapi import Depends, Header, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session
+from starlette.types import Scope
 
 from service.api.rate_limit import STATE_KEY, RateLimiter
 from service.auth import DEV_PRINCIPAL, NEEDS_DATABASE, KeyStore, Principal
@@ -88,34 +89,52 @@ IdempotencyKeyHeader = Annotated[
 bearer_scheme = HTTPBearer(auto_error=False, description="API key: `Authorization: Bearer <key>`")
 
 
+async def known_principal(keys: KeyStore, token: str | None) -> Principal | None:
+    """The tenant behind the bearer `token`, or without one the dev tenant while no key is
+    configured at all; None when refused. Answered from the key store's cache when it is
+    fresh; only a database read goes to the thread pool."""
+    if token is None:
+        open_mode = keys.cached_open_mode()
+        if open_mode is NEEDS_DATABASE:
+            open_mode = await run_in_threadpool(keys.open_mode)
+        return DEV_PRINCIPAL if open_mode else None
+    principal = keys.cached_authenticate(token)
+    if principal is NEEDS_DATABASE:
+        principal = await run_in_threadpool(keys.authenticate, token)
+    return principal if isinstance(principal, Principal) else None
+
+
 async def get_principal(
     services: ServicesDep,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer_scheme)],
 ) -> Principal:
-    """The tenant behind the bearer key; the dev tenant while no key is configured at all.
-
-    Answered from the key store's cache when it is fresh; only a database read goes to the
-    thread pool."""
-    keys = services.keys
-    if credentials is None:
-        open_mode = keys.cached_open_mode()
-        if open_mode is NEEDS_DATABASE:
-            open_mode = await run_in_threadpool(keys.open_mode)
-        if open_mode:
-            return DEV_PRINCIPAL
+    """The caller (see known_principal); 401 when there is none."""
+    token = credentials.credentials if credentials is not None else None
+    principal = await known_principal(services.keys, token)
+    if principal is not None:
+        return principal
+    if token is None:
         raise Unauthorized(
             "an API key is required: send `Authorization: Bearer <key>`",
             headers={"WWW-Authenticate": "Bearer"},
         )
-    principal = keys.cached_authenticate(credentials.credentials)
-    if principal is NEEDS_DATABASE:
-        principal = await run_in_threadpool(keys.authenticate, credentials.credentials)
-    if not isinstance(principal, Principal):
-        raise Unauthorized(
-            "the API key is unknown or revoked",
-            headers={"WWW-Authenticate": 'Bearer error="invalid_token"'},
-        )
-    return principal
+    raise Unauthorized(
+        "the API key is unknown or revoked",
+        headers={"WWW-Authenticate": 'Bearer error="invalid_token"'},
+    )
+
+
+def count_request(scope: Scope, principal: Principal, policy: str) -> None:
+    """Count one request of `principal` against its rate limit under `policy`, leaving the
+    Decision in the request state for the RateLimit headers; RateLimited when refused."""
+    limiter: RateLimiter | None = getattr(scope["app"].state, "rate_limiter", None)
+    if limiter is None:
+        return
+    decision = limiter.check(principal.key_prefix or principal.tenant, policy)
+    if decision is not None:
+        scope.setdefault("state", {})[STATE_KEY] = decision
+        if not decision.allowed:
+            raise decision.refusal()
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,13 +147,7 @@ class RequireScope:
     async def __call__(
         self, request: Request, principal: Annotated[Principal, Depends(get_principal)]
     ) -> Principal:
-        limiter: RateLimiter | None = getattr(request.app.state, "rate_limiter", None)
-        if limiter is not None:
-            decision = limiter.check(principal.key_prefix or principal.tenant, self.scope)
-            if decision is not None:
-                setattr(request.state, STATE_KEY, decision)
-                if not decision.allowed:
-                    raise decision.refusal()
+        count_request(request.scope, principal, self.scope)
         if not principal.allows(self.scope):
             raise Forbidden(f"this API key lacks the `{self.scope}` scope")
         return principal

@@ -26,10 +26,9 @@ from pydantic import TypeAdapter
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from service.api.deps import AppServices
+from service.api.deps import AppServices, count_request, known_principal
 from service.api.problems import http_problem, problem_response
-from service.api.rate_limit import STATE_KEY, RateLimiter
-from service.auth import DEV_PRINCIPAL, NEEDS_DATABASE, Principal
+from service.auth import Principal
 from service.errors import ServiceError
 from service.schemas.estimate_request import EstimateRequest
 
@@ -96,18 +95,11 @@ class FastEstimateMiddleware:
         principal: Principal,
         request: EstimateRequest,
     ) -> None:
-        limiter: RateLimiter | None = getattr(scope["app"].state, "rate_limiter", None)
-        if limiter is not None:
-            decision = limiter.check(principal.key_prefix or principal.tenant, ESTIMATE_SCOPE)
-            if decision is not None:
-                scope.setdefault("state", {})[STATE_KEY] = decision
-                if not decision.allowed:
-                    await problem_response(decision.refusal())(scope, receive, send)
-                    return
         quotes = services.quotes
         try:
+            count_request(scope, principal, ESTIMATE_SCOPE)  # RateLimited (429) when refused
             if not quotes.calibrations_fresh():
-                await run_in_threadpool(quotes.calibrations.refresh)  # type: ignore[union-attr]
+                await run_in_threadpool(quotes.refresh_calibrations)
             quote = await quotes.quote_grouped(request, principal=principal, verbose=False)
         except ServiceError as error:
             await problem_response(error)(scope, receive, send)
@@ -164,22 +156,14 @@ def _plain_headers(scope: Scope) -> dict[bytes, bytes] | None:
 async def _principal(services: AppServices, authorization: bytes | None) -> Principal:
     """The caller, as the route's dependency finds it, if it may estimate; _PassOn otherwise
     (the route then answers 401 or 403)."""
-    keys = services.keys
-    if authorization is None:
-        open_mode = keys.cached_open_mode()
-        if open_mode is NEEDS_DATABASE:
-            open_mode = await run_in_threadpool(keys.open_mode)
-        if open_mode is not True:
+    token = None
+    if authorization is not None:  # only a bearer key here; the route words any other
+        scheme, _, token = authorization.decode("latin-1").partition(" ")
+        token = token.strip()
+        if scheme.lower() != "bearer" or not token:
             raise _PassOn()
-        return DEV_PRINCIPAL
-    scheme, _, token = authorization.decode("latin-1").partition(" ")
-    token = token.strip()
-    if scheme.lower() != "bearer" or not token:
-        raise _PassOn()
-    principal = keys.cached_authenticate(token)
-    if principal is NEEDS_DATABASE:
-        principal = await run_in_threadpool(keys.authenticate, token)
-    if not isinstance(principal, Principal) or not principal.allows(ESTIMATE_SCOPE):
+    principal = await known_principal(services.keys, token)
+    if principal is None or not principal.allows(ESTIMATE_SCOPE):
         raise _PassOn()
     return principal
 
