@@ -20,7 +20,6 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Session
 
-from service.db.base import utc_now
 from service.db.models import (
     GLOBAL_SCOPE,
     TENANT_SCOPE,
@@ -33,21 +32,16 @@ from service.db.models import (
 )
 
 _QUOTES = cast(Table, Quote.__table__)
-_QUOTE_COLUMNS = tuple(column.key for column in _QUOTES.columns)
+QUOTE_COLUMNS = tuple(column.key for column in _QUOTES.columns)
+"""The `quotes` columns, in table order: what a stored or spooled quote row holds."""
 
 
 def insert_quotes(executor: Connection | Session, quotes: Sequence[NewQuote]) -> None:
-    """Insert `quotes` with one executemany INSERT, in the caller's transaction (no
-    unit-of-work bookkeeping per row: a 1000-quote batch is stored in a few ms). The objects stay
-    transient; `created_at` is stamped on them when unset, as the column default would."""
-    if not quotes:
-        return
-    rows = []
-    for quote in quotes:
-        if quote.created_at is None:
-            quote.created_at = utc_now()
-        rows.append({name: getattr(quote, name) for name in _QUOTE_COLUMNS})
-    executor.execute(insert(_QUOTES), rows)
+    """Insert `quotes` (stamped already) with one executemany INSERT, in the caller's
+    transaction (no unit-of-work bookkeeping per row: a 1000-quote batch is stored in a few ms)."""
+    if quotes:
+        rows = [{name: getattr(quote, name) for name in QUOTE_COLUMNS} for quote in quotes]
+        executor.execute(insert(_QUOTES), rows)
 
 
 def release_claim(executor: Connection | Session, tenant: str, key: str, holder: str) -> None:
@@ -68,10 +62,6 @@ class QuoteRepository:
         self.session.add(quote)
         self.session.flush()
         return quote
-
-    def add_all(self, quotes: Sequence[Quote]) -> None:
-        """Insert `quotes` with one executemany INSERT (see insert_quotes)."""
-        insert_quotes(self.session, quotes)
 
     def by_id(self, quote_id: str) -> Quote | None:
         """Any tenant's quote (internal use: spool replay)."""

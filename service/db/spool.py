@@ -22,16 +22,14 @@ from sqlalchemy.orm import Session
 
 from service.db.engine import Database
 from service.db.models import NewQuote, Quote
-from service.db.repositories import QuoteRepository
+from service.db.repositories import QUOTE_COLUMNS, QuoteRepository
 from service.ids import ulid
 
 logger = logging.getLogger(__name__)
 
-_COLUMNS = [column.key for column in Quote.__table__.columns]
-
 
 def _to_json(quote: NewQuote) -> dict[str, Any]:
-    row = {name: getattr(quote, name) for name in _COLUMNS}
+    row = {name: getattr(quote, name) for name in QUOTE_COLUMNS}
     row["created_at"] = quote.created_at.isoformat()
     return row
 
