@@ -82,10 +82,11 @@ class BatchEstimate:
     def totals(self) -> FloatArray:
         """[2, N, kernels, WORK_FIELDS] counts summed over executions and all GPUs."""
         plan = self.plan
-        kernels, fields, terms = plan.work_per_unit.shape
-        per_term = plan.work_per_unit.reshape(kernels * fields, terms).T  # matmul, not einsum
-        totals = (self.basis_sum @ per_term).reshape(*self.basis_sum.shape[:2], kernels, fields)
-        totals[..., 1] = self.padded_sum @ plan.work_per_unit[:, 1, :].T
+        kernels, fields, _ = plan.work_per_unit.shape
+        totals = (self.basis_sum @ plan.work_per_term).reshape(
+            *self.basis_sum.shape[:2], kernels, fields
+        )
+        totals[..., 1] = self.padded_sum @ plan.padded_flops_per_term
         result: FloatArray = totals * (plan.layers * plan.shapes.group)[:, None]
         return result
 

@@ -138,8 +138,9 @@ class RequestCounts:
             sums = [_phase_sums(request) for request in self.requests]
             basis_sum = np.array([real for real, _ in sums])
             padded_sum = np.array([padded for _, padded in sums])
-            totals = np.einsum("kfb,pb->pkf", plan.work_per_unit, basis_sum)
-            totals[..., 1] = padded_sum @ plan.work_per_unit[:, 1, :].T
+            kernels, fields, _ = plan.work_per_unit.shape
+            totals = (basis_sum @ plan.work_per_term).reshape(2, kernels, fields)
+            totals[..., 1] = padded_sum @ plan.padded_flops_per_term
             self._totals = totals * (plan.layers * plan.shapes.group)[:, None]
         return self._totals
 

@@ -61,6 +61,10 @@ class CostPlan:
     Attributes:
         nodes: layer-graph nodes then per-step nodes.
         work_per_unit: (kernels, WORK_FIELDS, BASIS) counts per unit of each basis term.
+        work_per_term: (BASIS, kernels x WORK_FIELDS) the same, terms outermost (contiguous), so
+            that a row of summed terms times it is one matrix product (faster than einsum).
+        padded_flops_per_term: (BASIS, kernels) the tensor-FLOPs field (1) of work_per_unit,
+            terms outermost, for the padded terms.
         seconds_per_unit: (kernels, 5 units, 2 x BASIS) seconds per unit of each term: the
             tensor-core row reads the padded copy of the terms (second half), the CUDA-core,
             special-function, memory and network rows the real ones (first half).
@@ -81,6 +85,8 @@ class CostPlan:
     compute_key: str
     nodes: tuple[KernelNode, ...]
     work_per_unit: FloatArray
+    work_per_term: FloatArray
+    padded_flops_per_term: FloatArray
     seconds_per_unit: FloatArray
     unit_major_seconds: FloatArray
     latency_seconds: FloatArray
@@ -187,6 +193,8 @@ def cost_plan(
         compute_key=compute_key,
         nodes=nodes,
         work_per_unit=work,
+        work_per_term=np.ascontiguousarray(work.reshape(-1, len(BASIS)).T),
+        padded_flops_per_term=np.ascontiguousarray(work[:, 1, :].T),
         seconds_per_unit=seconds_per_unit,
         unit_major_seconds=np.ascontiguousarray(
             seconds_per_unit.transpose(1, 0, 2).reshape(-1, 2 * len(BASIS))

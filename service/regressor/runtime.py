@@ -145,28 +145,33 @@ class EnergyRegressor:
         return result
 
     def _predictions(self, log_gpu_j: np.ndarray, log_phase: np.ndarray) -> list[EnergyPrediction]:
-        """EnergyPredictions from the model's outputs, the arithmetic over the whole batch."""
-        gpu_j = np.exp(log_gpu_j.reshape(-1))
-        if log_phase.ndim == 2 and log_phase.shape[1] >= 2:
-            phases = np.exp(log_phase[:, :2])
-            share = phases[:, 0] / (phases[:, 0] + phases[:, 1])
-            prefill, decode = gpu_j * share, gpu_j * (1.0 - share)
-        else:  # the model does not split phases: all decode
-            prefill, decode = np.zeros_like(gpu_j), gpu_j
-        columns = zip(
-            gpu_j.tolist(),
-            (gpu_j * self.low_ratio).tolist(),
-            (gpu_j * self.high_ratio).tolist(),
-            prefill.tolist(),
-            decode.tolist(),
-            strict=True,
-        )
-        return [
-            EnergyPrediction(
-                total, low, high, first, rest, self.lower_quantile, self.upper_quantile
+        """EnergyPredictions from the model's outputs. Plain float arithmetic: a handful of
+        numpy calls on arrays of one row cost more than the numbers themselves (the single
+        estimate's case), and a batch's thousand rows take well under a millisecond this way."""
+        totals = np.exp(log_gpu_j.reshape(-1)).tolist()
+        split = log_phase.ndim == 2 and log_phase.shape[1] >= 2
+        phases = np.exp(log_phase[:, :2]).tolist() if split else None
+        low, high = self.low_ratio, self.high_ratio
+        predictions = []
+        for i, total in enumerate(totals):
+            if phases is None:  # the model does not split phases: all decode
+                prefill, decode = 0.0, total
+            else:
+                first, rest = phases[i]
+                share = first / (first + rest)
+                prefill, decode = total * share, total * (1.0 - share)
+            predictions.append(
+                EnergyPrediction(
+                    total,
+                    total * low,
+                    total * high,
+                    prefill,
+                    decode,
+                    self.lower_quantile,
+                    self.upper_quantile,
+                )
             )
-            for total, low, high, first, rest in columns
-        ]
+        return predictions
 
     def predict(self, features: RequestFeatures) -> EnergyPrediction:
         """The GPU energy of one request [J], with its interval and phase split."""
