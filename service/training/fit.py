@@ -45,7 +45,7 @@ class Variant:
 @dataclass(frozen=True, slots=True)
 class TrainConfig:
     hidden: int = 16
-    members: int = 5
+    members: int = 10
     epochs: int = 400
     learning_rate: float = 3e-3
     weight_decay: float = 1e-3
