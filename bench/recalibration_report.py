@@ -25,6 +25,7 @@ import logging
 import random
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +46,7 @@ from service.regressor.runtime import sha256_bytes  # noqa: E402
 from service.training.dataset import TrainingRow, load_training_rows  # noqa: E402
 from service.training.export import onnx_bytes  # noqa: E402
 from service.training.fit import TrainConfig, train_ensemble  # noqa: E402
-from service.training.train import CHOSEN, VERSION, load_priors  # noqa: E402
+from service.training.train import CHOSEN, DEFAULTS, VERSION, fold_penalty, load_priors  # noqa: E402
 from service.training.validation import Priors  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "recalibration.md"
@@ -84,6 +85,7 @@ def export_fold_model(
 ) -> tuple[Path, Path, str]:
     """Train the ensemble without `family`, write its ONNX and metadata into `folder`."""
     train = [r for r in rows if r.family != family]
+    config = replace(config, correction_penalty=fold_penalty(family))  # as the report's fold
     model = train_ensemble(train, priors.weights(train, CHOSEN.focused), CHOSEN, config, family)
     model_bytes = onnx_bytes(model, train[:4])
     shipped = json.loads((ROOT / "models" / "energy_gnn.json").read_text(encoding="utf-8"))
@@ -160,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA_DIR)
     parser.add_argument("--out", type=Path, default=RESULTS)
-    parser.add_argument("--members", type=int, default=TrainConfig().members)
+    parser.add_argument("--members", type=int, default=DEFAULTS.members)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     logging.getLogger("httpx").setLevel(logging.WARNING)
@@ -168,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     rows, _ = load_training_rows(args.data)
     by_ref = {m.row_ref: m for m in load_mlenergy(args.data)}
     priors = load_priors(args.data)
-    config = TrainConfig(members=args.members, progress=False)
+    config = replace(DEFAULTS, members=args.members, progress=False)
     results: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)

@@ -14,6 +14,7 @@ from tqdm import tqdm
 
 from service.regressor.encoding import Normalisation, model_inputs
 from service.regressor.features import (
+    GLOBAL_FEATURE_GROUPS,
     GLOBAL_FEATURES,
     NODE_PHASE_FEATURES,
     NODE_STATIC_FEATURES,
@@ -38,12 +39,13 @@ class Variant:
     direct: bool = False
     message_passing: bool = True
     focused: bool = True
+    precision_bits: bool = True
 
 
 @dataclass(frozen=True, slots=True)
 class TrainConfig:
     hidden: int = 16
-    members: int = 5
+    members: int = 10
     epochs: int = 400
     learning_rate: float = 3e-3
     weight_decay: float = 1e-3
@@ -52,6 +54,7 @@ class TrainConfig:
     eval_every: int = 5
     patience: int = 20  # evaluations without improvement
     validation_share: float = 0.15
+    model_balance: float = 0.0  # row weight x (rows of its model)^-model_balance, mean 1
     seed: int = 20261122
     progress: bool = True
 
@@ -75,13 +78,15 @@ def variant_features(rows: Sequence[TrainingRow], variant: Variant) -> list[Requ
 
 
 def feature_masks(variant: Variant, node_dim: int) -> tuple[FloatArray, FloatArray]:
-    """1 for the features a variant sees, 0 for those it is denied (no-roofline ablation)."""
+    """1 for the features a variant sees, 0 for those it is denied (no-roofline ablation; the
+    precision bits when `precision_bits` is off)."""
     phases = (node_dim - len(NODE_STATIC_FEATURES)) // len(NODE_PHASE_FEATURES)
     names = [*NODE_STATIC_FEATURES, *(list(NODE_PHASE_FEATURES) * phases)]
     node = np.array([variant.roofline or n not in ROOFLINE_NODE_FEATURES for n in names], float)
-    glob = np.array(
-        [variant.roofline or n not in ROOFLINE_GLOBAL_FEATURES for n in GLOBAL_FEATURES]
-    )
+    denied = set() if variant.roofline else set(ROOFLINE_GLOBAL_FEATURES)
+    if not variant.precision_bits:
+        denied |= set(GLOBAL_FEATURE_GROUPS["precision"])
+    glob = np.array([n not in denied for n in GLOBAL_FEATURES])
     return node, glob.astype(float)
 
 
@@ -112,6 +117,20 @@ def split_validation(
     return np.array([r.model_id in held for r in rows])
 
 
+def balanced_weights(
+    rows: Sequence[TrainingRow], weights: FloatArray, exponent: float
+) -> FloatArray:
+    """`weights` x (rows of the row's model, same GPU)^-exponent, rescaled to mean 1: with
+    exponent 1 every measured model-GPU series weighs the same in total, so one model with many
+    rows (or one anomalous model) does not dominate the corrections learned for the others."""
+    if exponent == 0.0:
+        return weights
+    keys = [(r.source, r.model_id, r.gpu_id) for r in rows]
+    counts = {k: keys.count(k) for k in set(keys)}
+    scaled = weights * np.array([counts[k] ** -exponent for k in keys])
+    return np.asarray(scaled / scaled.mean(), dtype=np.float64)
+
+
 def train_ensemble(
     rows: Sequence[TrainingRow],
     weights: FloatArray,
@@ -126,6 +145,7 @@ def train_ensemble(
     """
     torch.manual_seed(config.seed)
     rng = np.random.default_rng(config.seed)
+    weights = balanced_weights(rows, weights, config.model_balance)
     held = np.stack(
         [split_validation(rows, config.validation_share, rng) for _ in range(config.members)], 1
     ).astype(np.float32)
@@ -187,9 +207,22 @@ def train_ensemble(
         loss.sum().backward()
         optimiser.step()
     gnn.load_state_dict(best)
+    _zero_denied_inputs(gnn, variant, x["node_x"].shape[-1] // 2)
     gnn.eval()
     logger.info("%s: best epochs %s", desc, best_epoch)
     return TrainedModel(gnn, norm, variant, best_epoch, log)
+
+
+def _zero_denied_inputs(gnn: EnergyGNN, variant: Variant, node_dim: int) -> None:
+    """Zero the first-layer weights of the inputs `variant` is denied: it trained on them
+    masked to 0, so its outputs are unchanged, and served unmasked (ONNX) they count for
+    nothing."""
+    node_keep, global_keep = feature_masks(variant, node_dim)
+    with torch.no_grad():
+        if gnn.config.message_passing:
+            node_keep = np.tile(node_keep, 2)
+        gnn.sage1[:, torch.from_numpy(node_keep == 0)] = 0.0
+        gnn.global1[:, torch.from_numpy(global_keep == 0)] = 0.0
 
 
 def _validation_loss(

@@ -49,19 +49,61 @@ from service.training.validation import (
 
 logger = logging.getLogger("service.training")
 
-VERSION = "energy-gnn 2026.11.3"
+VERSION = "energy-gnn 2026.11.4"
 CHOSEN = Variant("GNN", phase_split=True, roofline=True, direct=False, message_passing=True)
+SEED_VARIANTS = {"GNN, other seed": 1, "GNN, third seed": 2}
+"""Seed offsets of the seed-noise rows: the chosen design re-drawn (initialisation, bootstraps,
+early-stopping models)."""
+FIVE_MEMBERS = "5 members"
 ABLATIONS = (
     (replace(CHOSEN, name="no phase split", phase_split=False), "one graph, prefill+decode summed"),
     (replace(CHOSEN, name="no roofline", roofline=False), "no roofline times/energy, no GPU rates"),
     (replace(CHOSEN, name="GNN, other seed"), "the chosen design, seed + 1: the noise floor"),
+    (replace(CHOSEN, name="GNN, third seed"), "the chosen design, seed + 2: the noise floor"),
+    (replace(CHOSEN, name=FIVE_MEMBERS), "the chosen design with 5 members (energy-gnn 2026.11.3)"),
 )
-"""The issue's two ablations and the seed noise floor. Earlier versions also ran "direct log"
-(predict log energy, not a correction), "no message passing" and "uniform weights" (no
-focused-sampling weights); each scored worse than the chosen design (energy-gnn 2026.11.1: 22.6,
-19.1 and 18.0 % MAPE against 16.9 %, seed + 1: 19.0 %); they were dropped to keep the command
-within the time of a shared 2-core machine."""
-DEFAULTS = TrainConfig()
+"""The issue's two ablations, the seed noise floor and the smaller ensemble. Earlier versions
+also ran "direct log" (predict log energy, not a correction), "no message passing" and "uniform
+weights" (no focused-sampling weights); each scored worse than the chosen design (energy-gnn
+2026.11.1: 22.6, 19.1 and 18.0 % MAPE against 16.9 %, seed + 1: 19.0 %); they were dropped to
+keep the command within the time of a shared 2-core machine."""
+INNER_MAPE_BY_PENALTY = {
+    0.03: {
+        "gemma": 13.8,
+        "gpt-oss": 15.5,
+        "llama": 14.8,
+        "mistral": 15.7,
+        "phi": 14.8,
+        "qwen": 12.0,
+        "starcoder": 14.5,
+    },
+    0.3: {
+        "gemma": 13.1,
+        "gpt-oss": 14.7,
+        "llama": 14.5,
+        "mistral": 15.2,
+        "phi": 14.3,
+        "qwen": 12.1,
+        "starcoder": 14.3,
+    },
+}
+"""The correction penalty, decided by inner validation (`python -m service.training.inner_cv`,
+5 members, mean of seeds 20261122 and 20261123): per outer fold, the MAPE [%] over inner
+leave-one-family-out predictions of the other six families (the outer family never trained on
+nor scored). 0.03 was energy-gnn 2026.11.1-3's value."""
+PENALTY = min(INNER_MAPE_BY_PENALTY, key=lambda p: sum(INNER_MAPE_BY_PENALTY[p].values()))
+"""The final model's penalty: the best mean over the outer folds (0.3)."""
+DEFAULTS = TrainConfig(correction_penalty=PENALTY)
+
+
+def fold_penalty(family: str) -> float:
+    """The penalty of the outer fold that holds `family` out: its own inner validation's best
+    (the final model's where the table has no such fold)."""
+    if family not in INNER_MAPE_BY_PENALTY[PENALTY]:
+        return PENALTY
+    return min(INNER_MAPE_BY_PENALTY, key=lambda p: INNER_MAPE_BY_PENALTY[p][family])
+
+
 TRAINING_SOURCES = ("mlenergy-", "azure-llm-trace-2023/")
 BASELINE_DESCRIPTIONS = {
     "analytical": "roofline cost model alone (refitted per fold, see notes)",
@@ -97,8 +139,12 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     torch.set_num_threads(args.threads)
     started = time.monotonic()
-    config = TrainConfig(
-        hidden=args.hidden, members=args.members, epochs=args.epochs, progress=not args.quiet
+    config = replace(
+        DEFAULTS,
+        hidden=args.hidden,
+        members=args.members,
+        epochs=args.epochs,
+        progress=not args.quiet,
     )
     rows, skipped = load_training_rows(args.data, args.limit)
     logger.info("%d ML.ENERGY rows, %d left out", len(rows), len(skipped))
@@ -156,11 +202,16 @@ def cross_validation(
 ) -> tuple[dict[str, Any], Interval]:
     """Held-out predictions of every method, the report, and the metrics for the metadata."""
     baselines = baseline_cv(folds)
-    regressor = regressor_cv(folds, CHOSEN, config, priors)
+    per_fold = {f: replace(config, correction_penalty=fold_penalty(f)) for f in folds}
+    regressor = regressor_cv(folds, CHOSEN, per_fold, priors)
     ablations = []
     if not args.no_ablations:
         ablations = [
-            Method(v.name, text, regressor_cv(folds, v, _seeded(config, v), priors))
+            Method(
+                v.name,
+                text,
+                regressor_cv(folds, v, {f: _seeded(c, v) for f, c in per_fold.items()}, priors),
+            )
             for v, text in ABLATIONS
         ]
     interval = residual_interval(rows, regressor, y)
@@ -191,8 +242,12 @@ def cross_validation(
 
 
 def _seeded(config: TrainConfig, variant: Variant) -> TrainConfig:
-    """The other-seed run re-draws initialisation, bootstraps and early-stopping models."""
-    return replace(config, seed=config.seed + 1) if "seed" in variant.name else config
+    """The training configuration of an ablation row: another seed for the seed-noise rows
+    (initialisation, bootstraps and early-stopping models re-drawn), 5 members for the
+    smaller-ensemble row, else the chosen one."""
+    if variant.name == FIVE_MEMBERS:
+        return replace(config, members=5)
+    return replace(config, seed=config.seed + SEED_VARIANTS.get(variant.name, 0))
 
 
 def report_header(rows: list[TrainingRow], config: TrainConfig) -> str:
@@ -227,21 +282,29 @@ def report_notes(fold_coefficients: str) -> list[str]:
         "Power model of the analytical estimate (roofline 2026.11.3): the power drawn during "
         "host-overhead time is fitted per serving engine (vLLM 0.11's per-sequence decode time "
         "is GPU work: v3 rows reach 690 W of 700), and a collective's step latency counts in "
-        "its time but not in its power share; same network, features and hyperparameters as "
-        "energy-gnn 2026.11.2 (`bench/results/cost_model_validation.md`).",
+        "its time but not in its power share (unchanged since energy-gnn 2026.11.3; "
+        "`bench/results/cost_model_validation.md`).",
         "LLMCarbon-style and EcoLogits-style rows refit their one or two factors per fold.",
         "Prompt lengths are task means (data README), not per-row values, except lm-arena-chat "
         "(v3): 210 prefilled tokens instead of 690, as its multi-turn history is served from "
         "vLLM's prefix cache (evidence from the rows' timings, not their energy: "
         "`service/fitting/energy_leaderboard.py`); ML.ENERGY rows are steady states of a "
         "saturated server read as static batches.",
-        "Hyperparameters (width, learning rate, loss, penalty, patience) are those of "
-        "energy-gnn 2026.11.1, not tuned on held-out families; each member is early-stopped on "
-        "whole models of its training fold. Seed noise: 5-member ensembles of this design "
-        "differ by about 2 points of MAPE between seeds (this table: GNN and other-seed rows). "
-        "A 15-member ensemble scored 14.1 % / 47 % within 10 % with its other seed at 14.2 / "
-        "48 (commit d956ee9), but its ONNX inference took ~135 µs against ~90 µs, over the "
-        "100 µs budget, so 5 members are shipped.",
+        "Hyperparameters (width, learning rate, loss, patience) are those of energy-gnn "
+        "2026.11.1, not tuned on held-out families; each member is early-stopped on whole "
+        "models of its training fold. energy-gnn 2026.11.4 changes two things. (1) 10 "
+        "ensemble members instead of 5, against seed noise: 5-member ensembles of 2026.11.3's "
+        "design scored 13.4, 15.5, 16.3 and 15.3 % MAPE with seeds 20261122-25 (the shipped "
+        "13.4 was the luckiest), and 10 members still infer within the 100 µs budget "
+        "(`bench/results/regressor.md`). (2) The correction penalty 0.3 instead of 0.03 (a "
+        "stronger pull towards the analytical estimate), decided by inner validation "
+        "(`python -m service.training.inner_cv`): within each outer fold, the other six "
+        "families left out in turn; mean of two seeds, inner MAPE 14.0 % against 14.4 %, lower "
+        "in 6 of 7 outer folds; in the qwen fold the two tie (12.1 against 12.0) and that fold "
+        "keeps 0.03, as its own inner validation says (`INNER_MAPE_BY_PENALTY`). Rejected by the "
+        "same inner validation (one seed, against 14.3 and 14.6 % for the 2026.11.3 design): "
+        "weighting every model-GPU series equally (14.2 %) and hiding the precision bits from "
+        "the network (14.1 %). The GNN rows with other seeds show the remaining noise.",
     ]
 
 

@@ -1,0 +1,80 @@
+"""Training choices of energy-gnn 2026.11.4: per-series weight balance, denied input features
+(served: their first-layer weights are zero) and the inner leave-family-out validation."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from regressor_support import measurements, request_inputs
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("onnx")
+
+from service.catalog import load_engine_coefficients  # noqa: E402
+from service.regressor.encoding import INPUT_NAMES, model_inputs  # noqa: E402
+from service.regressor.features import GLOBAL_FEATURE_GROUPS, GLOBAL_FEATURES  # noqa: E402
+from service.training.dataset import TrainingRow, training_row  # noqa: E402
+from service.training.export import MAX_ABS_DIFFERENCE, max_abs_difference, onnx_bytes  # noqa: E402
+from service.training.fit import (  # noqa: E402
+    TrainConfig,
+    Variant,
+    balanced_weights,
+    predict_log_j,
+    train_ensemble,
+)
+from service.training.inner_cv import inner_scores  # noqa: E402
+from service.training.validation import Priors, fixed_folds  # noqa: E402
+
+
+def _rows() -> list[TrainingRow]:
+    rows = []
+    for m in measurements():
+        inputs = request_inputs(m)
+        rows.append(training_row(m, inputs, load_engine_coefficients()[inputs.engine]))
+    return rows
+
+
+def test_balanced_weights_give_every_series_the_same_total() -> None:
+    rows = _rows()
+    rows = [rows[0], rows[0], rows[0], rows[1]]  # one series of three rows, one of one
+    weights = np.ones(4)
+    assert np.array_equal(balanced_weights(rows, weights, 0.0), weights)
+    balanced = balanced_weights(rows, weights, 1.0)
+    assert balanced.mean() == pytest.approx(1.0)
+    assert balanced[:3].sum() == pytest.approx(balanced[3])
+
+
+def test_denied_precision_bits_do_not_change_the_served_output() -> None:
+    torch.set_num_threads(1)
+    rows = _rows()
+    config = TrainConfig(hidden=8, members=2, epochs=20, progress=False, validation_share=0.2)
+    model = train_ensemble(rows, np.ones(len(rows)), Variant("x", precision_bits=False), config)
+    exported = onnx_bytes(model, rows[:2])
+    assert max_abs_difference(model, exported, rows) <= MAX_ABS_DIFFERENCE
+    inputs = model_inputs([r.features for r in rows], model.normalisation)
+    changed = dict(inputs)
+    changed["global_x"] = inputs["global_x"].copy()
+    for name in GLOBAL_FEATURE_GROUPS["precision"]:
+        changed["global_x"][..., GLOBAL_FEATURES.index(name)] += 3.0
+    with torch.no_grad():
+        serving = model.serving()
+        before = serving(*(torch.from_numpy(inputs[n]) for n in INPUT_NAMES))[0].numpy()
+        after = serving(*(torch.from_numpy(changed[n]) for n in INPUT_NAMES))[0].numpy()
+    assert np.array_equal(before, after)
+    assert np.allclose(predict_log_j(model, rows), before, atol=1e-6)
+
+
+@pytest.mark.slow
+def test_inner_scores_never_score_the_outer_family() -> None:
+    torch.set_num_threads(1)
+    rows = _rows()
+    folds = fixed_folds(rows)
+    priors = Priors(np.array([7e9, 2e10]), np.array([100.0, 300.0]))
+    config = TrainConfig(hidden=4, members=1, epochs=2, progress=False)
+    scores = inner_scores(folds, replace(Variant("x"), focused=False), config, priors)
+    assert set(scores) == {r.family for r in rows}
+    for outer, score in scores.items():
+        assert score["rows"] == sum(r.family != outer for r in rows)
+        assert score["mape_pct"] >= 0.0
