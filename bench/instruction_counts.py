@@ -202,7 +202,7 @@ def main() -> None:
         f"- machine: {platform.platform()}, {os.cpu_count()} CPUs, Python "
         f"{platform.python_version()}\n"
         f"- command: `{command}`\n"
-        "- instructions retired per request, (run with N requests − run with the warm-up "
+        "- instructions retired per request, (run with N requests - run with the warm-up "
         "only) / N, under `valgrind --tool=callgrind`; exact and unaffected by other load, "
         "blind to cache misses (see the module docstring)\n\n"
         "| stage | requests counted | M instructions per request |\n"
