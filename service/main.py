@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -111,9 +112,17 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     if spool is not None:
         replayer = SpoolReplayer(spool, services.database, settings.spool_replay_interval_s)
         replayer.start()
+    # What start-up built (catalogues, schemas, the model, the app) lives as long as the
+    # process: freezing it keeps the collector's full passes, which a 1000-item batch
+    # triggers, to what requests allocate (bench/instruction_counts.py: 6.6 % fewer
+    # instructions per batch item). Unfrozen at shutdown, so that an app that stops (in tests,
+    # many do in one process) leaves nothing uncollectable behind.
+    gc.collect()
+    gc.freeze()
     try:
         yield
     finally:
+        gc.unfreeze()
         if writer is not None:
             writer.stop()  # after uvicorn drained the requests: stores what they queued
         if replayer is not None:
