@@ -9,6 +9,7 @@ from pathlib import Path
 from service.catalog import load_engine_coefficients, load_gpu_catalog, load_model_catalog
 from service.fitting.datasets import EnergyMeasurement
 from service.fitting.request_inputs import RequestInputs, mlenergy_inputs
+from service.training.dataset import TrainingRow, training_row
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL_PATH = ROOT / "models" / "energy_gnn.onnx"
@@ -65,6 +66,16 @@ def request_inputs(m: EnergyMeasurement) -> RequestInputs:
     inputs = mlenergy_inputs(m, load_model_catalog(), load_gpu_catalog())
     assert not isinstance(inputs, str), inputs
     return inputs
+
+
+def training_rows() -> list[TrainingRow]:
+    """The training row of every synthetic measurement, with its engine's coefficients."""
+    coefficients = load_engine_coefficients()
+    rows = []
+    for m in measurements():
+        inputs = request_inputs(m)
+        rows.append(training_row(m, inputs, coefficients[inputs.engine]))
+    return rows
 
 
 def engine_coefficients() -> dict[str, object]:

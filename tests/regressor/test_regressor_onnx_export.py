@@ -4,28 +4,18 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from regressor_support import measurements, request_inputs
+from regressor_support import training_rows
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("onnx")
 
-from service.catalog import load_engine_coefficients  # noqa: E402
-from service.training.dataset import TrainingRow, training_row  # noqa: E402
 from service.training.export import MAX_ABS_DIFFERENCE, max_abs_difference, onnx_bytes  # noqa: E402
 from service.training.fit import TrainConfig, Variant, train_ensemble  # noqa: E402
 
 
-def _rows() -> list[TrainingRow]:
-    rows = []
-    for m in measurements():
-        inputs = request_inputs(m)
-        rows.append(training_row(m, inputs, load_engine_coefficients()[inputs.engine]))
-    return rows
-
-
 def test_onnx_matches_torch_on_held_out_graphs() -> None:
     torch.set_num_threads(1)
-    rows = _rows()
+    rows = training_rows()
     train, held_out = rows[:6], rows[6:]
     config = TrainConfig(hidden=8, members=3, epochs=30, progress=False, validation_share=0.2)
     model = train_ensemble(train, np.ones(len(train)), Variant("test"), config)
@@ -37,7 +27,7 @@ def test_onnx_matches_torch_on_held_out_graphs() -> None:
 
 
 def test_ablation_variants_are_not_exported() -> None:
-    rows = _rows()[:4]
+    rows = training_rows()[:4]
     config = TrainConfig(hidden=4, members=1, epochs=2, progress=False)
     model = train_ensemble(rows, np.ones(4), Variant("x", roofline=False), config)
     with pytest.raises(ValueError, match="served"):

@@ -7,15 +7,13 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from regressor_support import measurements, request_inputs
+from regressor_support import training_rows
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("onnx")
 
-from service.catalog import load_engine_coefficients  # noqa: E402
 from service.regressor.encoding import INPUT_NAMES, model_inputs  # noqa: E402
 from service.regressor.features import GLOBAL_FEATURE_GROUPS, GLOBAL_FEATURES  # noqa: E402
-from service.training.dataset import TrainingRow, training_row  # noqa: E402
 from service.training.export import MAX_ABS_DIFFERENCE, max_abs_difference, onnx_bytes  # noqa: E402
 from service.training.fit import (  # noqa: E402
     TrainConfig,
@@ -28,16 +26,8 @@ from service.training.inner_cv import inner_scores  # noqa: E402
 from service.training.validation import Priors, fixed_folds  # noqa: E402
 
 
-def _rows() -> list[TrainingRow]:
-    rows = []
-    for m in measurements():
-        inputs = request_inputs(m)
-        rows.append(training_row(m, inputs, load_engine_coefficients()[inputs.engine]))
-    return rows
-
-
 def test_balanced_weights_give_every_series_the_same_total() -> None:
-    rows = _rows()
+    rows = training_rows()
     rows = [rows[0], rows[0], rows[0], rows[1]]  # one series of three rows, one of one
     weights = np.ones(4)
     assert np.array_equal(balanced_weights(rows, weights, 0.0), weights)
@@ -48,7 +38,7 @@ def test_balanced_weights_give_every_series_the_same_total() -> None:
 
 def test_denied_precision_bits_do_not_change_the_served_output() -> None:
     torch.set_num_threads(1)
-    rows = _rows()
+    rows = training_rows()
     config = TrainConfig(hidden=8, members=2, epochs=20, progress=False, validation_share=0.2)
     model = train_ensemble(rows, np.ones(len(rows)), Variant("x", precision_bits=False), config)
     exported = onnx_bytes(model, rows[:2])
@@ -69,7 +59,7 @@ def test_denied_precision_bits_do_not_change_the_served_output() -> None:
 @pytest.mark.slow
 def test_inner_scores_never_score_the_outer_family() -> None:
     torch.set_num_threads(1)
-    rows = _rows()
+    rows = training_rows()
     folds = fixed_folds(rows)
     priors = Priors(np.array([7e9, 2e10]), np.array([100.0, 300.0]))
     config = TrainConfig(hidden=4, members=1, epochs=2, progress=False)
