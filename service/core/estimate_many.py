@@ -35,11 +35,7 @@ class SummedCounts:
 
     def totals_matrix(self) -> FloatArray:
         """(kernels, WORK_FIELDS) counts summed over the phase's executions and all GPUs."""
-        plan = self.plan
-        totals = plan.work_per_unit @ self.basis_sum
-        totals[:, 1] = plan.work_per_unit[:, 1, :] @ self.padded_sum
-        result: FloatArray = totals * (plan.layers * plan.shapes.group)[:, None]
-        return result
+        return self.plan.count_totals(self.basis_sum, self.padded_sum)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -81,14 +77,7 @@ class BatchEstimate:
 
     def totals(self) -> FloatArray:
         """[2, N, kernels, WORK_FIELDS] counts summed over executions and all GPUs."""
-        plan = self.plan
-        kernels, fields, _ = plan.work_per_unit.shape
-        totals = (self.basis_sum @ plan.work_per_term).reshape(
-            *self.basis_sum.shape[:2], kernels, fields
-        )
-        totals[..., 1] = self.padded_sum @ plan.padded_flops_per_term
-        result: FloatArray = totals * (plan.layers * plan.shapes.group)[:, None]
-        return result
+        return self.plan.count_totals(self.basis_sum, self.padded_sum)
 
     def memory(self, j: int) -> MemoryFootprint:
         return MemoryFootprint(

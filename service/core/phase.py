@@ -134,14 +134,10 @@ class RequestCounts:
     def totals(self) -> FloatArray:
         """[2 phases, kernels, WORK_FIELDS] counts summed over executions and all GPUs."""
         if self._totals is None:
-            plan = self.plan
             sums = [_phase_sums(request) for request in self.requests]
             basis_sum = np.array([real for real, _ in sums])
             padded_sum = np.array([padded for _, padded in sums])
-            kernels, fields, _ = plan.work_per_unit.shape
-            totals = (basis_sum @ plan.work_per_term).reshape(2, kernels, fields)
-            totals[..., 1] = padded_sum @ plan.padded_flops_per_term
-            self._totals = totals * (plan.layers * plan.shapes.group)[:, None]
+            self._totals = self.plan.count_totals(basis_sum, padded_sum)
         return self._totals
 
 

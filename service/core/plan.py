@@ -95,6 +95,16 @@ class CostPlan:
     seconds_per_context_key: dict[int, tuple[float, ...]]
     weight_bytes_per_gpu: float
 
+    def count_totals(self, basis_sum: FloatArray, padded_sum: FloatArray) -> FloatArray:
+        """Every kernel's counts [..., kernels, WORK_FIELDS] summed over executions and all
+        GPUs, from basis terms summed over executions [..., BASIS] (real, and padded for the
+        tensor FLOPs); any leading axes (phases, requests)."""
+        kernels, fields, _ = self.work_per_unit.shape
+        totals = (basis_sum @ self.work_per_term).reshape(*basis_sum.shape[:-1], kernels, fields)
+        totals[..., 1] = padded_sum @ self.padded_flops_per_term
+        result: FloatArray = totals * (self.layers * self.shapes.group)[:, None]
+        return result
+
 
 def seconds_per_count(rates: UnitRates, *, streaming: bool) -> FloatArray:
     """Matrix (WORK_FIELDS x units) turning a row of counts into per-unit seconds."""
