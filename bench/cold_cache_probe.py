@@ -14,17 +14,14 @@ bench/results/load.md shows more server CPU per estimate at 50/s than at 1,000/s
 from __future__ import annotations
 
 import argparse
-import datetime
 import os
-import platform
-import shlex
 import statistics
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+from report_file import opening, write_report
 
 RESULTS = Path(__file__).resolve().parents[1] / "bench" / "results" / "cold_cache.md"
 GAP_S = 0.02
@@ -70,21 +67,14 @@ def main() -> None:
         slept = median_us(work, args.repeat, GAP_S)
         rows.append(f"| {label} | {warm:.0f} | {slept:.0f} | {slept / warm:.2f} |")
         print(rows[-1], flush=True)
-    command = shlex.join(["python", *sys.argv])
     report = (
-        "# Cold caches after a sleep\n\n"
-        f"- date: {datetime.datetime.now(datetime.UTC).isoformat(timespec='seconds')}\n"
-        f"- machine: {platform.platform()}, {os.cpu_count()} CPUs, Python "
-        f"{platform.python_version()}; load average {os.getloadavg()[0]:.2f}\n"
-        f"- command: `{command}`\n"
-        f"- median of {args.repeat} runs each, back to back and with a {GAP_S * 1e3:.0f} ms "
+        opening("Cold caches after a sleep", f"; load average {os.getloadavg()[0]:.2f}")
+        + f"- median of {args.repeat} runs each, back to back and with a {GAP_S * 1e3:.0f} ms "
         "sleep before each run (see the module docstring)\n\n"
         "| work | back to back [µs] | after a 20 ms sleep [µs] | ratio |\n"
         "|---|--:|--:|--:|\n" + "\n".join(rows) + "\n"
     )
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(report, encoding="utf-8")
-    print(f"wrote {args.output}")
+    write_report(args.output, report)
 
 
 if __name__ == "__main__":

@@ -26,12 +26,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import datetime
 import json
 import os
-import platform
 import re
-import shlex
 import shutil
 import subprocess
 import sys
@@ -43,6 +40,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
+
+from report_file import opening, write_report  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "instructions.md"
 BODIES = 100
@@ -195,22 +194,15 @@ def main() -> None:
         per_request = (measured - baseline) / args.count
         print(f"[{stage}] {per_request / 1e6:.3f} M instructions per request", flush=True)
         rows.append(f"| `{stage}` | {args.count} | {per_request / 1e6:.3f} |")
-    command = shlex.join(["python", *sys.argv])
     report = (
-        "# Instructions per estimate (callgrind)\n\n"
-        f"- date: {datetime.datetime.now(datetime.UTC).isoformat(timespec='seconds')}\n"
-        f"- machine: {platform.platform()}, {os.cpu_count()} CPUs, Python "
-        f"{platform.python_version()}\n"
-        f"- command: `{command}`\n"
-        "- instructions retired per request, (run with N requests - run with the warm-up "
+        opening("Instructions per estimate (callgrind)")
+        + "- instructions retired per request, (run with N requests - run with the warm-up "
         "only) / N, under `valgrind --tool=callgrind`; exact and unaffected by other load, "
         "blind to cache misses (see the module docstring)\n\n"
         "| stage | requests counted | M instructions per request |\n"
         "|---|--:|--:|\n" + "\n".join(rows) + "\n"
     )
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(report, encoding="utf-8")
-    print(f"wrote {args.output}")
+    write_report(args.output, report)
 
 
 if __name__ == "__main__":
