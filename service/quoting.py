@@ -10,6 +10,7 @@ from service.auth import Principal
 from service.batch_pricing import price_batch
 from service.calibrating import CalibrationRegistry
 from service.db.models import Quote, QuoteRow
+from service.db.quote_document import QuoteDocument
 from service.db.quote_store import (
     Claim,
     DuplicateIdempotencyKey,
@@ -38,8 +39,13 @@ SPOOLED_WARNING = (
 )
 
 
-def _warn(response: EstimateResponse, warning: str) -> EstimateResponse:
-    return response.model_copy(update={"warnings": [*response.warnings, warning]})
+def _warned_json(response: EstimateResponse, warning: str) -> bytes:
+    """`response` with `warning` added, as the JSON answer."""
+    warned = response.model_copy(update={"warnings": [*response.warnings, warning]})
+    return warned.model_dump_json().encode()
+
+
+_LEADING_MEMBERS = {"quote_id", "created_at"}  # QuoteDocument writes them in front
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,8 +83,9 @@ class QuoteService:
         principal: Principal,
         idempotency_key: str | None,
         verbose: bool,
-    ) -> EstimateResponse:
-        """Price and store one request; a repeated idempotency key returns the stored quote."""
+    ) -> bytes:
+        """Price and store one request, answering its quote as JSON; a repeated idempotency key
+        answers the stored quote."""
         if idempotency_key is None:
             return self._store(
                 [self._price(request, verbose, principal.tenant)], principal.tenant, None
@@ -113,8 +120,9 @@ class QuoteService:
         *,
         principal: Principal,
         verbose: bool,
-    ) -> list[EstimateResponse | ServiceError]:
-        """Price every valid item and store them together; invalid ones come back as errors.
+    ) -> list[bytes | ServiceError]:
+        """Price every valid item and store them together, answering each as JSON; invalid
+        ones come back as errors.
 
         Items are priced together (service.batch_pricing: one cost-model evaluation per model
         and deployment, one regressor inference) and stored in one transaction."""
@@ -167,8 +175,8 @@ class QuoteService:
         tenant: str,
         idempotency_key: str | None,
         claim: Claim | None = None,
-    ) -> list[EstimateResponse]:
-        """The responses with their quote ids once committed (or spooled); without, plus a
+    ) -> list[bytes]:
+        """The JSON answers with their quote ids once committed (or spooled); without, plus a
         warning, if not. `claim` is released whatever happens."""
         if not priced:
             return []
@@ -181,7 +189,7 @@ class QuoteService:
 
     async def quote_grouped(
         self, request: EstimateRequest, *, principal: Principal, verbose: bool
-    ) -> EstimateResponse:
+    ) -> bytes:
         """`quote` without an idempotency key, for a coroutine on the event loop: priced here,
         stored by the group-committing writer (with other requests' quotes in one transaction).
 
@@ -206,22 +214,27 @@ class QuoteService:
         if self.calibrations is not None:
             self.calibrations.refresh()
 
-    def _not_stored(self, priced: Sequence[_Priced]) -> list[EstimateResponse]:
+    def _not_stored(self, priced: Sequence[_Priced]) -> list[bytes]:
         self.metrics.db_errors.labels(operation="store_quote").inc()
-        return [_warn(p.response, NOT_STORED_WARNING) for p in priced]
+        return [_warned_json(p.response, NOT_STORED_WARNING) for p in priced]
 
     def _stored(
         self, priced: Sequence[_Priced], rows: Sequence[QuoteRow], saved: Saved
-    ) -> list[EstimateResponse]:
-        # The stored quote's id, and created_at as stamped when stored.
-        final = [
-            p.response.model_copy(update={"quote_id": row.id, "created_at": row.created_at})
-            for p, row in zip(priced, rows, strict=True)
-        ]
+    ) -> list[bytes]:
+        """The stored documents themselves (quote id, and created_at as stamped when stored),
+        or, spooled, each with a warning that it is not in the database yet."""
         if saved is Saved.SPOOLED:
             self.metrics.db_errors.labels(operation="store_quote").inc()
-            return [_warn(response, SPOOLED_WARNING) for response in final]
-        return final
+            return [
+                _warned_json(
+                    p.response.model_copy(
+                        update={"quote_id": row.id, "created_at": row.created_at}
+                    ),
+                    SPOOLED_WARNING,
+                )
+                for p, row in zip(priced, rows, strict=True)
+            ]
+        return [_document(row).text().encode() for row in rows]
 
     def _save(self, rows: Sequence[QuoteRow], claim: Claim | None) -> Saved:
         """Save `rows`; the claim goes in the same transaction, or separately if that fails."""
@@ -234,14 +247,14 @@ class QuoteService:
             if claim is not None and not released:
                 self.store.release(claim)
 
-    def _replay_winner(self, priced: _Priced, tenant: str, key: str) -> EstimateResponse:
+    def _replay_winner(self, priced: _Priced, tenant: str, key: str) -> bytes:
         """Another request stored this key first: answer with its quote."""
         try:
             stored = self.store.by_idempotency_key(tenant, key)
         except StoreFailed:
             stored = None
         if stored is None:
-            return _warn(priced.response, NOT_STORED_WARNING)
+            return _warned_json(priced.response, NOT_STORED_WARNING)
         return _replay(stored, priced.request_hash)
 
 
@@ -250,8 +263,8 @@ def _quote_row(
 ) -> QuoteRow:
     """The row of `priced` stored as quote `quote_id` (its response document says so)."""
     response = priced.response
-    document = response.model_dump(mode="json")
-    document["quote_id"] = quote_id
+    members = response.model_dump_json(exclude=_LEADING_MEMBERS)
+    document = QuoteDocument.of(members, quote_id, response.created_at)
     return QuoteRow(
         id=quote_id,
         tenant=tenant,
@@ -268,10 +281,15 @@ def _quote_row(
     )
 
 
-def _replay(existing: Quote, request_hash: str) -> EstimateResponse:
+def _document(row: QuoteRow) -> QuoteDocument:
+    assert isinstance(row.response, QuoteDocument)  # as _quote_row builds it
+    return row.response
+
+
+def _replay(existing: Quote, request_hash: str) -> bytes:
     if existing.request_hash != request_hash:
         raise IdempotencyMismatch(
             "this Idempotency-Key was already used with a different request body; "
             "use a new key for a new request"
         )
-    return EstimateResponse.model_validate(existing.response)
+    return EstimateResponse.model_validate(existing.response).model_dump_json().encode()

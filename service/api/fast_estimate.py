@@ -109,7 +109,7 @@ class FastEstimateMiddleware:
             failure = ServiceError("an unexpected error occurred; it has been logged")
             await problem_response(failure)(scope, receive, send)
             return
-        content = quote.model_dump_json().encode()
+        content = quote  # the stored document's JSON
         await send(
             {
                 "type": "http.response.start",

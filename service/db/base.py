@@ -1,14 +1,18 @@
-"""Declarative base with a constraint naming convention and a UTC timestamp type."""
+"""Declarative base with a constraint naming convention, a UTC timestamp type and a JSON type
+that stores a serialised quote document as it is."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import DateTime, MetaData
+from sqlalchemy import JSON, DateTime, MetaData
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase
 from sqlalchemy.types import TypeDecorator
+
+from service.db.quote_document import QuoteDocument
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -40,6 +44,29 @@ class UTCDateTime(TypeDecorator[datetime]):
         if stamp.tzinfo is None:
             return stamp.replace(tzinfo=UTC)
         return stamp.astimezone(UTC)
+
+
+class DocumentJSON(TypeDecorator[Any]):
+    """A JSON column that also takes a `QuoteDocument`: its text, serialised once when the
+    quote was answered, is stored as it is instead of being parsed and encoded again.
+
+    Other values (dicts, lists) go through the dialect's JSON processing unchanged; reading
+    gives the parsed document either way."""
+
+    impl = JSON
+    cache_ok = True
+
+    def bind_processor(self, dialect: Dialect) -> Callable[[Any], Any] | None:
+        # Overridden (rather than process_bind_param) because a QuoteDocument must skip the
+        # JSON type's own serialiser, which would encode its text as one JSON string.
+        serialise = self.impl_instance.bind_processor(dialect)
+
+        def process(value: Any) -> Any:
+            if isinstance(value, QuoteDocument):
+                return value.text()
+            return serialise(value) if serialise is not None else value
+
+        return process
 
 
 def utc_now() -> datetime:

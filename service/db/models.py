@@ -9,7 +9,8 @@ from typing import Any
 from sqlalchemy import JSON, Boolean, Float, ForeignKey, Index, Integer, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from service.db.base import Base, UTCDateTime, utc_now
+from service.db.base import Base, DocumentJSON, UTCDateTime, utc_now
+from service.db.quote_document import QuoteDocument
 
 TENANT_SCOPE = "tenant"
 GLOBAL_SCOPE = "global"
@@ -29,7 +30,7 @@ class Quote(Base):
     idempotency_key: Mapped[str | None] = mapped_column(String(200))
     request_hash: Mapped[str] = mapped_column(String(64))
     request: Mapped[dict[str, Any]] = mapped_column(JSON)
-    response: Mapped[dict[str, Any]] = mapped_column(JSON)
+    response: Mapped[dict[str, Any]] = mapped_column(DocumentJSON)
     model_version: Mapped[str] = mapped_column(String(100))
     calibration_id: Mapped[str | None] = mapped_column(String(40))
     model_id: Mapped[str] = mapped_column(String(200))
@@ -44,14 +45,15 @@ class QuoteRow:
 
     What the hot path builds instead of a `Quote` instance: the ORM's instrumentation costs tens
     of microseconds per quote to construct, and a new quote is only ever inserted (stored rows
-    are read back as `Quote`)."""
+    are read back as `Quote`). Its `response` is the serialised document the caller is answered
+    with (`QuoteDocument`), or a plain dict."""
 
     id: str
     tenant: str
     idempotency_key: str | None
     request_hash: str
     request: dict[str, Any]
-    response: dict[str, Any]
+    response: QuoteDocument | dict[str, Any]
     model_version: str
     calibration_id: str | None
     model_id: str

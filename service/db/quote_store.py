@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
-from pydantic import TypeAdapter
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from service.db.base import utc_now
 from service.db.engine import Database
 from service.db.models import IdempotencyClaim, NewQuote, Quote
+from service.db.quote_document import QuoteDocument, json_time
 from service.db.repositories import (
     IdempotencyClaimRepository,
     QuoteRepository,
@@ -30,8 +30,6 @@ from service.db.repositories import (
 from service.db.spool import QuoteSpool
 
 logger = logging.getLogger(__name__)
-
-_JSON_TIME: TypeAdapter[datetime] = TypeAdapter(datetime)
 
 
 class StoreFailed(Exception):
@@ -162,7 +160,10 @@ class QuoteStore:
 
 
 def _stamp(quotes: Sequence[NewQuote], now: datetime) -> None:
-    stamp = _JSON_TIME.dump_python(now, mode="json")
+    stamp = json_time(now)
     for quote in quotes:
         quote.created_at = now
-        quote.response = {**quote.response, "created_at": stamp}
+        if isinstance(quote.response, QuoteDocument):
+            quote.response.created_at = stamp
+        else:
+            quote.response = {**quote.response, "created_at": stamp}

@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session
 
 from service.db.engine import Database
 from service.db.models import NewQuote, Quote
+from service.db.quote_document import QuoteDocument
 from service.db.repositories import QUOTE_COLUMNS, QuoteRepository
 from service.ids import ulid
 
@@ -31,6 +32,8 @@ logger = logging.getLogger(__name__)
 def _to_json(quote: NewQuote) -> dict[str, Any]:
     row = {name: getattr(quote, name) for name in QUOTE_COLUMNS}
     row["created_at"] = quote.created_at.isoformat()
+    if isinstance(quote.response, QuoteDocument):
+        row["response"] = quote.response.as_dict()
     return row
 
 

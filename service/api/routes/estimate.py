@@ -58,9 +58,9 @@ def estimate(
 ) -> Response:
     """Quote one request's GPU energy, latency and CO2e before it runs."""
     quote = quotes.quote(body, principal=caller, idempotency_key=idempotency_key, verbose=verbose)
-    # Serialised by its own model: letting FastAPI re-validate it against response_model (the
-    # same class) costs more than pricing the cost model on this hot path.
-    return Response(quote.model_dump_json(), media_type="application/json")
+    # The stored document's own JSON: letting FastAPI re-validate it against response_model
+    # (the same class) costs more than pricing the cost model on this hot path.
+    return Response(quote, media_type="application/json")
 
 
 @router.post(
@@ -87,12 +87,12 @@ def estimate_batch(
         except ValidationError as error:
             parsed.append(validation_problem(error))
     results = quotes.quote_batch(parsed, principal=caller, verbose=verbose)
-    # Serialised here, item by item, as BatchResponse would be: FastAPI re-validating a
-    # thousand finished responses against the response model cost more than pricing them.
+    # Joined here, item by item, as BatchResponse would serialise them: FastAPI re-validating
+    # a thousand finished responses against the response model cost more than pricing them.
     items = b",".join(
         Problem.model_validate(problem_body(r)).model_dump_json().encode()
         if isinstance(r, ServiceError)
-        else r.model_dump_json().encode()
+        else r
         for r in results
     )
     return Response(b'{"items":[' + items + b"]}", media_type="application/json")
