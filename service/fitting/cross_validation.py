@@ -46,6 +46,7 @@ def overhead_values(overheads: Overheads) -> dict[str, float]:
         "decode_step_overhead_s",
         "decode_overhead_per_sequence_s",
         "decode_kernel_launch_s",
+        "decode_overhead_per_worker_s",
     )
     return dict(zip(names, overheads, strict=True))
 

@@ -12,8 +12,8 @@ from service.fitting.cross_validation import _fit_power_per_engine
 from service.fitting.end_to_end import EndToEndRow, Overheads, PhaseArrays, predicted_per_sequence_j
 
 OVERHEADS: dict[str, Overheads] = {
-    "vllm-v0": (0.02, 0.01, 2e-4, 2e-5),
-    "vllm-v1": (0.02, 0.0, 4e-5, 6e-6),
+    "vllm-v0": (0.02, 0.01, 2e-4, 2e-5, 8e-3),
+    "vllm-v1": (0.02, 0.0, 4e-5, 6e-6, 0.0),
 }
 
 
