@@ -238,11 +238,14 @@ def _per_sequence_j(r: EndToEndRow, overheads: Overheads, power: FloatArray) -> 
     return (prefill_j + decode_j) / r.batch_size
 
 
-def fit_overheads(rows: list[EndToEndRow], prefill_overhead_s: float | None = None) -> Overheads:
+def fit_overheads(
+    rows: list[EndToEndRow], prefill_overhead_s: float | None = None, *, per_worker: bool = True
+) -> Overheads:
     """Host overheads [s] minimising robust log error of TPOT and prefill time.
 
     Rows without prefill measurements cannot tell the prefill overhead: pass it in
-    `prefill_overhead_s` (taken from an engine that has them) and it is held fixed.
+    `prefill_overhead_s` (taken from an engine that has them) and it is held fixed. Without
+    `per_worker` the time per worker is held at 0 (an engine with no driver feeding workers).
     """
     timed = [r for r in rows if r.measured_prefill_s is not None]
     tpot = np.array([r.measured_tpot_s for r in rows])
@@ -250,7 +253,9 @@ def fit_overheads(rows: list[EndToEndRow], prefill_overhead_s: float | None = No
     fixed = prefill_overhead_s if not timed else None
 
     def full(params: FloatArray) -> Overheads:
-        return _overheads(np.concatenate([[fixed], params]) if fixed is not None else params)
+        head = [fixed] if fixed is not None else []
+        tail = [] if per_worker else [0.0]
+        return _overheads(np.concatenate([head, params, tail]))
 
     def residuals(params: FloatArray) -> FloatArray:
         overheads = full(params)
@@ -265,13 +270,14 @@ def fit_overheads(rows: list[EndToEndRow], prefill_overhead_s: float | None = No
     upper = np.array([0.5, 0.05, 1e-3, 2e-5, 0.05])
     scale = np.array([1e-3, 1e-3, 1e-6, 1e-6, 1e-3])
     first = 0 if fixed is None else 1
+    last = len(start) if per_worker else len(start) - 1
     fit = least_squares(
         residuals,
-        start[first:],
-        bounds=(np.zeros(len(start) - first), upper[first:]),
+        start[first:last],
+        bounds=(np.zeros(last - first), upper[first:last]),
         loss="soft_l1",
         f_scale=0.1,
-        x_scale=scale[first:],
+        x_scale=scale[first:last],
     )
     return full(fit.x)
 

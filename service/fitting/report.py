@@ -129,10 +129,11 @@ GPUs busy: the v3 rows' own average power reaches ~690 W of 700 at large batches
 collective's step latency counts in its time but not in its power share (links idle, GPUs
 waiting on flags): small-batch expert-parallel v3 rows draw 230-350 W per GPU.
 
-Host time per decode step has a part per GPU worker beyond the first, fitted per engine: the
-driver hands each step's inputs to every worker (vLLM 0.5.4 broadcasts them; the v2 rows'
+Host time per decode step has a part per GPU worker beyond the first, fitted per vLLM engine:
+the driver hands each step's inputs to every worker (vLLM 0.5.4 broadcasts them; the v2 rows'
 time beyond their kernels at small batches grows with the tensor-parallel degree, ~12-20 ms at
-TP 1 to 60-80 ms at TP 8), and the GPUs wait meanwhile, so that part draws idle power.
+TP 1 to 60-80 ms at TP 8), and the GPUs wait meanwhile, so that part draws idle power. The
+Splitwise harness is not vLLM and holds it at 0.
 
 ## Held-out model families
 
