@@ -31,6 +31,9 @@ class RooflineCoefficients:
         decode_step_overhead_s: host-side time per decode step [s] (scheduler, sampling glue).
         decode_overhead_per_sequence_s: host-side time per decode step per running sequence [s]
             (per-sequence scheduling and metadata work grows with the batch).
+        decode_overhead_per_worker_s: host-side time per decode step per GPU worker beyond
+            the first [s]: the driver hands each step's inputs to every worker process (vLLM V0
+            broadcasts them), and the GPUs wait meanwhile, drawing idle power.
         gemm_tile_m: tile height in M that GEMMs are padded to for their compute time [rows].
     """
 
@@ -47,6 +50,7 @@ class RooflineCoefficients:
     decode_step_overhead_s: float
     decode_overhead_per_sequence_s: float
     gemm_tile_m: int = 64
+    decode_overhead_per_worker_s: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,5 +111,6 @@ IDEAL_ROOFLINE = RooflineCoefficients(
     decode_step_overhead_s=0.0,
     decode_overhead_per_sequence_s=0.0,
     gemm_tile_m=1,
+    decode_overhead_per_worker_s=0.0,
 )
 """Peaks as published, no overheads, no padding: the textbook roofline (used by tests)."""

@@ -16,6 +16,7 @@ from service.core.coefficients import CostModelCoefficients
 from service.core.counts import AttentionSpan, padded_rows
 from service.core.errors import CostModelError, InvalidParallelism, InvalidWorkload
 from service.core.estimate_many import BatchEstimate, price_workloads
+from service.core.host_overhead import decode_overhead_s, overhead_gpu_j, worker_wait_s
 from service.core.memory import check_fits, kv_cache_bytes_per_gpu
 from service.core.moe import expert_terms
 from service.core.phase import ContextRange, PhaseRequest, phase_kernel_tables
@@ -60,24 +61,20 @@ def estimate_request(
         coefficients.power,
     )
     steps = workload.output_tokens - 1
+    held = deployment.gpu_count
     overhead_s = (
         roofline.prefill_overhead_s,
-        steps
-        * (
-            roofline.decode_step_overhead_s
-            + roofline.decode_overhead_per_sequence_s * workload.batch_size
-        ),
+        decode_overhead_s(roofline, float(workload.batch_size), float(steps), held),
     )
-    held = deployment.gpu_count
+    wait_s = (0.0, worker_wait_s(roofline, float(steps), held))
     waiting = held - par.gpus_per_stage  # other pipeline stages idle meanwhile
-    overhead_w = gpu.idle_w + (gpu.tdp_w - gpu.idle_w) * coefficients.power.host_overhead
     prefill, decode = (
         PhaseCost(
             phase=table.phase,
             time_s=table.kernel_time_s + overhead_s[p],
             gpu_j=table.kernel_gpu_j
             + gpu.idle_w * waiting * table.kernel_time_s
-            + overhead_w * held * overhead_s[p],
+            + overhead_gpu_j(overhead_s[p], wait_s[p], gpu, coefficients.power, held),
             overhead_s=overhead_s[p],
             steps=1 if p == 0 else steps,
             table=table,

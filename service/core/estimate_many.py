@@ -16,6 +16,7 @@ import numpy.typing as npt
 from service.core.batch_phase import PhaseArrays, phase_arrays
 from service.core.batch_terms import batch_terms
 from service.core.coefficients import CostModelCoefficients
+from service.core.host_overhead import decode_overhead_s, overhead_gpu_j, worker_wait_s
 from service.core.kernel_table import KernelTable
 from service.core.plan import CostPlan
 from service.core.results import MemoryFootprint, Phase, PhaseCost, RequestEstimate
@@ -162,17 +163,17 @@ def price_workloads(
     basis_sum, padded_sum = terms.phase_sums(arch.sliding_window_tokens)
     kernel_s = arrays.time_s.sum(axis=2)  # [2, N]
     kernel_j = arrays.gpu_j.sum(axis=2)
+    gpu, held = deployment.gpu, deployment.gpu_count
     overhead_s = np.stack(
         [
             np.full_like(batch, roofline.prefill_overhead_s),
-            (output - 1.0)
-            * (roofline.decode_step_overhead_s + roofline.decode_overhead_per_sequence_s * batch),
+            decode_overhead_s(roofline, batch, output - 1.0, held),
         ]
     )
-    gpu, held = deployment.gpu, deployment.gpu_count
+    wait_s = np.stack([np.zeros_like(batch), worker_wait_s(roofline, output - 1.0, held)])
     waiting = held - deployment.parallelism.gpus_per_stage  # other pipeline stages idle meanwhile
-    overhead_w = gpu.idle_w + (gpu.tdp_w - gpu.idle_w) * coefficients.power.host_overhead
-    phase_j = kernel_j + gpu.idle_w * waiting * kernel_s + overhead_w * held * overhead_s
+    overhead_j = overhead_gpu_j(overhead_s, wait_s, gpu, coefficients.power, held)
+    phase_j = kernel_j + gpu.idle_w * waiting * kernel_s + overhead_j
     return BatchEstimate(
         plan=plan,
         workloads=tuple(workloads),

@@ -35,6 +35,7 @@ from service.fitting.kernel_fit import (
     fit_kernel_efficiencies,
     predict_kernel_s,
 )
+from service.fitting.request_inputs import DRIVER_WORKER_ENGINES
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -46,6 +47,7 @@ def overhead_values(overheads: Overheads) -> dict[str, float]:
         "decode_step_overhead_s",
         "decode_overhead_per_sequence_s",
         "decode_kernel_launch_s",
+        "decode_overhead_per_worker_s",
     )
     return dict(zip(names, overheads, strict=True))
 
@@ -120,7 +122,11 @@ def fit_all(
     overheads: dict[str, Overheads] = {}
     for engine in engines:
         borrowed = next(iter(overheads.values()))[0] if overheads else None
-        overheads[engine] = fit_overheads([r for r in rows if r.engine == engine], borrowed)
+        overheads[engine] = fit_overheads(
+            [r for r in rows if r.engine == engine],
+            borrowed,
+            per_worker=engine in DRIVER_WORKER_ENGINES,
+        )
     energy_rows = [r for r in rows if r.measured_per_sequence_j is not None]
     power, overhead_power = _fit_power_per_engine(energy_rows, overheads)
     return FittedModel(fit_kernel_efficiencies(samples), network, overheads, power, overhead_power)

@@ -26,9 +26,9 @@ from service.fitting.datasets import EnergyMeasurement, PhaseTimeMeasurement
 from service.fitting.request_inputs import ENGINE_OF_SOURCE, RequestInputs, mlenergy_inputs
 
 FloatArray = npt.NDArray[np.float64]
-Overheads = tuple[float, float, float, float]
+Overheads = tuple[float, float, float, float, float]
 """(prefill overhead, decode step overhead, decode overhead per sequence per step, decode kernel
-launch) [s]."""
+launch, decode overhead per step per GPU worker beyond the first) [s]."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +111,7 @@ def without_overheads(coeffs: CostModelCoefficients) -> CostModelCoefficients:
         prefill_overhead_s=0.0,
         decode_step_overhead_s=0.0,
         decode_overhead_per_sequence_s=0.0,
+        decode_overhead_per_worker_s=0.0,
         decode_kernel_launch_s=coeffs.roofline.kernel_launch_s,
     )
     return replace(coeffs, roofline=roofline)
@@ -166,7 +167,13 @@ def end_to_end_rows(
 
 def step_overhead_s(r: EndToEndRow, overheads: Overheads) -> float:
     """Host time of one decode step of `r` [s]."""
-    return overheads[1] + overheads[2] * r.batch_size
+    return overheads[1] + overheads[2] * r.batch_size + step_wait_s(r, overheads)
+
+
+def step_wait_s(r: EndToEndRow, overheads: Overheads) -> float:
+    """The part of a decode step's host time in which the driver feeds `r`'s other GPU
+    workers and the GPUs wait at idle power [s]."""
+    return overheads[4] * (r.gpu_count - 1)
 
 
 def _peak_prefill_s(p: PhaseTimeMeasurement, models: ModelCatalog, gpus: GpuCatalog) -> float:
@@ -197,14 +204,21 @@ def predicted_prefill_s(rows: list[EndToEndRow], overheads: Overheads) -> FloatA
 
 
 def _phase_energy_j(
-    r: EndToEndRow, phase: PhaseArrays, time_s: FloatArray, overhead_s: float, power: FloatArray
+    r: EndToEndRow,
+    phase: PhaseArrays,
+    time_s: FloatArray,
+    overhead_s: tuple[float, float],
+    power: FloatArray,
 ) -> float:
+    """GPU energy of one phase [J]; `overhead_s` is (host time at the engine's overhead power,
+    host time at idle power)."""
     share = power[0] * phase.compute_s + power[1] * phase.memory_s + power[2] * phase.network_s
     kernel_s = float(time_s.sum())
     active = r.group_gpus * (r.idle_w * kernel_s + r.dynamic_w * np.minimum(share, time_s).sum())
     overhead_w = r.idle_w + r.dynamic_w * power[3]
-    waiting = (
-        r.idle_w * (r.gpu_count - r.group_gpus) * kernel_s + overhead_w * r.gpu_count * overhead_s
+    busy_s, idle_s = overhead_s
+    waiting = r.idle_w * (r.gpu_count - r.group_gpus) * kernel_s + r.gpu_count * (
+        overhead_w * busy_s + r.idle_w * idle_s
     )
     return float(active + waiting)
 
@@ -213,29 +227,25 @@ def predicted_per_sequence_j(
     rows: list[EndToEndRow], overheads: Overheads, power: FloatArray
 ) -> FloatArray:
     """Per-sequence GPU energy [J] of each row for host overheads and power coefficients."""
-    return np.array(
-        [
-            (
-                _phase_energy_j(r, r.prefill, r.prefill.time_s, overheads[0], power)
-                + _phase_energy_j(
-                    r,
-                    r.decode,
-                    decode_kernel_s(r, overheads),
-                    r.decode_steps * step_overhead_s(r, overheads),
-                    power,
-                )
-            )
-            / r.batch_size
-            for r in rows
-        ]
-    )
+    return np.array([_per_sequence_j(r, overheads, power) for r in rows])
 
 
-def fit_overheads(rows: list[EndToEndRow], prefill_overhead_s: float | None = None) -> Overheads:
+def _per_sequence_j(r: EndToEndRow, overheads: Overheads, power: FloatArray) -> float:
+    wait_s = r.decode_steps * step_wait_s(r, overheads)
+    busy_s = r.decode_steps * step_overhead_s(r, overheads) - wait_s
+    prefill_j = _phase_energy_j(r, r.prefill, r.prefill.time_s, (overheads[0], 0.0), power)
+    decode_j = _phase_energy_j(r, r.decode, decode_kernel_s(r, overheads), (busy_s, wait_s), power)
+    return (prefill_j + decode_j) / r.batch_size
+
+
+def fit_overheads(
+    rows: list[EndToEndRow], prefill_overhead_s: float | None = None, *, per_worker: bool = True
+) -> Overheads:
     """Host overheads [s] minimising robust log error of TPOT and prefill time.
 
     Rows without prefill measurements cannot tell the prefill overhead: pass it in
-    `prefill_overhead_s` (taken from an engine that has them) and it is held fixed.
+    `prefill_overhead_s` (taken from an engine that has them) and it is held fixed. Without
+    `per_worker` the time per worker is held at 0 (an engine with no driver feeding workers).
     """
     timed = [r for r in rows if r.measured_prefill_s is not None]
     tpot = np.array([r.measured_tpot_s for r in rows])
@@ -243,7 +253,9 @@ def fit_overheads(rows: list[EndToEndRow], prefill_overhead_s: float | None = No
     fixed = prefill_overhead_s if not timed else None
 
     def full(params: FloatArray) -> Overheads:
-        return _overheads(np.concatenate([[fixed], params]) if fixed is not None else params)
+        head = [fixed] if fixed is not None else []
+        tail = [] if per_worker else [0.0]
+        return _overheads(np.concatenate([head, params, tail]))
 
     def residuals(params: FloatArray) -> FloatArray:
         overheads = full(params)
@@ -254,23 +266,30 @@ def fit_overheads(rows: list[EndToEndRow], prefill_overhead_s: float | None = No
             ]
         )
 
-    start = np.array([1e-3, 1e-3, 1e-6, 2e-6])
-    upper = np.array([0.5, 0.05, 1e-3, 2e-5])
-    scale = np.array([1e-3, 1e-3, 1e-6, 1e-6])
+    start = np.array([1e-3, 1e-3, 1e-6, 2e-6, 1e-4])
+    upper = np.array([0.5, 0.05, 1e-3, 2e-5, 0.05])
+    scale = np.array([1e-3, 1e-3, 1e-6, 1e-6, 1e-3])
     first = 0 if fixed is None else 1
+    last = len(start) if per_worker else len(start) - 1
     fit = least_squares(
         residuals,
-        start[first:],
-        bounds=(np.zeros(4 - first), upper[first:]),
+        start[first:last],
+        bounds=(np.zeros(last - first), upper[first:last]),
         loss="soft_l1",
         f_scale=0.1,
-        x_scale=scale[first:],
+        x_scale=scale[first:last],
     )
     return full(fit.x)
 
 
 def _overheads(params: FloatArray) -> Overheads:
-    return float(params[0]), float(params[1]), float(params[2]), float(params[3])
+    return (
+        float(params[0]),
+        float(params[1]),
+        float(params[2]),
+        float(params[3]),
+        float(params[4]),
+    )
 
 
 def fit_power(rows: list[EndToEndRow], overheads: Overheads) -> FloatArray:

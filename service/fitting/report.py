@@ -129,6 +129,12 @@ GPUs busy: the v3 rows' own average power reaches ~690 W of 700 at large batches
 collective's step latency counts in its time but not in its power share (links idle, GPUs
 waiting on flags): small-batch expert-parallel v3 rows draw 230-350 W per GPU.
 
+Host time per decode step has a part per GPU worker beyond the first, fitted per vLLM engine:
+the driver hands each step's inputs to every worker (vLLM 0.5.4 broadcasts them; the v2 rows'
+time beyond their kernels at small batches grows with the tensor-parallel degree, ~12-20 ms at
+TP 1 to 60-80 ms at TP 8), and the GPUs wait meanwhile, so that part draws idle power. The
+Splitwise harness is not vLLM and holds it at 0.
+
 ## Held-out model families
 
 {_table(by_family)}
@@ -160,12 +166,14 @@ Goal of the issue: at most 25 % MAPE on latency and 30 % on energy for held-out 
 Host overheads per serving engine (and of the Splitwise measurement harness, fitted as a profile
 of its own and not served):
 
-| engine | prefill s | per decode step s | per step, sequence s | decode launch s | overhead power |
-|---|---|---|---|---|---|
+| engine | prefill s | per decode step s | per step, sequence s | per step, worker s \
+| decode launch s | overhead power |
+|---|---|---|---|---|---|---|
 """
         + "\n".join(
             f"| {e} | {o['prefill_overhead_s']:.4g} | {o['decode_step_overhead_s']:.4g} | "
-            f"{o['decode_overhead_per_sequence_s']:.4g} | {o['decode_kernel_launch_s']:.3g} | "
+            f"{o['decode_overhead_per_sequence_s']:.4g} | "
+            f"{o['decode_overhead_per_worker_s']:.4g} | {o['decode_kernel_launch_s']:.3g} | "
             f"{_overhead_power(o)} |"
             for e, o in {**document["engines"], **document["measurement_harnesses"]}.items()
         )

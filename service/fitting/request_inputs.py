@@ -32,6 +32,11 @@ ENGINE_OF_SOURCE: dict[str, str] = {
 as a profile of its own, so that its per-kernel launch and step costs do not pull the V1 profile
 away from v3 (sharing it overpredicted v3 decode time by a median 17 %)."""
 
+DRIVER_WORKER_ENGINES = frozenset({"vllm-v0", "vllm-v1"})
+"""Engines whose driver process hands each step's inputs to one worker process per GPU: their
+host time per decode step has a fitted part per worker beyond the first. The Splitwise harness
+is not vLLM; nothing says it has such a hand-off, so its per-worker time is held at 0."""
+
 TEXT_CATEGORY = "llm_text_generation"
 
 

@@ -22,7 +22,7 @@ class Health(BaseModel):
     model_config = example(
         {
             "status": "ok",
-            "model_version": "energy-gnn 2026.11.4+roofline 2026.11.3",
+            "model_version": "energy-gnn 2026.11.5+roofline 2026.11.4",
             "calibration_id": None,
             "database": {"reachable": True, "backend": "sqlite"},
             "open_dev_mode": True,

@@ -243,8 +243,9 @@ def test_legacy_engine_uses_its_own_host_overheads(client: TestClient) -> None:
         engine: post(client, example_body(workload=workload, serving={"engine": engine}))
         for engine in ("vllm-v0", "vllm-v1")
     }
-    # Same kernels and roofline; a decode step differs by the host overhead per step and by
-    # the per-kernel decode cost times the kernel executions of one step.
+    # Same kernels and roofline; a decode step differs by the host overhead per step (fixed,
+    # per sequence, per worker beyond the first of the example's 2 GPUs) and by the per-kernel
+    # decode cost times the kernel executions of one step.
     arch = load_model_catalog().get("meta-llama/Llama-3.1-8B-Instruct").require_architecture()
     core = core_estimate(arch, batch=64, prompt=128, output=65)
     executions_per_step = sum(k.executions for k in core.decode.kernels) / 64
@@ -252,6 +253,7 @@ def test_legacy_engine_uses_its_own_host_overheads(client: TestClient) -> None:
         v0.decode_step_overhead_s
         - v1.decode_step_overhead_s
         + 64 * (v0.decode_overhead_per_sequence_s - v1.decode_overhead_per_sequence_s)
+        + (2 - 1) * (v0.decode_overhead_per_worker_s - v1.decode_overhead_per_worker_s)
         + executions_per_step * (v0.decode_kernel_launch_s - v1.decode_kernel_launch_s)
     )
     tpot = {e: b["latency"]["time_per_output_token_s"] for e, b in bodies.items()}

@@ -12,8 +12,8 @@ from service.fitting.cross_validation import _fit_power_per_engine
 from service.fitting.end_to_end import EndToEndRow, Overheads, PhaseArrays, predicted_per_sequence_j
 
 OVERHEADS: dict[str, Overheads] = {
-    "vllm-v0": (0.02, 0.01, 2e-4, 2e-5),
-    "vllm-v1": (0.02, 0.0, 4e-5, 6e-6),
+    "vllm-v0": (0.02, 0.01, 2e-4, 2e-5, 8e-3),
+    "vllm-v1": (0.02, 0.0, 4e-5, 6e-6, 0.0),
 }
 
 
@@ -73,7 +73,7 @@ def test_an_engine_without_energy_rows_takes_the_mean_overhead_power() -> None:
         power = np.array([0.9, 0.6, 0.5, 0.2 if r.engine == "vllm-v0" else 0.6])
         (energy,) = predicted_per_sequence_j([r], OVERHEADS[r.engine], power)
         rows.append(replace(r, measured_per_sequence_j=float(energy)))
-    overheads = {**OVERHEADS, "harness": (0.02, 0.0, 1e-4, 1e-5)}
+    overheads = {**OVERHEADS, "harness": (0.02, 0.0, 1e-4, 1e-5, 0.0)}
     _, overhead_power = _fit_power_per_engine(rows, overheads)
     assert overhead_power["harness"] == pytest.approx((0.2 + 0.6) / 2, abs=1e-3)
 

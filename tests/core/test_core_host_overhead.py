@@ -1,0 +1,83 @@
+"""Host time per decode step: fixed, per running sequence, and per GPU worker beyond the first;
+the per-worker part (the driver feeding its workers) draws idle power, the rest the engine's
+host-overhead power. Hand-computed numbers; the one-request and many-request paths agree."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+from core_support import A100_1_5TB, IDEAL, POWER, deployment, estimate
+from numpy.testing import assert_allclose
+
+from service.core.architecture import ModelArchitecture
+from service.core.estimate import estimate_requests
+from service.core.host_overhead import decode_overhead_s, overhead_gpu_j, worker_wait_s
+from service.core.workload import Workload
+
+ARCH = ModelArchitecture(
+    hidden_size=1024,
+    num_layers=1,
+    num_attention_heads=8,
+    num_key_value_heads=8,
+    head_dim=128,
+    intermediate_size=4096,
+    vocab_size=1000,
+)
+ROOFLINE = dataclasses.replace(
+    IDEAL.roofline,
+    decode_step_overhead_s=2e-3,
+    decode_overhead_per_sequence_s=1e-4,
+    decode_overhead_per_worker_s=5e-3,
+)
+COEFFICIENTS = dataclasses.replace(
+    IDEAL, roofline=ROOFLINE, power=dataclasses.replace(POWER, host_overhead=0.4)
+)
+
+
+def test_decode_overhead_adds_a_term_per_worker_beyond_the_first() -> None:
+    # 9 steps x (2 ms + 16 sequences x 0.1 ms + (4 - 1) workers x 5 ms) = 9 x 18.6 ms
+    assert_allclose(decode_overhead_s(ROOFLINE, 16.0, 9.0, 4), 0.1674, rtol=1e-12)
+    assert_allclose(worker_wait_s(ROOFLINE, 9.0, 4), 0.135, rtol=1e-12)
+    # one GPU: no worker to feed
+    assert_allclose(decode_overhead_s(ROOFLINE, 16.0, 9.0, 1), 0.0324, rtol=1e-12)
+    assert worker_wait_s(ROOFLINE, 9.0, 1) == 0.0
+
+
+def test_feeding_workers_draws_idle_power_the_rest_host_overhead_power() -> None:
+    power = dataclasses.replace(POWER, host_overhead=0.4)
+    # 4 GPUs: 0.0324 s at 50 + 0.4 x 350 = 190 W, 0.135 s at 50 W
+    expected_j = 4 * (190.0 * 0.0324 + 50.0 * 0.135)  # = 51.624 J
+    assert_allclose(overhead_gpu_j(0.1674, 0.135, A100_1_5TB, power, 4), expected_j, rtol=1e-12)
+
+
+def test_estimate_prices_the_worker_term_in_time_and_energy() -> None:
+    dep = deployment(A100_1_5TB, tensor=4)
+    result = estimate(ARCH, 16, 8, 10, dep, COEFFICIENTS)
+    assert_allclose(result.decode.overhead_s, 0.1674, rtol=1e-12)
+    kernel_j = result.decode.table.kernel_gpu_j
+    assert_allclose(result.decode.gpu_j - kernel_j, 51.624, rtol=1e-9)
+    without = dataclasses.replace(ROOFLINE, decode_overhead_per_worker_s=0.0)
+    base = estimate(ARCH, 16, 8, 10, dep, dataclasses.replace(COEFFICIENTS, roofline=without))
+    assert_allclose(result.decode.time_s - base.decode.time_s, 0.135, rtol=1e-9)
+    assert_allclose(result.decode.gpu_j - base.decode.gpu_j, 4 * 50.0 * 0.135, rtol=1e-9)
+
+
+def test_many_workloads_agree_with_one_request_each() -> None:
+    dep = deployment(A100_1_5TB, tensor=2)
+    workloads = [Workload(4, 8, 10), Workload(32, 16, 3)]
+    batch, errors = estimate_requests(ARCH, workloads, dep, COEFFICIENTS)
+    assert not errors
+    for j, workload in enumerate(workloads):
+        one = estimate(
+            ARCH,
+            workload.batch_size,
+            workload.prompt_tokens,
+            workload.output_tokens,
+            dep,
+            COEFFICIENTS,
+        )
+        assert_allclose(batch.overhead_s[:, j], [one.prefill.overhead_s, one.decode.overhead_s])
+        assert_allclose(
+            batch.phase_gpu_j[:, j], np.array([one.prefill.gpu_j, one.decode.gpu_j]), rtol=1e-9
+        )
