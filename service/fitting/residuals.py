@@ -13,25 +13,16 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import sys
 from collections import defaultdict
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
-from service.catalog import load_gpu_catalog, load_model_catalog
-from service.catalog.coefficients import COEFFICIENTS_PATH, coefficients_from_document
-from service.fitting.cross_validation import fit_all, with_roofline_values
 from service.fitting.datasets import (
     DEFAULT_DATA_DIR,
     EnergyMeasurement,
-    load_mlenergy,
-    load_splitwise,
-    load_vidur_collectives,
-    load_vidur_kernels,
 )
 from service.fitting.end_to_end import (
     EndToEndRow,
@@ -41,7 +32,7 @@ from service.fitting.end_to_end import (
     predicted_prefill_s,
     predicted_tpot_s,
 )
-from service.fitting.kernel_fit import fit_collectives, fit_kernel_efficiencies, kernel_samples
+from service.fitting.family_folds import FoldData, fit_without
 from service.fitting.request_inputs import mlenergy_inputs
 
 Line = dict[str, str | int | float]
@@ -49,31 +40,21 @@ Line = dict[str, str | int | float]
 
 def held_out_lines(data_dir: Path) -> list[Line]:
     """One dict per ML.ENERGY row the cost model represents, predicted without its family."""
-    models, gpus = load_model_catalog(), load_gpu_catalog()
-    base = coefficients_from_document(json.loads(COEFFICIENTS_PATH.read_text(encoding="utf-8")))
-    energy, phases = load_mlenergy(data_dir), load_splitwise(data_dir)
-    samples = kernel_samples(load_vidur_kernels(data_dir), models, gpus)
-    launch_s = fit_kernel_efficiencies(samples)["kernel_launch_s"]
-    network, _, _ = fit_collectives(load_vidur_collectives(data_dir), gpus, launch_s)
-    sample_families = np.array(samples.family)
+    data = FoldData.load(data_dir)
     lines: list[Line] = []
-    inputs = [mlenergy_inputs(m, models, gpus) for m in energy]
+    inputs = [mlenergy_inputs(m, data.models, data.gpus) for m in data.energy]
     for family in sorted({i.family for i in inputs if not isinstance(i, str)}):
-        keep = sample_families != family
-        kernel = fit_kernel_efficiencies(samples.subset(keep))
-        coeffs = with_roofline_values(base, {**kernel, **network})
-        pairs = []  # each measurement with its row (one call each keeps the pairing)
-        for m in energy:
-            rows, _ = end_to_end_rows([m], [], models, gpus, coeffs)
-            pairs += [(m, row) for row in rows]
-        splitwise, _ = end_to_end_rows([], phases, models, gpus, coeffs)
-        train = [r for _, r in pairs if r.family != family] + splitwise
-        model = replace(fit_all(samples.subset(keep), network, train), kernel=kernel)
-        for m, r in pairs:
-            if r.family == family:
-                overheads, power = model.overheads[r.engine], model.power_of(r.engine)
-                lines.append(_line(m, r, overheads, power))
-        print(f"{family}: {sum(1 for _, r in pairs if r.family == family)} rows", file=sys.stderr)
+        fold = fit_without(data, family)
+        model, count = fold.model, 0
+        for m in data.energy:
+            # One call per measurement keeps each row paired with what it measured.
+            rows, _ = end_to_end_rows([m], [], data.models, data.gpus, fold.coefficients)
+            for r in rows:
+                if r.family == family:
+                    overheads, power = model.overheads[r.engine], model.power_of(r.engine)
+                    lines.append(_line(m, r, overheads, power))
+                    count += 1
+        print(f"{family}: {count} rows", file=sys.stderr)
     return lines
 
 
