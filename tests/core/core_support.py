@@ -26,6 +26,17 @@ from service.core.results import KernelCost, PhaseCost, RequestEstimate
 from service.core.workload import Deployment, Parallelism, Precision, Workload
 
 # compute + memory + network < 1, so the TDP cap on dynamic power never binds.
+ONE_LAYER_DENSE = ModelArchitecture(
+    hidden_size=1024,
+    num_layers=1,
+    num_attention_heads=8,
+    num_key_value_heads=8,
+    head_dim=128,
+    intermediate_size=4096,
+    vocab_size=1000,
+)
+"""A one-layer dense model small enough that per-step costs (overheads, latencies) dominate."""
+
 POWER = PowerCoefficients(compute=0.5, memory=0.3, network=0.1, host_overhead=0.0)
 INTERVAL = EnergyInterval(low_ratio=0.7, high_ratio=1.3, lower_quantile=0.1, upper_quantile=0.9)
 IDEAL = CostModelCoefficients(

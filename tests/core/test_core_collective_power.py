@@ -5,21 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 
-from core_support import A100_1_5TB, IDEAL, deployment, estimate, row
+from core_support import A100_1_5TB, IDEAL, ONE_LAYER_DENSE, deployment, estimate, row
 from numpy.testing import assert_allclose
 
-from service.core.architecture import ModelArchitecture
 from service.core.results import RequestEstimate
 
-ARCH = ModelArchitecture(
-    hidden_size=1024,
-    num_layers=1,
-    num_attention_heads=8,
-    num_key_value_heads=8,
-    head_dim=128,
-    intermediate_size=4096,
-    vocab_size=1000,
-)
+ARCH = ONE_LAYER_DENSE
 LATENCY_S = 1e-3  # per ring step, made large so that latency dominates
 
 

@@ -7,23 +7,14 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-from core_support import A100_1_5TB, IDEAL, POWER, deployment, estimate
+from core_support import A100_1_5TB, IDEAL, ONE_LAYER_DENSE, POWER, deployment, estimate
 from numpy.testing import assert_allclose
 
-from service.core.architecture import ModelArchitecture
 from service.core.estimate import estimate_requests
 from service.core.host_overhead import decode_overhead_s, overhead_gpu_j, worker_wait_s
 from service.core.workload import Workload
 
-ARCH = ModelArchitecture(
-    hidden_size=1024,
-    num_layers=1,
-    num_attention_heads=8,
-    num_key_value_heads=8,
-    head_dim=128,
-    intermediate_size=4096,
-    vocab_size=1000,
-)
+ARCH = ONE_LAYER_DENSE
 ROOFLINE = dataclasses.replace(
     IDEAL.roofline,
     decode_step_overhead_s=2e-3,

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from db_support import quote_row
 from sqlalchemy import create_engine, select, text
 
 from service.db.base import Base
@@ -65,20 +66,7 @@ def test_an_object_without_other_members_is_refused() -> None:
 
 
 def row(quote_id: str, response: QuoteDocument | dict[str, object]) -> QuoteRow:
-    return QuoteRow(
-        id=quote_id,
-        tenant="acme",
-        idempotency_key=None,
-        request_hash="h",
-        request={"model": "m"},
-        response=response,
-        model_version="v",
-        calibration_id=None,
-        model_id="m",
-        gpu_id="L4",
-        gpu_count=1,
-        created_at=STAMP,
-    )
+    return quote_row(quote_id, response, STAMP)
 
 
 def test_a_document_is_stored_as_its_text_and_read_back_parsed(
