@@ -98,16 +98,16 @@ def leave_family_out(
 def regressor_cv(
     folds: Folds,
     variant: Variant,
-    config: TrainConfig | Mapping[str, TrainConfig],
+    configs: Mapping[str, TrainConfig],
     priors: Priors,
 ) -> FloatArray:
-    """Held-out log energy of every row from ensembles trained without its family (`config`
-    may be chosen per held-out family: by inner validation that never saw it)."""
+    """Held-out log energy of every row from ensembles trained without its family, each with
+    the configuration of its held-out family (chosen by inner validation that never saw it)."""
 
     def predict(train: list[TrainingRow], test: list[TrainingRow], family: str) -> FloatArray:
         weights = priors.weights(train, variant.focused)
-        chosen = config if isinstance(config, TrainConfig) else config[family]
-        model = train_ensemble(train, weights, variant, chosen, desc=f"{variant.name} -{family}")
+        config = configs[family]
+        model = train_ensemble(train, weights, variant, config, desc=f"{variant.name} -{family}")
         return predict_log_j(model, test)
 
     return leave_family_out(folds, predict)
