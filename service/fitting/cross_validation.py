@@ -206,6 +206,40 @@ def predict_rows(
                 )
 
 
+@dataclass(frozen=True)
+class Refit:
+    """One fold: the model fitted without the held-out rows and samples, the coefficients its
+    kernel fit gives (what every row, held-out ones included, is priced with) and those rows."""
+
+    model: FittedModel
+    coefficients: CostModelCoefficients
+    rows: list[EndToEndRow]
+
+
+def refit_without(
+    group_of_row: Callable[[EndToEndRow], str],
+    group: str,
+    train_mask: npt.NDArray[np.bool_],
+    samples: KernelSamples,
+    network: dict[str, float],
+    base: CostModelCoefficients,
+    data: tuple[list[EnergyMeasurement], list[PhaseTimeMeasurement]],
+    models: ModelCatalog,
+    gpus: GpuCatalog,
+) -> Refit | None:
+    """Kernel efficiencies on the samples of `train_mask`, every end-to-end row priced with
+    them, host overheads and power on the rows outside `group`; None when no row is left to
+    fit on."""
+    kernel = fit_kernel_efficiencies(samples.subset(train_mask))
+    coefficients = with_roofline_values(base, {**kernel, **network})
+    rows, _ = end_to_end_rows(*data, models, gpus, coefficients)
+    train = [r for r in rows if group_of_row(r) != group]
+    if not train:
+        return None
+    model = replace(fit_all(samples.subset(train_mask), network, train), kernel=kernel)
+    return Refit(model, coefficients, rows)
+
+
 def cross_validate(
     groups: list[str],
     group_of_sample: list[str],
@@ -223,15 +257,21 @@ def cross_validate(
     sample_groups = np.array(group_of_sample)
     for group in tqdm(groups, desc=desc, unit="fold"):
         train_mask = sample_groups != group
-        kernel = fit_kernel_efficiencies(samples.subset(train_mask))
-        coeffs = with_roofline_values(base, {**kernel, **network})
-        rows, _ = end_to_end_rows(*data, models, gpus, coeffs)
-        train = [r for r in rows if group_of_row(r) != group]
-        test = [r for r in rows if group_of_row(r) == group]
-        if not train:
+        refit = refit_without(
+            group_of_row,
+            group,
+            train_mask,
+            samples,
+            network,
+            base,
+            data,
+            models,
+            gpus,
+        )
+        if refit is None:
             continue
-        model = fit_all(samples.subset(train_mask), network, train)
-        model = replace(model, kernel=kernel)
+        model, kernel = refit.model, refit.model.kernel
+        test = [r for r in refit.rows if group_of_row(r) == group]
         predict_rows(held, test, model, group_of_row)
         test_samples = samples.subset(~train_mask)
         if len(test_samples.measured_s):

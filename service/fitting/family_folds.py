@@ -2,15 +2,15 @@
 outside `fit_cost_model` share (the per-row residuals of `service.fitting.residuals`, and the
 regressor's folds in `service.training.folds`).
 
-Each fold fits the kernel efficiencies on the other families' Vidur samples, prices every
-end-to-end row with them, then fits host overheads and power on the rows of the other families
-only, exactly as `cross_validation.cross_validate` does for the committed report.
+Each fold is `cross_validation.refit_without`, the refit behind the committed report's
+leave-one-family-out: kernel efficiencies on the other families' Vidur samples, every
+end-to-end row priced with them, host overheads and power on the other families' rows.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +21,7 @@ from service.catalog.coefficients import COEFFICIENTS_PATH, coefficients_from_do
 from service.catalog.gpus import GpuCatalog
 from service.catalog.models import ModelCatalog
 from service.core.coefficients import CostModelCoefficients
-from service.fitting.cross_validation import FittedModel, fit_all, with_roofline_values
+from service.fitting.cross_validation import Refit, refit_without
 from service.fitting.datasets import (
     EnergyMeasurement,
     PhaseTimeMeasurement,
@@ -30,7 +30,7 @@ from service.fitting.datasets import (
     load_vidur_collectives,
     load_vidur_kernels,
 )
-from service.fitting.end_to_end import EndToEndRow, end_to_end_rows
+from service.fitting.end_to_end import EndToEndRow
 from service.fitting.kernel_fit import (
     KernelSamples,
     fit_collectives,
@@ -72,23 +72,23 @@ class FoldData:
         )
 
 
-@dataclass(frozen=True)
-class FamilyFit:
-    """One fold: the model fitted without `family`, the coefficients its kernel fit gives (what
-    held-out rows are priced with) and every end-to-end row priced with them."""
-
-    family: str
-    model: FittedModel
-    coefficients: CostModelCoefficients
-    rows: list[EndToEndRow]
-
-
-def fit_without(data: FoldData, family: str) -> FamilyFit:
+def fit_without(data: FoldData, family: str) -> Refit:
     """Refit the cost model on everything but `family`'s kernel samples and rows."""
-    keep = data.sample_families != family
-    kernel = fit_kernel_efficiencies(data.samples.subset(keep))
-    coefficients = with_roofline_values(data.base, {**kernel, **data.network})
-    rows, _ = end_to_end_rows(data.energy, data.phases, data.models, data.gpus, coefficients)
-    train = [r for r in rows if r.family != family]
-    model = replace(fit_all(data.samples.subset(keep), data.network, train), kernel=kernel)
-    return FamilyFit(family, model, coefficients, rows)
+    refit = refit_without(
+        _family_of,
+        family,
+        data.sample_families != family,
+        data.samples,
+        data.network,
+        data.base,
+        (data.energy, data.phases),
+        data.models,
+        data.gpus,
+    )
+    if refit is None:
+        raise ValueError(f"no end-to-end row outside family {family!r} to fit on")
+    return refit
+
+
+def _family_of(row: EndToEndRow) -> str:
+    return row.family
