@@ -32,6 +32,9 @@ class StepResult:
     stored: int = 0  # 200 with a quote id
     generator_cpu_s: float = 0.0
     server_cpu_s: float = 0.0
+    # Everything else on the machine (for PostgreSQL, its server too): a loaded machine
+    # shows here, so a slow step can be told from a busy neighbour.
+    other_cpu_s: float = 0.0
     wall_s: float = 0.0
 
     @property

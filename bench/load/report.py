@@ -54,8 +54,9 @@ def _errors(step: StepResult) -> str:
 def step_table(steps: Sequence[StepResult]) -> list[str]:
     lines = [
         "| offered /s | achieved 200/s | p50 ms | p99 ms | p99.9 ms | max ms | 200 | stored "
-        "| shed 503 | errors | unsent | server CPU µs/req | generator CPU % |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| shed 503 | errors | unsent | server CPU µs/req | generator CPU % "
+        "| rest of machine CPU % |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for step in steps:
         answered = len(step.latencies_all_s)
@@ -66,7 +67,8 @@ def step_table(steps: Sequence[StepResult]) -> list[str]:
             f"| {_ms(percentile(lat, 0.99))} | {_ms(percentile(lat, 0.999))} "
             f"| {_ms(max(lat, default=math.nan))} | {step.ok} | {step.stored} | {step.shed} "
             f"| {_errors(step)} | {step.unsent} | {server_us:.0f} "
-            f"| {100 * step.generator_cpu_s / step.wall_s:.0f} |"
+            f"| {100 * step.generator_cpu_s / step.wall_s:.0f} "
+            f"| {100 * step.other_cpu_s / step.wall_s:.0f} |"
         )
     return lines
 

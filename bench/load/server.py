@@ -56,6 +56,14 @@ def cpu_seconds(pids: list[int]) -> float:
     return total / CLOCK_TICKS_PER_S
 
 
+def machine_busy_cpu_s() -> float:
+    """CPU time [s] every core of the machine has spent busy since boot (from /proc/stat:
+    user, nice, system, irq, softirq and steal; idle and iowait left out)."""
+    fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(f) for f in fields[1:9])
+    return (user + nice + system + irq + softirq + steal) / CLOCK_TICKS_PER_S
+
+
 def rss_bytes(pid: int) -> int:
     """Resident set size [bytes] of one process (from /proc/<pid>/statm)."""
     return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE_BYTES
