@@ -54,6 +54,13 @@ def rest_of_machine_s(step: StepResult, machine_s: float) -> float:
     return max(0.0, machine_s - step.server_cpu_s - step.generator_cpu_s)
 
 
+def busiest_share(after: dict[int, float], before: dict[int, float], workers: int) -> float:
+    """The busiest worker's share of the `workers` busiest processes' CPU between two readings
+    (a balanced pair of workers: 0.5)."""
+    used = sorted((after[pid] - before.get(pid, 0.0) for pid in after), reverse=True)[:workers]
+    return max(used) / sum(used) if used and sum(used) > 0 else float("nan")
+
+
 def run_database(label: str, url: str, args: argparse.Namespace, log: Path) -> list[StepResult]:
     migrate.upgrade(url)
     env = {
@@ -73,16 +80,21 @@ def run_database(label: str, url: str, args: argparse.Namespace, log: Path) -> l
         print(f"[{label}] warm-up: {warm.ok} answered")
         for rate in args.rates:
             cpu_before, machine_before = server.cpu_seconds(), machine_busy_cpu_s()
+            workers_before = server.worker_cpu_seconds()
             step = asyncio.run(
                 run_step(HOST, server.port, requests, rate, args.step_s, args.connections)
             )
             step.server_cpu_s = server.cpu_seconds() - cpu_before
+            step.busiest_worker_share = busiest_share(
+                server.worker_cpu_seconds(), workers_before, args.workers
+            )
             step.other_cpu_s = rest_of_machine_s(step, machine_busy_cpu_s() - machine_before)
             steps.append(step)
             p99 = percentile(step.latencies_ok_s, 0.99) * 1000
             print(
                 f"[{label}] {rate:g}/s: {step.achieved_per_s:.0f} ok/s, p99 {p99:.1f} ms, "
-                f"shed {step.shed}, errors {step.errors}, unsent {step.unsent}",
+                f"shed {step.shed}, errors {step.errors}, unsent {step.unsent}, busiest worker "
+                f"{100 * step.busiest_worker_share:.0f} %",
                 flush=True,
             )
             time.sleep(args.pause_s)
@@ -159,7 +171,10 @@ def write_report(
         "`rest of machine CPU %` is the CPU the machine spent meanwhile on anything but the "
         "server and the generator (100 % = one core; PostgreSQL's own server counts here): "
         "more than a few per cent means a neighbour shared the two cores and the step "
-        "understates the service.",
+        "understates the service. `busiest worker %` is the busiest worker's share of the "
+        "workers' CPU (50 % with two workers is an even split). The generator opens its "
+        "connections one at a time, each answering a first request before the next is opened "
+        "(see `bench/load/open_loop.py`).",
         "",
     ]
     for database, steps in results.items():
@@ -205,7 +220,7 @@ def write_report(
                 "p99_s": percentile(s.latencies_ok_s, 0.99),
                 "p999_s": percentile(s.latencies_ok_s, 0.999),
                 "server_cpu_s": s.server_cpu_s, "generator_cpu_s": s.generator_cpu_s,
-                "other_cpu_s": s.other_cpu_s,
+                "other_cpu_s": s.other_cpu_s, "busiest_worker_share": s.busiest_worker_share,
                 "answered": len(s.latencies_all_s), "wall_s": s.wall_s,
             }
             for s in steps

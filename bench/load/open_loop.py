@@ -35,6 +35,7 @@ class StepResult:
     # Everything else on the machine (for PostgreSQL, its server too): a loaded machine
     # shows here, so a slow step can be told from a busy neighbour.
     other_cpu_s: float = 0.0
+    busiest_worker_share: float = float("nan")  # of the worker processes' CPU in the step
     wall_s: float = 0.0
 
     @property
@@ -68,6 +69,19 @@ def _classify(result: StepResult, status: int, body: bytes, latency_s: float) ->
         result.error_kinds[str(status)] += 1
 
 
+async def _used_connection(host: str, port: int) -> HttpConnection:
+    """A new keep-alive connection, once the server has answered a first request on it.
+
+    Opened all at once, the pool's connections wait together in the listening socket's backlog
+    and the worker that wakes first accepts most of them (uvicorn's workers race on one socket),
+    so one worker would carry up to 60 % of every step. A client pool grows one connection at a
+    time as it needs them; here each is used before the next is opened, so each accept is a new
+    race between idle workers (the busiest worker's share is reported per step)."""
+    connection = await HttpConnection.open(host, port)
+    await connection.request(f"GET /v1/health HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+    return connection
+
+
 async def run_step(
     host: str,
     port: int,
@@ -81,7 +95,7 @@ async def run_step(
     clock = time.perf_counter  # uvloop's loop.time() is cached per iteration, at 1 ms resolution
     scheduled = int(rate_per_s * duration_s)
     result = StepResult(rate_per_s, duration_s, scheduled)
-    pool = [await HttpConnection.open(host, port) for _ in range(connections)]
+    pool = [await _used_connection(host, port) for _ in range(connections)]
     indices = itertools.count()
     cpu_before = resource.getrusage(resource.RUSAGE_SELF)
     start = clock() + 0.05

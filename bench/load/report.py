@@ -51,12 +51,16 @@ def _errors(step: StepResult) -> str:
     return f"{step.errors} ({kinds})" if kinds else str(step.errors)
 
 
+def _percent(share: float) -> str:
+    return "-" if math.isnan(share) else f"{100 * share:.0f}"
+
+
 def step_table(steps: Sequence[StepResult]) -> list[str]:
     lines = [
         "| offered /s | achieved 200/s | p50 ms | p99 ms | p99.9 ms | max ms | 200 | stored "
         "| shed 503 | errors | unsent | server CPU µs/req | generator CPU % "
-        "| rest of machine CPU % |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| rest of machine CPU % | busiest worker % |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for step in steps:
         answered = len(step.latencies_all_s)
@@ -68,7 +72,8 @@ def step_table(steps: Sequence[StepResult]) -> list[str]:
             f"| {_ms(max(lat, default=math.nan))} | {step.ok} | {step.stored} | {step.shed} "
             f"| {_errors(step)} | {step.unsent} | {server_us:.0f} "
             f"| {100 * step.generator_cpu_s / step.wall_s:.0f} "
-            f"| {100 * step.other_cpu_s / step.wall_s:.0f} |"
+            f"| {100 * step.other_cpu_s / step.wall_s:.0f} "
+            f"| {_percent(step.busiest_worker_share)} |"
         )
     return lines
 

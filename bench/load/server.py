@@ -86,6 +86,11 @@ class RunningServer:
     def cpu_seconds(self) -> float:
         return cpu_seconds(self.pids)
 
+    def worker_cpu_seconds(self) -> dict[int, float]:
+        """CPU time [s] of each process under the master (workers, and multiprocessing's
+        resource tracker, which hardly runs)."""
+        return {pid: cpu_seconds([pid]) for pid in self.worker_pids}
+
 
 def wait_until_up(port: int, process: subprocess.Popen[bytes], timeout_s: float = 60.0) -> None:
     deadline = time.monotonic() + timeout_s
