@@ -100,10 +100,12 @@ class Settings(BaseSettings):
     onnx_inter_op_threads: PositiveInt = 1
     # Overload shedding, per worker process (service/api/load_shedding.py).
     shed_max_concurrent: int = Field(
-        default=8,
+        default=32,
         ge=0,
-        description="Requests a worker processes at once; 0 turns shedding off. Estimates are "
-        "CPU-bound under one GIL: more at once only adds latency to each.",
+        description="Requests a worker processes at once, their quotes' commit included; 0 turns "
+        "shedding off. Pricing runs one at a time in the event loop; the rest of the slots are "
+        "for requests waiting on a group commit (a few ms each under load), which 8 slots "
+        "were too few to cover at 1,000 estimates/s per worker (bench/results/load.md).",
     )
     shed_max_queued: int = Field(
         default=64, ge=0, description="Requests that may wait for a slot; more get 503 at once."
