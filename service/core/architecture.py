@@ -32,6 +32,9 @@ class ModelArchitecture:
     `moe_intermediate_size` that of each routed expert. `num_moe_layers` of the
     `num_layers` use a mixture-of-experts MLP (the rest are dense), and
     `num_sliding_window_layers` attend only to the last `sliding_window_tokens` tokens.
+    `fp8_block_scaled` marks a checkpoint whose FP8 weights carry one scale per 128 x 128 block
+    (Hugging Face `quantization_config.weight_block_size`), which serving engines run with
+    block-scaled kernels of their own (see `shards.expert_stream_bytes`).
     """
 
     hidden_size: int
@@ -58,6 +61,7 @@ class ModelArchitecture:
     num_shared_experts: int = 0
     shared_expert_intermediate_size: int | None = None
     mla: MlaShape | None = None
+    fp8_block_scaled: bool = False
 
     @property
     def is_moe(self) -> bool:

@@ -5,6 +5,9 @@ pass of T tokens touches E (1 - (1 - k/E)^T) distinct experts in expectation. In
 is small, that is what decides how much expert weight is read; in prefill every expert is
 touched. Expert GEMM rows per touched expert are padded to the tile height for compute time.
 
+Expert weights are read at `ShardShapes.expert_stream_bytes` per element (the storage size,
+except block-scaled FP8 checkpoints, priced as their kernel runs: see `shards`).
+
 An expert GEMM's counts are linear in three per-pass quantities (`ExpertTerms`): the expert rows
 (token-expert assignments on this GPU), the same padded per touched expert, and the touched
 experts; the cost plan carries its coefficients per unit of each (`expert_gemm_per_unit`).
@@ -82,7 +85,9 @@ def expert_gemm_per_unit(
     """Counts of an expert GEMM per expert row (padded FLOPs: per padded row) and per touched
     expert: `expert_gemm` is rows x the first plus touched x the second."""
     in_f, out_f = _expert_shape(node, arch, s)
-    per_row = gemm_work(1.0, in_f, out_f, in_f * out_f, s, 1)
+    per_row = gemm_work(
+        1.0, in_f, out_f, in_f * out_f, s, 1, weight_bytes_per_element=s.expert_stream_bytes
+    )
     return per_row._replace(weight_bytes=0.0), Work(weight_bytes=per_row.weight_bytes)
 
 
@@ -90,7 +95,15 @@ def expert_gemm(node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: Pa
     """Grouped GEMM over the touched local experts (gate+up or down projection)."""
     assignments, touched = _local_routing(arch, s, p.tokens)
     in_f, out_f = _expert_shape(node, arch, s)
-    per_expert = gemm_work(assignments / touched, in_f, out_f, in_f * out_f, s, p.tile_m)
+    per_expert = gemm_work(
+        assignments / touched,
+        in_f,
+        out_f,
+        in_f * out_f,
+        s,
+        p.tile_m,
+        weight_bytes_per_element=s.expert_stream_bytes,
+    )
     return per_expert.scaled(touched)
 
 

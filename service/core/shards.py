@@ -15,7 +15,9 @@ class ShardShapes:
     """Widths [elements] one GPU of a pipeline stage holds, and storage sizes [B/element].
 
     `group` GPUs (tensor x expert) shard attention and dense layers; experts are spread over
-    `expert` groups and each is sharded over `tensor` GPUs.
+    `expert` groups and each is sharded over `tensor` GPUs. `expert_stream_bytes` is the size a
+    routed expert's weights are timed at (see `expert_stream_bytes`); their storage size is
+    `weight_bytes`.
     """
 
     group: int
@@ -38,6 +40,7 @@ class ShardShapes:
     activation_bytes: float
     kv_bytes: float
     embedding_bytes: float
+    expert_stream_bytes: float
 
     @property
     def kv_cache_width(self) -> int:
@@ -88,7 +91,27 @@ def shard_shapes(arch: ModelArchitecture, deployment: Deployment) -> ShardShapes
         activation_bytes=bytes_per_element(precision.activations),
         kv_bytes=bytes_per_element(precision.kv_cache),
         embedding_bytes=bytes_per_element(sixteen_bit),
+        expert_stream_bytes=expert_stream_bytes(arch, precision.weights),
     )
+
+
+def expert_stream_bytes(arch: ModelArchitecture, weights: DType) -> float:
+    """Bytes per routed-expert weight element that expert GEMM time is priced at [B/element].
+
+    The storage size, except for block-scaled FP8 checkpoints (`arch.fp8_block_scaled`) served
+    in fp8: vLLM's Triton fused-MoE kernel for them was locked to 128-wide output tiles (the
+    quantisation block), too few thread blocks to fill an H100 at decode, and ran no faster
+    than the bf16 kernel, so they are priced at the 16-bit size. Sources: vLLM PR #46642
+    (https://github.com/vllm-project/vllm/pull/46642, "Block-quantized FP8 fused MoE was locked
+    to BLOCK_SIZE_N = block_shape[0] (128) ... At decode the gate-up GEMM is SM-bound"; merged
+    2026-06, after vLLM 0.11); vLLM issue #25540
+    (https://github.com/vllm-project/vllm/issues/25540, Qwen3-235B-A22B-Instruct-2507-FP8
+    serving slower than its bf16 twin). Per-channel FP8 checkpoints (e.g. fbgemm's) keep the
+    1-byte size: the evidence is about the block-scaled kernel only.
+    """
+    if arch.fp8_block_scaled and weights is DType.FP8:
+        return bytes_per_element(DType.BF16)
+    return bytes_per_element(weights)
 
 
 def _check_divides(arch: ModelArchitecture, tensor: int, expert: int, pipeline: int) -> None:

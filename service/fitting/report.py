@@ -135,6 +135,11 @@ time beyond their kernels at small batches grows with the tensor-parallel degree
 TP 1 to 60-80 ms at TP 8), and the GPUs wait meanwhile, so that part draws idle power. The
 Splitwise harness is not vLLM and holds it at 0.
 
+Block-scaled FP8 checkpoints (one scale per 128 x 128 weight block: Qwen3 FP8, DeepSeek-V3/R1)
+have their routed-expert GEMMs timed at the 16-bit weight size, storage staying 1 byte: vLLM's
+block-FP8 fused-MoE kernel was locked to 128-wide tiles that under-fill an H100 at decode and
+ran no faster than bf16 (vLLM PR #46642, issue #25540; `service/core/shards.py`).
+
 ## Held-out model families
 
 {_table(by_family)}

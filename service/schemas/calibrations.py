@@ -26,7 +26,7 @@ CALIBRATION_EXAMPLE: dict[str, Any] = {
     "created_at": "2026-11-22T12:00:00Z",
     "scope": "tenant",
     "tenant": "acme",
-    "model_version": "energy-gnn 2026.11.5+roofline 2026.11.4",
+    "model_version": "energy-gnn 2026.11.6+roofline 2026.11.5",
     "is_current": True,
     "activated_at": "2026-11-22T12:00:00Z",
     "previous_id": None,

@@ -83,7 +83,7 @@ class ModelOut(BaseModel):
 
 
 class ModelList(BaseModel):
-    model_config = open_example({"version": "2026.11.1", "items": []})
+    model_config = open_example({"version": "2026.11.2", "items": []})
 
     version: str
     items: list[ModelOut]

@@ -22,12 +22,12 @@ class Health(BaseModel):
     model_config = example(
         {
             "status": "ok",
-            "model_version": "energy-gnn 2026.11.5+roofline 2026.11.4",
+            "model_version": "energy-gnn 2026.11.6+roofline 2026.11.5",
             "calibration_id": None,
             "database": {"reachable": True, "backend": "sqlite"},
             "open_dev_mode": True,
             "auth_mode": "open-dev",
-            "catalogs": {"gpus": "2026.11.1", "models": "2026.11.1", "regions": "2026.11.0"},
+            "catalogs": {"gpus": "2026.11.1", "models": "2026.11.2", "regions": "2026.11.0"},
         }
     )
 

@@ -49,7 +49,7 @@ from service.training.validation import (
 
 logger = logging.getLogger("service.training")
 
-VERSION = "energy-gnn 2026.11.5"
+VERSION = "energy-gnn 2026.11.6"
 CHOSEN = Variant("GNN", phase_split=True, roofline=True, direct=False, message_passing=True)
 SEED_VARIANTS = {"GNN, other seed": 1, "GNN, third seed": 2}
 """Seed offsets of the seed-noise rows: the chosen design re-drawn (initialisation, bootstraps,
@@ -279,14 +279,17 @@ def report_notes(fold_coefficients: str) -> list[str]:
         )
     return [
         analytical,
-        "Power model of the analytical estimate (roofline 2026.11.4): the power drawn during "
+        "Power model of the analytical estimate (roofline 2026.11.5): the power drawn during "
         "host-overhead time is fitted per serving engine (vLLM 0.11's per-sequence decode time "
         "is GPU work: v3 rows reach 690 W of 700), and a collective's step latency counts in "
-        "its time but not in its power share (since energy-gnn 2026.11.3). New in roofline "
-        "2026.11.4 (energy-gnn 2026.11.5, network and hyperparameters unchanged): host time per "
-        "decode step has a part per GPU worker beyond the first, fitted per vLLM engine, during "
-        "which the GPUs wait on the driver at idle power (v2 rows' time beyond their kernels "
-        "grows with the tensor-parallel degree); `bench/results/cost_model_validation.md`.",
+        "its time but not in its power share (since energy-gnn 2026.11.3). Since roofline "
+        "2026.11.4 (energy-gnn 2026.11.5): host time per decode step has a part per GPU worker "
+        "beyond the first, fitted per vLLM engine, during which the GPUs wait on the driver at "
+        "idle power. New in roofline 2026.11.5 (energy-gnn 2026.11.6, network, hyperparameters "
+        "and per-fold penalties unchanged): block-scaled FP8 checkpoints (128 x 128 weight "
+        "blocks: Qwen3 FP8, DeepSeek-V3/R1) have their routed-expert GEMMs timed at the 16-bit "
+        "weight size, as vLLM's block-FP8 fused-MoE kernel ran no faster than bf16 (vLLM PR "
+        "#46642, issue #25540); `bench/results/cost_model_validation.md`.",
         "LLMCarbon-style and EcoLogits-style rows refit their one or two factors per fold.",
         "Prompt lengths are task means (data README), not per-row values, except lm-arena-chat "
         "(v3): 210 prefilled tokens instead of 690, as its multi-turn history is served from "

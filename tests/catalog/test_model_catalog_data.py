@@ -56,6 +56,7 @@ ARCH_KEYS = {
     "num_shared_experts",
     "shared_expert_intermediate_size",
     "mla",
+    "fp8_block_scaled",
 }
 MLA_KEYS = {"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"}
 ENUMS = {
@@ -65,7 +66,7 @@ ENUMS = {
     "position": {"rope", "alibi", "learned"},
     "attention": {"mha", "gqa", "mqa", "mla"},
 }
-BOOL_ARCH_KEYS = ("qkv_bias", "parallel_residual", "tie_word_embeddings")
+BOOL_ARCH_KEYS = ("qkv_bias", "parallel_residual", "tie_word_embeddings", "fp8_block_scaled")
 
 # Every model id named in the shared measurement data (ML.ENERGY v2 and v3, Splitwise, Vidur).
 SHARED_DATA_IDS = [
@@ -614,3 +615,13 @@ def test_multimodal_totals_exceed_text_decoder(models: list[dict[str, Any]]) -> 
             computed = count_parameters(m["architecture"])
             assert computed <= m["parameters"] * (1 + TOLERANCE), m["id"]
             assert computed >= m["parameters"] * 0.85, m["id"]
+
+
+def test_block_scaled_fp8_is_an_fp8_checkpoint_with_its_source(
+    models: list[dict[str, Any]],
+) -> None:
+    block = [m for m in _supported(models) if m["architecture"]["fp8_block_scaled"]]
+    assert block, "the catalogue names block-scaled FP8 checkpoints (Qwen3 FP8, DeepSeek-V3)"
+    for m in block:
+        assert m["published_precision"] == "fp8", m["id"]
+        assert "weight_block_size" in m["sources"]["fp8_block_scaled"], m["id"]

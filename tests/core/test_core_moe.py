@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-from core_support import catalog_arch, catalog_gpu, column_sum, deployment, estimate
+from dataclasses import replace
+
+from core_support import BF16, catalog_arch, catalog_gpu, column_sum, deployment, estimate
 from numpy.testing import assert_allclose
 
+from service.core.architecture import ModelArchitecture
+from service.core.dtypes import DType
 from service.core.moe import expected_touched_experts
+from service.core.shards import shard_shapes
+from service.core.workload import Precision
 
 EXPERT_KERNELS = {"moe_gate_up", "moe_down"}
 H200 = "H200-SXM-141GB"  # Mixtral in bf16 (93 GB) fits one
@@ -48,3 +54,44 @@ def test_mixtral_prefill_reads_every_expert() -> None:
     assert_allclose(column_sum(prefill, "weight_bytes", EXPERT_KERNELS), 90_194_313_216)
     # while the FLOPs are those of 2 experts per token: 2 · 2048 · 2 · 176,160,768 · 32 layers
     assert_allclose(column_sum(prefill, "tensor_flops", EXPERT_KERNELS), 46_179_488_366_592)
+
+
+FP8 = Precision(DType.FP8, DType.FP8, DType.BF16)
+MIXTRAL_EXPERT_BYTES_16_BIT = 22_548_578_304  # per decode step of one sequence, as above
+
+
+def _decode_expert_bytes_per_step(arch: ModelArchitecture, precision: Precision) -> float:
+    outputs = 5
+    dep = deployment(catalog_gpu(H200), precision=precision)
+    decode = estimate(arch, 1, 64, outputs, dep).decode
+    return column_sum(decode, "weight_bytes", EXPERT_KERNELS) / (outputs - 1)
+
+
+def test_block_scaled_fp8_experts_are_read_at_the_16_bit_size() -> None:
+    plain = catalog_arch("mistralai/Mixtral-8x7B-Instruct-v0.1")
+    block = replace(plain, fp8_block_scaled=True)
+    # per-channel fp8: 32 layers · 2 experts · 176,160,768 elements · 1 B = 11,274,289,152
+    assert_allclose(_decode_expert_bytes_per_step(plain, FP8), 11_274_289_152)
+    # block-scaled fp8 runs vLLM's block fused-MoE kernel, no faster than bf16: priced at 2 B
+    assert_allclose(_decode_expert_bytes_per_step(block, FP8), MIXTRAL_EXPERT_BYTES_16_BIT)
+    # the flag says how fp8 weights are scaled: bf16 weights are read at 2 B either way
+    assert_allclose(_decode_expert_bytes_per_step(block, BF16), MIXTRAL_EXPERT_BYTES_16_BIT)
+
+
+def test_block_scaled_fp8_keeps_its_1_byte_storage() -> None:
+    plain = catalog_arch("mistralai/Mixtral-8x7B-Instruct-v0.1")
+    block = replace(plain, fp8_block_scaled=True)
+    dep = deployment(catalog_gpu(H200), precision=FP8)
+    assert shard_shapes(block, dep).weight_bytes == 1.0
+    assert shard_shapes(block, dep).expert_stream_bytes == 2.0
+    assert shard_shapes(plain, dep).expert_stream_bytes == 1.0
+    footprint = estimate(block, 1, 64, 5, dep).memory.required_bytes_per_gpu
+    assert footprint == estimate(plain, 1, 64, 5, dep).memory.required_bytes_per_gpu
+
+
+def test_catalogue_marks_block_scaled_fp8_checkpoints() -> None:
+    # config.json quantization_config.weight_block_size [128, 128] (Qwen3 FP8, DeepSeek-V3)
+    assert catalog_arch("Qwen/Qwen3-235B-A22B-Instruct-2507-FP8").fp8_block_scaled
+    assert catalog_arch("deepseek-ai/DeepSeek-V3").fp8_block_scaled
+    # fbgemm per-channel fp8: not block-scaled
+    assert not catalog_arch("meta-llama/Llama-4-Maverick-17B-128E-Instruct-FP8").fp8_block_scaled
