@@ -184,14 +184,24 @@ def test_a_refused_request_releases_its_claim(client: TestClient, database_url: 
 # --- the billing pull while another process inserts -------------------------------------------
 
 SETTLE = {"billing_settle_s": 1.2, "db_statement_timeout_ms": 1000, "sqlite_busy_timeout_ms": 500}
+PULL_DEADLINE_S = 30.0
+# The writer inserts at most 1 / WRITER_PAUSE_S quotes a second and the reader pages
+# PAGE_LIMIT rows per READER_PAUSE_S plus a request: the reader must be the faster, or on a
+# fast machine it never reaches the settle horizon (at 10 ms and 50 ms it did not).
+WRITER_PAUSE_S = 0.03
+READER_PAUSE_S = 0.01
+PAGE_LIMIT = 4
 
 
 def pull(
     client: TestClient, cursor: str | None, params: dict[str, Any], pause_s: float = 0.0
 ) -> tuple[list[Any], Any]:
-    """Every page from `cursor` until `next_cursor` is null: (items, resume_cursor)."""
+    """Every page from `cursor` until `next_cursor` is null: (items, resume_cursor). Fails
+    after PULL_DEADLINE_S rather than paging forever behind a writer that outruns it."""
     items: list[Any] = []
+    deadline = time.monotonic() + PULL_DEADLINE_S
     while True:
+        assert time.monotonic() < deadline, f"the pull did not reach the end in {PULL_DEADLINE_S} s"
         page_params = {**params, **({"cursor": cursor} if cursor else {})}
         response = client.get("/v1/quotes", params=page_params)
         assert response.status_code == 200, response.text
@@ -214,7 +224,7 @@ def test_billing_pull_neither_skips_nor_repeats_under_concurrent_inserts(
     pull, then a second one from its `resume_cursor`, return every quote exactly once."""
     settle_s = SETTLE["billing_settle_s"]
     start = (datetime.now(UTC) - timedelta(milliseconds=1)).isoformat()
-    params = {"limit": 4, "created_after": start}
+    params = {"limit": PAGE_LIMIT, "created_after": start}
     with (
         running_client(database_url, **SETTLE) as reader,
         running_client(database_url, **SETTLE) as writer,
@@ -227,13 +237,13 @@ def test_billing_pull_neither_skips_nor_repeats_under_concurrent_inserts(
             while not stop.is_set():
                 body = writer.post("/v1/estimate", json=example_body()).json()
                 written.append((time.monotonic(), body["quote_id"]))
-                time.sleep(0.01)
+                time.sleep(WRITER_PAUSE_S)
 
         with ThreadPoolExecutor(1) as pool:
             inserting = pool.submit(insert_until_stopped)
             time.sleep(settle_s + 0.5)  # some of the writer's quotes are settled by now
             pull_started = time.monotonic()
-            first, resume = pull(reader, None, params, pause_s=0.05)
+            first, resume = pull(reader, None, params, pause_s=READER_PAUSE_S)
             pull_ended = time.monotonic()
             time.sleep(0.2)
             stop.set()
