@@ -51,10 +51,9 @@ def reading(results: dict[str, dict[str, Any]], pooled: dict[str, Any]) -> list[
         f"{b['mape']:.1f} % to {a['mape']:.1f} % and the share within 10 % from {b['w10']:.0f} % "
         f"to {a['w10']:.0f} %. MAPE falls by more than a point for: {better}; rises by more than "
         f"a point for: {worse} (points). One factor per GPU x family removes a bias that the "
-        "family's rows share; it cannot remove scatter between the family's models (in the "
-        "regressor's cross-validation qwen's FP8 235B model is underestimated by ~40 %, its bf16 "
-        "models by little), and the shrinkage keeps small "
-        "segments close to no correction.",
+        "family's rows share; it cannot remove scatter between the family's models (models of "
+        "one family that the regressor errs on in opposite directions keep their errors), and "
+        "the shrinkage keeps small segments close to no correction.",
     ]
 
 
