@@ -102,13 +102,11 @@ def main() -> None:
         if backend == "postgresql":
             set_compression(database, "lz4")  # as migration 0004 leaves it
         database.dispose()
-    # The URL may carry a password: the report names it by a variable.
-    sys.argv = [
-        word.replace(args.database_url, "$DATABASE_URL") if args.database_url in word else word
-        for word in sys.argv
-    ]
     report = (
-        opening("Group commit of quotes (`QuoteStore.save`)")
+        opening(
+            "Group commit of quotes (`QuoteStore.save`)",
+            hidden={"$DATABASE_URL": args.database_url},  # the URL may carry a password
+        )
         + f"- {DISTINCT_QUOTES} distinct priced quotes (about 8 KB of JSON each) reused in turn; "
         f"median of {args.repeat} transactions per group size, wall-clock, after one warm-up\n\n"
         "| database, document compression | quotes per transaction | median ms | µs per quote |\n"

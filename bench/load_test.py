@@ -17,19 +17,21 @@ import asyncio
 import datetime
 import json
 import random
-import shlex
 import socket
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Coroutine
 from pathlib import Path
+from typing import Any
 
 import uvloop
 from load.bodies import encoded_post, estimate_body
 from load.open_loop import StepResult, answering_requests, percentile, run_step
 from load.report import P99_GOAL_S, ceiling_per_s, machine_line, plot, step_table
 from load.server import cpu_seconds, free_port, machine_busy_cpu_s, uvicorn_server
+from report_file import command_line
 
 from service.db import migrate
 
@@ -49,9 +51,18 @@ def request_pool(port: int, count: int, seed: int) -> list[bytes]:
     return [encoded_post("/v1/estimate", estimate_body(rng, known), host) for _ in range(count)]
 
 
-def rest_of_machine_s(step: StepResult, machine_s: float) -> float:
-    """CPU [s] the machine spent during `step` on neither the server nor the generator."""
-    return max(0.0, machine_s - step.server_cpu_s - step.generator_cpu_s)
+def measured_step(
+    step: Coroutine[Any, Any, StepResult], server_cpu_s: Callable[[], float]
+) -> StepResult:
+    """Run `step` (a `run_step` coroutine) and fill in the CPU its server used (`server_cpu_s`
+    read before and after) and what the rest of the machine used meanwhile: busy time less
+    server and generator."""
+    server_before, machine_before = server_cpu_s(), machine_busy_cpu_s()
+    result = asyncio.run(step)
+    result.server_cpu_s = server_cpu_s() - server_before
+    machine_s = machine_busy_cpu_s() - machine_before
+    result.other_cpu_s = max(0.0, machine_s - result.server_cpu_s - result.generator_cpu_s)
+    return result
 
 
 def busiest_share(after: dict[int, float], before: dict[int, float], workers: int) -> float:
@@ -79,16 +90,14 @@ def run_database(label: str, url: str, args: argparse.Namespace, log: Path) -> l
         warm = asyncio.run(run_step(HOST, server.port, requests, min(args.rates), 3.0, 16))
         print(f"[{label}] warm-up: {warm.ok} answered")
         for rate in args.rates:
-            cpu_before, machine_before = server.cpu_seconds(), machine_busy_cpu_s()
             workers_before = server.worker_cpu_seconds()
-            step = asyncio.run(
-                run_step(HOST, server.port, requests, rate, args.step_s, args.connections)
+            step = measured_step(
+                run_step(HOST, server.port, requests, rate, args.step_s, args.connections),
+                server.cpu_seconds,
             )
-            step.server_cpu_s = server.cpu_seconds() - cpu_before
             step.busiest_worker_share = busiest_share(
                 server.worker_cpu_seconds(), workers_before, args.workers
             )
-            step.other_cpu_s = rest_of_machine_s(step, machine_busy_cpu_s() - machine_before)
             steps.append(step)
             p99 = percentile(step.latencies_ok_s, 0.99) * 1000
             print(
@@ -99,14 +108,6 @@ def run_database(label: str, url: str, args: argparse.Namespace, log: Path) -> l
             )
             time.sleep(args.pause_s)
     return steps
-
-
-def command_line(args: argparse.Namespace) -> str:
-    """The command as run, the PostgreSQL URL (and its password) replaced by a variable."""
-    words = ["python", *sys.argv]
-    return " ".join(
-        "$POSTGRES_URL" if word == args.postgres_url else shlex.quote(word) for word in words
-    ).replace(f"--postgres-url={args.postgres_url}", "--postgres-url=$POSTGRES_URL")
 
 
 def generator_check(args: argparse.Namespace) -> list[StepResult]:
@@ -127,12 +128,10 @@ def generator_check(args: argparse.Namespace) -> list[StepResult]:
         requests = [encoded_post("/v1/estimate", body, f"{HOST}:{port}")]
         steps = []
         for rate in args.generator_check_rates:
-            before, machine_before = cpu_seconds([responder.pid]), machine_busy_cpu_s()
-            step = asyncio.run(
-                run_step(HOST, port, requests, rate, min(args.step_s, 10.0), args.connections)
+            step = measured_step(
+                run_step(HOST, port, requests, rate, min(args.step_s, 10.0), args.connections),
+                lambda: cpu_seconds([responder.pid]),
             )
-            step.server_cpu_s = cpu_seconds([responder.pid]) - before
-            step.other_cpu_s = rest_of_machine_s(step, machine_busy_cpu_s() - machine_before)
             steps.append(step)
             print(f"[generator check] {rate:g}/s: {step.achieved_per_s:.0f}/s answered, "
                   f"generator CPU {100 * step.generator_cpu_s / step.wall_s:.0f} %")  # fmt: skip
@@ -153,7 +152,7 @@ def write_report(
         "",
         f"Date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC.",
         f"Machine: {machine_line()}.",
-        f"Command: `{command_line(args)}`",
+        f"Command: `{command_line({'$POSTGRES_URL': args.postgres_url})}`",
         "",
         f"Server: `uvicorn service.main:app --loop uvloop --http httptools --workers "
         f"{args.workers}`, default settings (learned regressor on, quotes stored, load shedding "

@@ -7,12 +7,29 @@ import os
 import platform
 import shlex
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 
-def opening(title: str, machine_note: str = "") -> str:
-    """`# title`, then the date, the machine (`machine_note` appended) and the command line."""
-    command = shlex.join(["python", *sys.argv])
+def command_line(hidden: Mapping[str, str | None] | None = None) -> str:
+    """`python` and this process's arguments, shell-quoted; every `hidden` value found in an
+    argument (a database URL with its password) is written as its key (`$DATABASE_URL`)."""
+    secrets = {name: value for name, value in (hidden or {}).items() if value}
+    words = []
+    for word in ["python", *sys.argv]:
+        masked = word
+        for name, value in secrets.items():
+            masked = masked.replace(value, name)
+        words.append(masked if masked != word else shlex.quote(word))
+    return " ".join(words)
+
+
+def opening(
+    title: str, machine_note: str = "", hidden: Mapping[str, str | None] | None = None
+) -> str:
+    """`# title`, then the date, the machine (`machine_note` appended) and the command line
+    (`hidden` as in `command_line`)."""
+    command = command_line(hidden)
     return (
         f"# {title}\n\n"
         f"- date: {datetime.datetime.now(datetime.UTC).isoformat(timespec='seconds')}\n"
