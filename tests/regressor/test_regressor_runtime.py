@@ -10,11 +10,18 @@ from pathlib import Path
 import pytest
 from regressor_support import METADATA_PATH, MODEL_PATH, measurements, request_inputs
 
-from service.catalog import load_engine_coefficients
-from service.core.workload import Workload
+from service.catalog import load_engine_coefficients, load_gpu_catalog, load_model_catalog
+from service.core.estimate import estimate_requests
+from service.core.workload import Deployment, Parallelism, Precision, Workload
+from service.regressor.batch_features import batch_features
 from service.regressor.encoding import INPUT_NAMES, OUTPUT_NAMES
-from service.regressor.features import RequestFeatures, feature_spec, feature_spec_sha256
-from service.regressor.runtime import EnergyRegressor, RegressorLoadError
+from service.regressor.features import (
+    RequestFeatures,
+    feature_spec,
+    feature_spec_sha256,
+    request_features,
+)
+from service.regressor.runtime import INFERENCE_SLICE, EnergyRegressor, RegressorLoadError
 
 MAX_MODEL_BYTES = 1_000_000
 
@@ -122,3 +129,35 @@ def test_more_output_tokens_cost_more_energy(regressor: EnergyRegressor) -> None
             f = regressor.features(inputs.arch, longer, inputs.deployment, coefficients)
             energies.append(regressor.predict(f).gpu_j)
         assert energies == sorted(energies), m.model_id
+
+
+def test_a_batch_larger_than_one_inference_slice_answers_as_single_requests(
+    regressor: EnergyRegressor,
+) -> None:
+    """predict_batches runs big batches INFERENCE_SLICE requests at a time: two groups of
+    different graphs, 2.3 slices in all (the last one partial), each request as if alone."""
+    coefficients = load_engine_coefficients()["vllm-v1"]
+    models = load_model_catalog()
+    groups, singles = [], []
+    for model, gpu, tensor, count in (
+        ("meta-llama/Llama-3.1-8B-Instruct", "H100-SXM5-80GB", 1, 90),
+        ("mistralai/Mixtral-8x7B-Instruct-v0.1", "A100-SXM4-80GB", 4, 57),
+    ):
+        arch = models.get(model).require_architecture()
+        deployment = Deployment(
+            load_gpu_catalog().get(gpu).spec, Parallelism(tensor=tensor), Precision(), True
+        )
+        workloads = [Workload(1 + i % 16, 32 + 7 * i, 1 + 3 * i) for i in range(count)]
+        batch, errors = estimate_requests(arch, workloads, deployment, coefficients)
+        assert errors == {}
+        groups.append(batch_features(arch, deployment, batch))
+        singles += [
+            regressor.predict(request_features(arch, w, deployment, coefficients))
+            for w in workloads
+        ]
+    assert 2 * INFERENCE_SLICE < len(singles) < 3 * INFERENCE_SLICE
+    batched = [p for group in regressor.predict_batches(groups) for p in group]
+    assert len(batched) == len(singles)
+    for b, s in zip(batched, singles, strict=True):
+        assert b.gpu_j == pytest.approx(s.gpu_j, rel=1e-5)
+        assert b.prefill_gpu_j == pytest.approx(s.prefill_gpu_j, rel=1e-5)
