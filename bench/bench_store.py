@@ -46,9 +46,7 @@ def priced_quotes() -> list[_Priced]:
     """DISTINCT_QUOTES priced requests of the batch benchmark's seeded mix."""
     estimator = Estimator.from_catalogues(regressor=EnergyRegressor.load())
     requests = [EstimateRequest.model_validate(body) for body in items(estimator, DISTINCT_QUOTES)]
-    return [
-        _Priced(r, request_fingerprint(r, False), estimator.estimate(r).response) for r in requests
-    ]
+    return [_Priced(r, request_fingerprint(r, False), estimator.estimate(r)) for r in requests]
 
 
 def group_ms(store: QuoteStore, priced: list[_Priced], size: int, repeat: int) -> float:

@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from service.db.models import Observation, Quote
-from service.db.repositories import ObservationRepository, QuoteRepository
+from service.db.repositories import ObservationRepository, QuoteRepository, stored_response
 from service.errors import FieldError, InvalidRequest, NotFound
 from service.schemas.quotes import ObservationOut, QuoteDetail, QuotePage, QuoteSummary
 
@@ -109,7 +109,7 @@ def quote_detail(session: Session, tenant: str, quote_id: str) -> QuoteDetail:
         model_version=quote.model_version,
         calibration_id=quote.calibration_id,
         request=quote.request,
-        response=quote.response,
+        response=stored_response(session, quote),
         observations=[observation_out(o) for o in observations],
     )
 

@@ -20,7 +20,7 @@ from service.catalog.servers import ServerCatalog
 from service.core.carbon import CarbonEstimate, CarbonFactors
 from service.core.uncertainty import Ranged
 from service.schemas.estimate_request import DatacenterIn
-from service.schemas.estimate_response import CarbonFactorOut, CarbonOut
+from service.schemas.estimate_response import CarbonFactorOut
 
 FALLBACK_EMBODIED_METHOD = "llmcarbon-die-area"  # widest band, for a method no band describes
 
@@ -186,39 +186,35 @@ def carbon_factors_out(inputs: CarbonInputs) -> dict[str, CarbonFactorOut]:
     return factors
 
 
-def carbon_out(
-    inputs: CarbonInputs,
-    estimate: CarbonEstimate,
-    factors: dict[str, CarbonFactorOut] | None = None,
-) -> CarbonOut:
-    """The response's carbon block: totals with bands, and every factor with its source
-    (`factors`: carbon_factors_out(inputs) when the caller has it already)."""
+def carbon_members(inputs: CarbonInputs, estimate: CarbonEstimate) -> dict[str, Any]:
+    """The response's carbon block (`CarbonOut`'s members, in its order) as plain values:
+    totals with bands and the factors' central values; `factors` is None, standing for
+    carbon_factors_out(inputs), which the caller serialises once per context."""
     f = inputs.factors
-    if factors is None:
-        factors = carbon_factors_out(inputs)
     operational, embodied = estimate.operational_g, estimate.embodied
-    return CarbonOut(
-        operational_g=operational.value,
-        embodied_g=embodied.total_g.value,
-        total_g=estimate.total_g.value,
-        total_g_low=estimate.total_g.low,
-        total_g_high=estimate.total_g.high,
-        carbon_intensity_g_per_kwh=f.carbon_intensity_g_per_kwh.value,
-        pue=f.pue.value,
-        region=inputs.region,
-        carbon_intensity_source=inputs.intensity_source,
-        operational_g_low=operational.low,
-        operational_g_high=operational.high,
-        embodied_g_low=embodied.total_g.low,
-        embodied_g_high=embodied.total_g.high,
-        embodied_gpu_g=embodied.gpus_g.value,
-        embodied_server_g=embodied.server_g.value,
-        embodied_method=inputs.embodied_method,
-        server_overhead_w=estimate.server_overhead_w.value,
-        lifetime_years=f.lifetime_years.value,
-        utilisation=f.utilisation.value,
-        water_l=estimate.water.total_l.value,
-        water_l_low=estimate.water.total_l.low,
-        water_l_high=estimate.water.total_l.high,
-        factors=factors,
-    )
+    total_g, water_l = estimate.total_g, estimate.water.total_l
+    return {
+        "operational_g": operational.value,
+        "embodied_g": embodied.total_g.value,
+        "total_g": total_g.value,
+        "total_g_low": total_g.low,
+        "total_g_high": total_g.high,
+        "carbon_intensity_g_per_kwh": f.carbon_intensity_g_per_kwh.value,
+        "pue": f.pue.value,
+        "region": inputs.region,
+        "carbon_intensity_source": inputs.intensity_source,
+        "operational_g_low": operational.low,
+        "operational_g_high": operational.high,
+        "embodied_g_low": embodied.total_g.low,
+        "embodied_g_high": embodied.total_g.high,
+        "embodied_gpu_g": embodied.gpus_g.value,
+        "embodied_server_g": embodied.server_g.value,
+        "embodied_method": inputs.embodied_method,
+        "server_overhead_w": estimate.server_overhead_w.value,
+        "lifetime_years": f.lifetime_years.value,
+        "utilisation": f.utilisation.value,
+        "water_l": water_l.value,
+        "water_l_low": water_l.low,
+        "water_l_high": water_l.high,
+        "factors": None,
+    }

@@ -1,23 +1,34 @@
 """Pieces of a priced response shared by the one-request and the batch paths: what the response
 needs of an analytical estimate, the roofline's energy, calibration scaling, breakdown rows, the
-core's errors as 422s, and the carbon factor rows a batch shares between its requests."""
+core's errors as 422s, and the carbon factor set requests of one context share."""
 
 from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass, replace
 
-from service.carbon_accounting import CarbonInputs
+from pydantic import TypeAdapter
+
+from service.carbon_accounting import CarbonInputs, carbon_factors_out
 from service.core.carbon import HeldRates
 from service.core.coefficients import CostModelCoefficients
 from service.core.errors import CostModelError, InsufficientMemory, InvalidArchitecture
 from service.core.results import KernelCost, RequestEstimate
+from service.db.quote_document import CarbonFactorSet
 from service.errors import FieldError, InvalidRequest
 from service.regressor.runtime import EnergyPrediction
 from service.schemas.estimate_response import CarbonFactorOut, KernelRowOut
 
-CarbonCache = dict[Hashable, tuple[dict[str, CarbonFactorOut], HeldRates]]
-"""Per carbon_factors_key: the response's factor rows and the held hardware's rates."""
+CarbonCache = dict[Hashable, tuple[CarbonFactorSet, HeldRates]]
+"""Per carbon_factors_key: the response's factors, serialised, and the held hardware's rates."""
+
+_FACTOR_ROWS: TypeAdapter[dict[str, CarbonFactorOut]] = TypeAdapter(dict[str, CarbonFactorOut])
+
+
+def carbon_factor_set(inputs: CarbonInputs) -> CarbonFactorSet:
+    """The carbon block's `factors` (every factor with its bounds, unit and source) as the JSON
+    text the response carries, and the id it is stored under."""
+    return CarbonFactorSet.of(_FACTOR_ROWS.dump_json(carbon_factors_out(inputs)).decode())
 
 
 def carbon_factors_key(inputs: CarbonInputs) -> Hashable:

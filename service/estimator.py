@@ -5,9 +5,12 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from typing import Any
+
+import orjson
 
 from service.calibration import ActiveCalibration
-from service.carbon_accounting import carbon_factors_out, carbon_out
+from service.carbon_accounting import carbon_members
 from service.catalog.coefficients import DEFAULT_ENGINE, load_engine_coefficients
 from service.catalog.facilities import FacilityCatalog, load_facility_catalog
 from service.catalog.gpus import GpuCatalog, load_gpu_catalog
@@ -21,9 +24,11 @@ from service.core.estimate import estimate_request
 from service.core.results import RequestEstimate
 from service.core.uncertainty import Ranged
 from service.core.workload import Workload
+from service.db.quote_document import QuoteDocument
 from service.estimate_parts import (
     CarbonCache,
     Latency,
+    carbon_factor_set,
     carbon_factors_key,
     invalid_request,
     kernel_row,
@@ -33,12 +38,7 @@ from service.estimate_parts import (
 from service.regressor.runtime import EnergyPrediction, EnergyRegressor
 from service.resolve import CUSTOM_MODEL_ID, ResolvedRequest, resolve_request
 from service.schemas.estimate_request import EstimateRequest
-from service.schemas.estimate_response import (
-    BreakdownOut,
-    EnergyOut,
-    EstimateResponse,
-    LatencyOut,
-)
+from service.schemas.estimate_response import BreakdownOut, EstimateResponse
 
 logger = logging.getLogger("service.estimator")
 
@@ -50,12 +50,21 @@ MAX_CONTEXTS = 4096
 
 @dataclass(frozen=True, slots=True)
 class PricedRequest:
-    """An estimate not yet stored: the response body (quote_id None) and what to index it by."""
+    """An estimate not yet stored: the response document (quote_id None), serialised once,
+    and what to index it by."""
 
-    response: EstimateResponse
+    document: QuoteDocument
+    priced_at: datetime  # the document's created_at until its row is stamped at commit
+    model_version: str
+    calibration_id: str | None
     model_id: str
     gpu_id: str
     gpu_count: int
+
+    @property
+    def response(self) -> EstimateResponse:
+        """The document parsed (for the rare paths and tests that want the fields)."""
+        return EstimateResponse.model_validate_json(self.document.text())
 
 
 class Estimator:
@@ -83,7 +92,7 @@ class Estimator:
         self.coefficients = coefficients[DEFAULT_ENGINE]
         self.regressor = regressor
         self._contexts: dict[str, ResolvedRequest] = {}
-        self._carbon_rows: CarbonCache = {}
+        self._carbon_sets: CarbonCache = {}
 
     @classmethod
     def from_catalogues(cls, regressor: EnergyRegressor | None = None) -> Estimator:
@@ -129,15 +138,15 @@ class Estimator:
         except CostModelError as error:
             raise invalid_request(error, custom=request.architecture is not None) from None
         energy = self._energy(resolved, result, coefficients)
-        if len(self._carbon_rows) >= MAX_CONTEXTS:
-            self._carbon_rows.clear()
+        if len(self._carbon_sets) >= MAX_CONTEXTS:
+            self._carbon_sets.clear()
         return self.priced(
             resolved,
             Latency.of(result),
             energy,
             result if verbose else None,
             calibration,
-            self._carbon_rows,
+            self._carbon_sets,
         )
 
     def resolve(self, request: EstimateRequest) -> ResolvedRequest:
@@ -168,29 +177,38 @@ class Estimator:
         energy: EnergyPrediction,
         breakdown: RequestEstimate | None,
         calibration: ActiveCalibration | None,
-        carbon_cache: CarbonCache | None = None,
+        carbon_cache: CarbonCache,
     ) -> PricedRequest:
         """The response for a priced request: calibration applied (if it corrects this model
         version), carbon from the energy, the kernel breakdown when `breakdown` is given.
-        `carbon_cache` shares the carbon factor rows and held-hardware rates between requests
-        with the same carbon factors (a batch), keyed by carbon_factors_key."""
+        `carbon_cache` shares the serialised carbon factors and held-hardware rates between
+        requests with the same carbon factors, keyed by carbon_factors_key."""
         if calibration is not None and calibration.model_version != self.model_version:
             calibration = None
         factor = 1.0
         if calibration is not None:
             factor = calibration.corrections.factor_for(resolved.gpu.id, self.family_of(resolved))
             energy = scaled_energy(energy, factor)
-        response = self._response(
+        calibration_id = calibration.calibration_id if calibration else None
+        priced_at = datetime.now(UTC)
+        document = self._document(
             resolved,
             latency,
             energy,
             breakdown,
-            calibration_id=calibration.calibration_id if calibration else None,
+            calibration_id=calibration_id,
             calibration_factor=factor,
             carbon_cache=carbon_cache,
+            priced_at=priced_at,
         )
         return PricedRequest(
-            response, resolved.model_id, resolved.gpu.id, resolved.deployment.gpu_count
+            document,
+            priced_at,
+            self.model_version,
+            calibration_id,
+            resolved.model_id,
+            resolved.gpu.id,
+            resolved.deployment.gpu_count,
         )
 
     def family_of(self, resolved: ResolvedRequest) -> str:
@@ -233,17 +251,21 @@ class Estimator:
                 )
         return roofline_energy(result.prefill.gpu_j, result.decode.gpu_j, coefficients)
 
-    def _response(
+    def _document(
         self,
         resolved: ResolvedRequest,
         result: Latency,
         energy: EnergyPrediction,
         verbose_result: RequestEstimate | None,
         *,
-        calibration_id: str | None = None,
-        calibration_factor: float = 1.0,
-        carbon_cache: CarbonCache | None = None,
-    ) -> EstimateResponse:
+        calibration_id: str | None,
+        calibration_factor: float,
+        carbon_cache: CarbonCache,
+        priced_at: datetime,
+    ) -> QuoteDocument:
+        """The response document (EstimateResponse's members in its order, written once with
+        orjson: the same text pydantic writes, tests/estimator/test_response_document.py), its
+        carbon factors serialised once per context."""
         # Intervals bracket 1 in practice; clamp so a biased fit cannot invert the bounds.
         gpu_j = Ranged(
             energy.gpu_j,
@@ -251,16 +273,11 @@ class Estimator:
             max(energy.gpu_j_high / energy.gpu_j, 1.0),
         )
         inputs = resolved.carbon
-        rows, rates = None, None
-        if carbon_cache is not None:
-            key = carbon_factors_key(inputs)
-            shared = carbon_cache.get(key)
-            if shared is None:
-                shared = carbon_cache[key] = (
-                    carbon_factors_out(inputs),
-                    held_rates(inputs.factors),
-                )
-            rows, rates = shared
+        key = carbon_factors_key(inputs)
+        shared = carbon_cache.get(key)
+        if shared is None:
+            shared = carbon_cache[key] = (carbon_factor_set(inputs), held_rates(inputs.factors))
+        factor_set, rates = shared
         carbon = request_carbon(gpu_j, result.total_s, inputs.factors, rates)
         breakdown = None
         if verbose_result is not None:
@@ -272,35 +289,35 @@ class Estimator:
                 weight_bytes_per_gpu=memory.weight_bytes_per_gpu,
                 kv_cache_bytes_per_gpu=memory.kv_cache_bytes_per_gpu,
                 memory_capacity_bytes_per_gpu=memory.capacity_bytes_per_gpu,
-            )
-        return EstimateResponse(
-            quote_id=None,
-            created_at=datetime.now(UTC),
-            model_version=self.model_version,
-            calibration_id=calibration_id,
-            model=resolved.model_id,
-            gpu=resolved.gpu.id,
-            gpu_count=result.gpu_count,
-            energy=EnergyOut(
-                gpu_j=energy.gpu_j,
-                gpu_j_low=energy.gpu_j_low,
-                gpu_j_high=energy.gpu_j_high,
-                per_sequence_gpu_j=energy.gpu_j / result.batch_size,
-                server_overhead_j=carbon.server_overhead_j.value,
-                facility_j=carbon.facility_j.value,
-                prefill_gpu_j=energy.prefill_gpu_j,
-                decode_gpu_j=energy.decode_gpu_j,
-                interval_lower_quantile=energy.lower_quantile,
-                interval_upper_quantile=energy.upper_quantile,
-                calibration_factor=calibration_factor,
-            ),
-            latency=LatencyOut(
-                prefill_s=result.prefill_s,
-                decode_s=result.decode_s,
-                time_per_output_token_s=result.time_per_output_token_s,
-                total_s=result.total_s,
-            ),
-            carbon=carbon_out(resolved.carbon, carbon, rows),
-            breakdown=breakdown,
-            warnings=[*result.warnings, *resolved.notes],
-        )
+            ).model_dump(mode="json")
+        members: dict[str, Any] = {
+            "model_version": self.model_version,
+            "calibration_id": calibration_id,
+            "model": resolved.model_id,
+            "gpu": resolved.gpu.id,
+            "gpu_count": result.gpu_count,
+            "energy": {
+                "gpu_j": energy.gpu_j,
+                "gpu_j_low": energy.gpu_j_low,
+                "gpu_j_high": energy.gpu_j_high,
+                "per_sequence_gpu_j": energy.gpu_j / result.batch_size,
+                "server_overhead_j": carbon.server_overhead_j.value,
+                "facility_j": carbon.facility_j.value,
+                "prefill_gpu_j": energy.prefill_gpu_j,
+                "decode_gpu_j": energy.decode_gpu_j,
+                "interval_lower_quantile": energy.lower_quantile,
+                "interval_upper_quantile": energy.upper_quantile,
+                "calibration_factor": calibration_factor,
+            },
+            "latency": {
+                "prefill_s": result.prefill_s,
+                "decode_s": result.decode_s,
+                "time_per_output_token_s": result.time_per_output_token_s,
+                "total_s": result.total_s,
+            },
+            "carbon": carbon_members(resolved.carbon, carbon),
+            "breakdown": breakdown,
+            "warnings": [*result.warnings, *resolved.notes],
+        }
+        text = orjson.dumps(members, option=orjson.OPT_SERIALIZE_NUMPY).decode()
+        return QuoteDocument.written(text, priced_at, factor_set)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from service.auth import Principal
 from service.batch_pricing import price_batch
 from service.calibrating import CalibrationRegistry
-from service.db.models import Quote, QuoteRow
+from service.db.models import QuoteRow
 from service.db.quote_document import QuoteDocument
 from service.db.quote_store import (
     Claim,
@@ -17,11 +17,12 @@ from service.db.quote_store import (
     KeyClaimed,
     QuoteStore,
     Saved,
+    StoredQuote,
     StoreFailed,
 )
 from service.db.quote_writer import QuoteWriter
 from service.errors import Conflict, IdempotencyMismatch, ServiceError
-from service.estimator import Estimator
+from service.estimator import Estimator, PricedRequest
 from service.idempotency import InFlightGuard, fingerprint
 from service.ids import new_quote_id
 from service.metrics import Metrics
@@ -39,20 +40,19 @@ SPOOLED_WARNING = (
 )
 
 
-def _warned_json(response: EstimateResponse, warning: str) -> bytes:
-    """`response` with `warning` added, as the JSON answer."""
+def _warned_json(document: QuoteDocument, warning: str) -> bytes:
+    """The whole `document` with `warning` added, as the JSON answer (a rare path: parsed and
+    written again by the response model)."""
+    response = EstimateResponse.model_validate_json(document.text())
     warned = response.model_copy(update={"warnings": [*response.warnings, warning]})
     return warned.model_dump_json().encode()
-
-
-_LEADING_MEMBERS = {"quote_id", "created_at"}  # QuoteDocument writes them in front
 
 
 @dataclass(frozen=True, slots=True)
 class _Priced:
     request: EstimateRequest
     request_hash: str
-    response: EstimateResponse
+    priced: PricedRequest
 
 
 def request_fingerprint(request: EstimateRequest, verbose: bool) -> str:
@@ -141,7 +141,7 @@ class QuoteService:
                 continue
             assert not isinstance(item, ServiceError)
             counts[answer.model_id, answer.gpu_id] += 1
-            results.append(_Priced(item, request_fingerprint(item, verbose), answer.response))
+            results.append(_Priced(item, request_fingerprint(item, verbose), answer))
         for (model, gpu), count in counts.items():
             self.metrics.estimates.labels(model=model, gpu=gpu).inc(count)
         priced = [r for r in results if isinstance(r, _Priced)]
@@ -167,7 +167,7 @@ class QuoteService:
         calibration = self.calibrations.for_tenant(tenant) if self.calibrations else None
         priced = self.estimator.estimate(request, verbose=verbose, calibration=calibration)
         self.metrics.estimates.labels(model=priced.model_id, gpu=priced.gpu_id).inc()
-        return _Priced(request, request_fingerprint(request, verbose), priced.response)
+        return _Priced(request, request_fingerprint(request, verbose), priced)
 
     def _store(
         self,
@@ -216,24 +216,16 @@ class QuoteService:
 
     def _not_stored(self, priced: Sequence[_Priced]) -> list[bytes]:
         self.metrics.db_errors.labels(operation="store_quote").inc()
-        return [_warned_json(p.response, NOT_STORED_WARNING) for p in priced]
+        return [_warned_json(p.priced.document, NOT_STORED_WARNING) for p in priced]
 
     def _stored(
         self, priced: Sequence[_Priced], rows: Sequence[QuoteRow], saved: Saved
     ) -> list[bytes]:
         """The stored documents themselves (quote id, and created_at as stamped when stored),
         or, spooled, each with a warning that it is not in the database yet."""
-        if saved is Saved.SPOOLED:
+        if saved is Saved.SPOOLED:  # the documents were stamped with the rows
             self.metrics.db_errors.labels(operation="store_quote").inc()
-            return [
-                _warned_json(
-                    p.response.model_copy(
-                        update={"quote_id": row.id, "created_at": row.created_at}
-                    ),
-                    SPOOLED_WARNING,
-                )
-                for p, row in zip(priced, rows, strict=True)
-            ]
+            return [_warned_json(_document(row), SPOOLED_WARNING) for row in rows]
         return [_document(row).text().encode() for row in rows]
 
     def _save(self, rows: Sequence[QuoteRow], claim: Claim | None) -> Saved:
@@ -254,17 +246,17 @@ class QuoteService:
         except StoreFailed:
             stored = None
         if stored is None:
-            return _warned_json(priced.response, NOT_STORED_WARNING)
+            return _warned_json(priced.priced.document, NOT_STORED_WARNING)
         return _replay(stored, priced.request_hash)
 
 
 def _quote_row(
     priced: _Priced, quote_id: str, tenant: str, idempotency_key: str | None
 ) -> QuoteRow:
-    """The row of `priced` stored as quote `quote_id` (its response document says so)."""
-    response = priced.response
-    members = response.model_dump_json(exclude=_LEADING_MEMBERS)
-    document = QuoteDocument.of(members, quote_id, response.created_at)
+    """The row of `priced` stored as quote `quote_id` (its response document says so; its
+    `created_at` is stamped when the row is committed)."""
+    quote = priced.priced
+    document = replace(quote.document, quote_id=quote_id)
     return QuoteRow(
         id=quote_id,
         tenant=tenant,
@@ -272,12 +264,12 @@ def _quote_row(
         request_hash=priced.request_hash,
         request=priced.request.model_dump(mode="json", exclude_none=True),
         response=document,
-        model_version=response.model_version,
-        calibration_id=response.calibration_id,
-        model_id=response.model,
-        gpu_id=response.gpu,
-        gpu_count=response.gpu_count,
-        created_at=response.created_at,
+        model_version=quote.model_version,
+        calibration_id=quote.calibration_id,
+        model_id=quote.model_id,
+        gpu_id=quote.gpu_id,
+        gpu_count=quote.gpu_count,
+        created_at=quote.priced_at,
     )
 
 
@@ -286,7 +278,7 @@ def _document(row: QuoteRow) -> QuoteDocument:
     return row.response
 
 
-def _replay(existing: Quote, request_hash: str) -> bytes:
+def _replay(existing: StoredQuote, request_hash: str) -> bytes:
     if existing.request_hash != request_hash:
         raise IdempotencyMismatch(
             "this Idempotency-Key was already used with a different request body; "

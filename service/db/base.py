@@ -12,7 +12,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase
 from sqlalchemy.types import TypeDecorator
 
-from service.db.quote_document import QuoteDocument
+from service.db.quote_document import CarbonFactorSet, QuoteDocument
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -47,8 +47,9 @@ class UTCDateTime(TypeDecorator[datetime]):
 
 
 class DocumentJSON(TypeDecorator[Any]):
-    """A JSON column that also takes a `QuoteDocument`: its text, serialised once when the
-    quote was answered, is stored as it is instead of being parsed and encoded again.
+    """A JSON column that also takes a `QuoteDocument` or a `CarbonFactorSet`: their text,
+    serialised once when the quote was answered, is stored as it is instead of being parsed
+    and encoded again (a document without the factors its set holds).
 
     Other values (dicts, lists) go through the dialect's JSON processing unchanged; reading
     gives the parsed document either way."""
@@ -63,7 +64,9 @@ class DocumentJSON(TypeDecorator[Any]):
 
         def process(value: Any) -> Any:
             if isinstance(value, QuoteDocument):
-                return value.text()
+                return value.stored_text()
+            if isinstance(value, CarbonFactorSet):
+                return value.json
             return serialise(value) if serialise is not None else value
 
         return process

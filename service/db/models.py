@@ -1,4 +1,5 @@
-"""Tables: quotes, idempotency claims, observations of measured energy, API keys, calibrations."""
+"""Tables: quotes and the carbon factor sets they name, idempotency claims, observations of
+measured energy, API keys, calibrations."""
 
 from __future__ import annotations
 
@@ -37,6 +38,24 @@ class Quote(Base):
     gpu_id: Mapped[str] = mapped_column(String(100))
     gpu_count: Mapped[int] = mapped_column(Integer)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utc_now)
+    # The `carbon.factors` of `response`, stored once per distinct set (null: the document
+    # holds its factors itself, as rows written before migration 0005 and spooled rows do).
+    # Sets are only ever inserted, in the transaction of the first quote naming them, and
+    # never changed or deleted: each quote store remembers the sets it saw committed. No
+    # foreign key: every insert of a referencing row would lock one of the few, shared set
+    # rows (PostgreSQL's FOR KEY SHARE).
+    carbon_factor_set_id: Mapped[str | None] = mapped_column(String(64))
+
+
+class StoredFactorSet(Base):
+    """The carbon factors (value, band, unit, source each) some quotes were priced with, as
+    the JSON object their answers carried under `carbon.factors`; the id is its text's sha256."""
+
+    __tablename__ = "carbon_factor_sets"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    factors: Mapped[dict[str, Any]] = mapped_column(DocumentJSON)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utc_now)
 
 
 @dataclass(slots=True)
@@ -46,7 +65,8 @@ class QuoteRow:
     What the hot path builds instead of a `Quote` instance: the ORM's instrumentation costs tens
     of microseconds per quote to construct, and a new quote is only ever inserted (stored rows
     are read back as `Quote`). Its `response` is the serialised document the caller is answered
-    with (`QuoteDocument`), or a plain dict."""
+    with (`QuoteDocument`, stored without the carbon factors its set id names), or a plain
+    dict."""
 
     id: str
     tenant: str
@@ -60,6 +80,13 @@ class QuoteRow:
     gpu_id: str
     gpu_count: int
     created_at: datetime
+
+    @property
+    def carbon_factor_set_id(self) -> str | None:
+        """The factor set `response` is stored without (None: a dict, stored whole)."""
+        if isinstance(self.response, QuoteDocument):
+            return self.response.factors.id
+        return None
 
 
 NewQuote = QuoteRow | Quote

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
+from typing import Any
 
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
@@ -26,10 +27,12 @@ from service.db.repositories import (
     QuoteRepository,
     insert_quotes,
     release_claim,
+    stored_response,
 )
 from service.db.spool import QuoteSpool
 
 logger = logging.getLogger(__name__)
+MAX_REMEMBERED_FACTOR_SETS = 4096  # a bound, as for the estimator's request contexts
 
 
 class StoreFailed(Exception):
@@ -47,6 +50,15 @@ class KeyClaimed(Exception):
 class Saved(StrEnum):
     STORED = "stored"
     SPOOLED = "spooled"
+
+
+@dataclass(frozen=True, slots=True)
+class StoredQuote:
+    """What an idempotent retry is answered from: the fingerprint of the request first stored
+    under its key, and that quote's whole response document (as its caller was answered)."""
+
+    request_hash: str
+    response: dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +82,9 @@ class QuoteStore:
         self.spool = spool
         self.claim_lease_s = claim_lease_s
         self.holder = secrets.token_hex(8)  # this process (one store per app)
+        # Carbon factor sets seen committed: a set is never changed or deleted (its id is its
+        # content's sha256), so a quote naming one of these need not store it again.
+        self._stored_factor_sets: set[str] = set()
 
     def save(self, quotes: Sequence[NewQuote], release: Claim | None = None) -> Saved:
         """Commit `quotes` in one transaction (releasing the claim `release` in it), or spool
@@ -83,9 +98,12 @@ class QuoteStore:
             # A Core transaction: the hot path's one write needs no ORM session.
             with self.database.engine.begin() as connection:
                 _stamp(quotes, utc_now())
-                insert_quotes(connection, quotes)
+                new_sets = insert_quotes(connection, quotes, self._stored_factor_sets)
                 if release is not None:
                     release_claim(connection, release.tenant, release.key, release.holder)
+            if len(self._stored_factor_sets) > MAX_REMEMBERED_FACTOR_SETS:
+                self._stored_factor_sets.clear()
+            self._stored_factor_sets.update(new_sets)
             return Saved.STORED
         except IntegrityError as error:
             raise DuplicateIdempotencyKey() from error
@@ -145,18 +163,23 @@ class QuoteStore:
         except SQLAlchemyError as error:
             logger.warning("could not release idempotency claim %r: %s", claim.key, error)
 
-    def by_idempotency_key(self, tenant: str, key: str) -> Quote | None:
+    def by_idempotency_key(self, tenant: str, key: str) -> StoredQuote | None:
         """The tenant's quote stored (or spooled) under `key`; StoreFailed when unreadable."""
         try:
             with self.database.sessions() as session:
                 found = QuoteRepository(session).by_idempotency_key(tenant, key)
+                if found is not None:
+                    return StoredQuote(found.request_hash, stored_response(session, found))
         except SQLAlchemyError as error:
             if self.spool is None:
                 raise StoreFailed(str(error)) from error
-            return self.spool.find(tenant, key)
-        if found is None and self.spool is not None:
-            return self.spool.find(tenant, key)
-        return found
+            return _spooled(self.spool.find(tenant, key))
+        return None if self.spool is None else _spooled(self.spool.find(tenant, key))
+
+
+def _spooled(quote: Quote | None) -> StoredQuote | None:
+    """A spooled quote (spooled whole, factors in) as an idempotent retry reads it."""
+    return None if quote is None else StoredQuote(quote.request_hash, quote.response)
 
 
 def _stamp(quotes: Sequence[NewQuote], now: datetime) -> None:

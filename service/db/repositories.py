@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
-from typing import cast
+from typing import Any, cast
 
+import orjson
 from sqlalchemy import (
     Connection,
     CursorResult,
     Table,
+    Text,
     and_,
     delete,
     func,
@@ -18,6 +20,8 @@ from sqlalchemy import (
     select,
     update,
 )
+from sqlalchemy import cast as cast_to
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from service.db.models import (
@@ -29,19 +33,77 @@ from service.db.models import (
     NewQuote,
     Observation,
     Quote,
+    StoredFactorSet,
 )
+from service.db.quote_document import QuoteDocument, with_factors
 
 _QUOTES = cast(Table, Quote.__table__)
+_FACTOR_SETS = cast(Table, StoredFactorSet.__table__)
 QUOTE_COLUMNS = tuple(column.key for column in _QUOTES.columns)
 """The `quotes` columns, in table order: what a stored or spooled quote row holds."""
 
 
-def insert_quotes(executor: Connection | Session, quotes: Sequence[NewQuote]) -> None:
+def insert_quotes(
+    executor: Connection | Session,
+    quotes: Sequence[NewQuote],
+    stored_sets: Collection[str] = (),
+) -> list[str]:
     """Insert `quotes` (stamped already) with one executemany INSERT, in the caller's
-    transaction (no unit-of-work bookkeeping per row: a 1000-quote batch is stored in a few ms)."""
-    if quotes:
-        rows = [{name: getattr(quote, name) for name in QUOTE_COLUMNS} for quote in quotes]
-        executor.execute(insert(_QUOTES), rows)
+    transaction (no unit-of-work bookkeeping per row: a 1000-quote batch is stored in a few ms),
+    after the carbon factor sets their documents name, each inserted unless stored already or
+    named in `stored_sets` (sets the caller saw committed). Returns the ids of the sets the
+    quotes name that were not in `stored_sets`: stored once the transaction commits."""
+    if not quotes:
+        return []
+    sets: dict[str, dict[str, object]] = {}
+    for quote in quotes:
+        document = quote.response
+        if isinstance(document, QuoteDocument) and document.factors.id not in stored_sets:
+            factors = document.factors
+            sets.setdefault(
+                factors.id, {"id": factors.id, "factors": factors, "created_at": quote.created_at}
+            )
+    if sets:
+        _insert_missing_factor_sets(executor, list(sets.values()))
+    rows = [{name: getattr(quote, name) for name in QUOTE_COLUMNS} for quote in quotes]
+    executor.execute(insert(_QUOTES), rows)
+    return list(sets)
+
+
+def _insert_missing_factor_sets(
+    executor: Connection | Session, rows: list[dict[str, object]]
+) -> None:
+    """Insert the factor set rows whose id is not stored yet (a set's id is its content's
+    sha256, so a stored one is the same set): one statement, and writers storing the same set
+    at once are fine, the conflict being ignored. SQLite and PostgreSQL, the two backends the
+    service runs on, both say ON CONFLICT DO NOTHING."""
+    bind = executor if isinstance(executor, Connection) else executor.get_bind()
+    dialect = postgresql if bind.dialect.name == "postgresql" else sqlite
+    executor.execute(dialect.insert(_FACTOR_SETS).on_conflict_do_nothing(), rows)
+
+
+# Factor sets never change (content-addressed): their text is kept once read, up to this many.
+_MAX_CACHED_FACTOR_SETS = 1024
+_factor_set_texts: dict[str, str] = {}
+
+
+def stored_response(session: Session, quote: Quote) -> dict[str, Any]:
+    """`quote`'s whole response document as its caller was answered: the stored document with
+    the carbon factors of its set put back (rows that keep their factors are returned as
+    stored). A new dict: the ORM attribute is left as loaded."""
+    set_id = quote.carbon_factor_set_id
+    if set_id is None:
+        return quote.response
+    text = _factor_set_texts.get(set_id)
+    if text is None:
+        statement = select(cast_to(_FACTOR_SETS.c.factors, Text)).where(_FACTOR_SETS.c.id == set_id)
+        found = session.scalars(statement).one_or_none()
+        if found is None:  # a set is stored with its first quote: this cannot be
+            raise LookupError(f"quote {quote.id}: carbon factor set {set_id} is not stored")
+        if len(_factor_set_texts) >= _MAX_CACHED_FACTOR_SETS:
+            _factor_set_texts.clear()
+        text = _factor_set_texts[set_id] = found
+    return with_factors(quote.response, orjson.loads(text))
 
 
 def release_claim(executor: Connection | Session, tenant: str, key: str, holder: str) -> None:

@@ -33,7 +33,9 @@ def _to_json(quote: NewQuote) -> dict[str, Any]:
     row = {name: getattr(quote, name) for name in QUOTE_COLUMNS}
     row["created_at"] = quote.created_at.isoformat()
     if isinstance(quote.response, QuoteDocument):
+        # Spooled whole, factors in (no set to store first on replay).
         row["response"] = quote.response.as_dict()
+        row["carbon_factor_set_id"] = None
     return row
 
 

@@ -30,7 +30,7 @@ def test_every_catalogue_file_is_ascii(path: Path) -> None:
 
 def _document(estimator: Estimator, body: dict[str, object], verbose: bool = False) -> str:
     request = EstimateRequest.model_validate({"workload": WORKLOAD, **body})
-    return estimator.estimate(request, verbose=verbose).response.model_dump_json()
+    return estimator.estimate(request, verbose=verbose).document.text()  # as answered
 
 
 def test_a_quote_on_every_gpu_is_ascii(estimator: Estimator) -> None:

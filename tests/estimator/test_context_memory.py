@@ -59,4 +59,4 @@ def test_the_memory_is_cleared_when_full(monkeypatch: Any) -> None:
     for region in ("FR", "DE", "US-CA"):
         estimator.estimate(request(WORKLOADS[0], datacenter={"region": region}))
     assert len(estimator._contexts) == 1  # the third context found it full: cleared, then added
-    assert len(estimator._carbon_rows) == 1
+    assert len(estimator._carbon_sets) == 1

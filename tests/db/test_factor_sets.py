@@ -1,0 +1,105 @@
+"""Carbon factor sets are stored once: by the first transaction that commits a quote naming one,
+then remembered by the quote store (no statement for them in later transactions); a set whose
+transaction was refused is not remembered, and is stored by the next one; two stores (two
+worker processes) storing the same set at once leave one row."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from db_support import quote_row
+from sqlalchemy import event, func, select
+
+from service.config import Settings
+from service.db import migrate
+from service.db.engine import Database
+from service.db.models import Quote, QuoteRow, StoredFactorSet
+from service.db.quote_document import QuoteDocument
+from service.db.quote_store import DuplicateIdempotencyKey, QuoteStore, Saved
+from service.db.repositories import stored_response
+from service.estimator import Estimator
+from service.ids import new_quote_id
+from service.schemas.estimate_request import EXAMPLE_REQUEST, EstimateRequest
+
+
+@pytest.fixture(scope="module")
+def document() -> QuoteDocument:
+    request = EstimateRequest.model_validate(EXAMPLE_REQUEST)
+    return Estimator.from_catalogues().estimate(request).document
+
+
+@pytest.fixture
+def database(tmp_path: Path) -> Iterator[Database]:
+    url = f"sqlite:///{tmp_path / 'quotes.sqlite3'}"
+    migrate.upgrade(url)
+    database = Database(Settings(database_url=url))
+    yield database
+    database.dispose()
+
+
+def new_row(document: QuoteDocument, key: str | None = None) -> QuoteRow:
+    quote_id = new_quote_id()
+    row = quote_row(quote_id, replace(document, quote_id=quote_id), datetime.now(UTC))
+    row.idempotency_key = key
+    return row
+
+
+def set_inserts(database: Database) -> list[str]:
+    """Records every statement that inserts into carbon_factor_sets from now on."""
+    seen: list[str] = []
+
+    @event.listens_for(database.engine, "before_cursor_execute")
+    def record(_conn: object, _cursor: object, statement: str, *_args: object) -> None:
+        if "carbon_factor_sets" in statement and statement.lstrip().upper().startswith("INSERT"):
+            seen.append(statement)
+
+    return seen
+
+
+def factor_set_rows(database: Database) -> int:
+    with database.sessions() as session:
+        return session.scalar(select(func.count()).select_from(StoredFactorSet)) or 0
+
+
+def test_a_set_is_stored_by_its_first_transaction_then_remembered(
+    database: Database, document: QuoteDocument
+) -> None:
+    store = QuoteStore(database)
+    inserts = set_inserts(database)
+    assert store.save([new_row(document), new_row(document)]) is Saved.STORED
+    assert len(inserts) == 1 and factor_set_rows(database) == 1
+    assert store.save([new_row(document)]) is Saved.STORED
+    assert len(inserts) == 1  # the second transaction wrote no statement for it
+    with database.sessions() as session:
+        quotes = list(session.scalars(select(Quote)))
+        assert len(quotes) == 3
+        for stored in quotes:
+            whole = stored_response(session, stored)
+            assert whole["carbon"]["factors"]["pue"]["value"] > 1.0
+
+
+def test_a_refused_transaction_leaves_its_set_to_the_next_one(
+    database: Database, document: QuoteDocument
+) -> None:
+    store = QuoteStore(database)
+    assert store.save([new_row(document, key="k1")]) is Saved.STORED
+    other_store = QuoteStore(database)  # another worker: it has not seen the set committed
+    with pytest.raises(DuplicateIdempotencyKey):
+        other_store.save([new_row(document, key="k1")])  # rolled back, set insert included
+    inserts = set_inserts(database)
+    assert other_store.save([new_row(document)]) is Saved.STORED
+    assert len(inserts) == 1  # not remembered after the refusal: tried again (a no-op here)
+    assert factor_set_rows(database) == 1
+
+
+def test_two_stores_storing_one_set_leave_one_row(
+    database: Database, document: QuoteDocument
+) -> None:
+    first, second = QuoteStore(database), QuoteStore(database)
+    assert first.save([new_row(document)]) is Saved.STORED
+    assert second.save([new_row(document)]) is Saved.STORED  # conflict ignored, not an error
+    assert factor_set_rows(database) == 1

@@ -1,0 +1,124 @@
+"""The estimator writes each response document once, with orjson from plain values, its carbon
+factors serialised once per context (service/estimator.py `_document`). The text must be exactly
+what the response model writes for the same values: parsed by EstimateResponse and written
+again by pydantic it comes back byte for byte (member order, float text, nulls, integers), for
+single estimates and batch items, on every GPU and in every region, with caller overrides, a
+verbose breakdown, a calibration, one output token, a custom architecture, and with the learned
+regressor on and off."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from service.batch_pricing import price_batch
+from service.calibration import ActiveCalibration, fit_corrections
+from service.calibration.fit import CalibrationPoint
+from service.errors import ServiceError
+from service.estimator import Estimator, PricedRequest
+from service.regressor.runtime import EnergyRegressor
+from service.schemas.estimate_request import EstimateRequest
+from service.schemas.estimate_response import EstimateResponse
+
+T0 = datetime(2026, 11, 25, tzinfo=UTC)
+WORKLOAD = {"batch_size": 3, "prompt_tokens": 300, "output_tokens": 40}
+CUSTOM_MOE = {
+    "hidden_size": 2048,
+    "num_layers": 16,
+    "num_attention_heads": 16,
+    "intermediate_size": 5632,
+    "vocab_size": 32000,
+    "num_experts": 8,
+    "experts_per_token": 2,
+    "moe_intermediate_size": 1024,
+}
+
+
+@pytest.fixture(scope="module", params=[False, True], ids=["roofline", "regressor"])
+def estimator(request: pytest.FixtureRequest) -> Estimator:
+    regressor = EnergyRegressor.load() if request.param else None
+    return Estimator.from_catalogues(regressor=regressor)
+
+
+def bodies(estimator: Estimator) -> list[dict[str, Any]]:
+    """Requests over every GPU and region, overrides, edge workloads and a custom model."""
+    found: list[dict[str, Any]] = [
+        {"model": "google/gemma-2-2b", "hardware": {"gpu": gpu, "count": 1}}
+        for gpu in estimator.gpus.ids
+    ]
+    found += [
+        {
+            "model": "mistralai/Mixtral-8x7B-Instruct-v0.1",
+            "hardware": {"gpu": "H100-SXM5-80GB", "count": 2},
+            "datacenter": {"region": record.code},
+        }
+        for record in estimator.regions.records
+    ]
+    found += [
+        {
+            "model": "meta-llama/Llama-3.1-8B-Instruct",
+            "hardware": {"gpu": "A100-SXM4-80GB", "count": 1},
+            "datacenter": {
+                "pue": 1.1,
+                "carbon_intensity_g_per_kwh": 12.5,
+                "wue_l_per_kwh": 0.0,
+                "lifetime_years": 3,
+                "utilisation": 0.35,
+            },
+            "workload": {"batch_size": 1, "prompt_tokens": 1, "output_tokens": 1},
+        },
+        {"architecture": CUSTOM_MOE, "hardware": {"gpu": "L40S", "count": 1}},
+        {
+            "model": "Qwen/Qwen3-30B-A3B",
+            "hardware": {"gpu": "H100-SXM5-80GB", "count": 2, "parallelism": {"expert": 2}},
+            "workload": {"batch_size": 64, "prompt_tokens": 8000, "output_tokens": 2},
+        },
+    ]
+    return [{"workload": WORKLOAD, **body} for body in found]
+
+
+def assert_written_as_pydantic_writes(priced: PricedRequest) -> None:
+    text = priced.document.text()
+    assert EstimateResponse.model_validate_json(text).model_dump_json() == text
+
+
+def test_single_documents_are_what_the_response_model_writes(estimator: Estimator) -> None:
+    for body in bodies(estimator):
+        request = EstimateRequest.model_validate(body)
+        try:
+            priced = estimator.estimate(request)
+        except ServiceError:  # a model that does not fit its GPU is a 422, no document
+            continue
+        assert_written_as_pydantic_writes(priced)
+
+
+def test_verbose_and_calibrated_documents_too(estimator: Estimator) -> None:
+    points = [CalibrationPoint(f"o{i}", "L40S", "custom", 100.0, 130.0, T0) for i in range(60)]
+    corrections = fit_corrections(points, shrinkage_k=10.0)
+    calibration = ActiveCalibration("c_1", estimator.model_version, corrections)
+    for body in bodies(estimator)[-3:]:
+        request = EstimateRequest.model_validate(body)
+        for verbose in (False, True):
+            priced = estimator.estimate(request, verbose=verbose, calibration=calibration)
+            assert_written_as_pydantic_writes(priced)
+            assert (priced.response.breakdown is not None) == verbose
+            assert priced.response.calibration_id == "c_1"
+    custom = estimator.estimate(EstimateRequest.model_validate(bodies(estimator)[-2]))
+    calibrated = estimator.estimate(
+        EstimateRequest.model_validate(bodies(estimator)[-2]), calibration=calibration
+    )
+    assert calibrated.response.energy.calibration_factor > 1.1  # the L40S custom segment
+    assert calibrated.response.energy.gpu_j == pytest.approx(
+        custom.response.energy.gpu_j * calibrated.response.energy.calibration_factor
+    )
+
+
+def test_batch_documents_too(estimator: Estimator) -> None:
+    requests = [EstimateRequest.model_validate(body) for body in bodies(estimator)]
+    results = price_batch(estimator, requests, verbose=False, calibration=None)
+    priced = [r for r in results if not isinstance(r, ServiceError)]
+    assert len(priced) > len(requests) // 2
+    for item in priced:
+        assert_written_as_pydantic_writes(item)
