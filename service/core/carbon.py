@@ -15,19 +15,18 @@ end to end (`uncertainty.py`).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from service.core.embodied import SECONDS_PER_YEAR, EmbodiedCharge, request_embodied_g
 from service.core.facility import (
     JOULES_PER_KWH,
     ServerProfile,
-    facility_energy_j,
-    it_energy_j,
     kwh,
     server_overhead_power_w,
 )
 from service.core.uncertainty import Ranged, product, total
-from service.core.water import WaterUse, request_water
+from service.core.water import WaterUse
 
 __all__ = [
     "DEFAULT_GPU_LIFETIME_YEARS",
@@ -118,10 +117,22 @@ def operational_g(facility_j: Ranged, carbon_intensity_g_per_kwh: Ranged) -> Ran
 @dataclass(frozen=True, slots=True)
 class HeldRates:
     """What holding a request's hardware costs per second, whatever the request: the servers'
-    non-GPU power [W] and the embodied emissions charged per second held [gCO2e/s]."""
+    non-GPU power [W] and the embodied emissions charged per second held [gCO2e/s]; and, for
+    request_carbon, the squared logs of the factors' bound ratios (`log_bounds`: low and high of
+    PUE, grid intensity, WUE and grid water, 0 for an exact bound, as `product` takes them)."""
 
     server_overhead_w: Ranged
     embodied_per_s: EmbodiedCharge
+    log_bounds: tuple[float, float, float, float, float, float, float, float]
+
+
+def _log_bounds(factor: Ranged) -> tuple[float, float]:
+    return _log_squared(factor.low_ratio), _log_squared(factor.high_ratio)
+
+
+def _log_squared(ratio: float) -> float:
+    """ln(ratio)^2, the term `product` adds for one factor's bound (none for an exact one)."""
+    return 0.0 if ratio == 1.0 else math.log(ratio) ** 2
 
 
 def held_rates(factors: CarbonFactors) -> HeldRates:
@@ -136,6 +147,12 @@ def held_rates(factors: CarbonFactors) -> HeldRates:
             factors.lifetime_years,
             factors.utilisation,
         ),
+        (
+            *_log_bounds(factors.pue),
+            *_log_bounds(factors.carbon_intensity_g_per_kwh),
+            *_log_bounds(factors.wue_l_per_kwh),
+            *_log_bounds(factors.offsite_water_l_per_kwh),
+        ),
     )
 
 
@@ -143,13 +160,40 @@ def request_carbon(
     gpu_j: Ranged, duration_s: float, factors: CarbonFactors, rates: HeldRates | None = None
 ) -> CarbonEstimate:
     """CO2e and water of a request whose GPUs use `gpu_j` [J] over `duration_s` [s]
-    (`rates`: held_rates(factors) when the caller has it already)."""
+    (`rates`: held_rates(factors) when the caller has it already).
+
+    Every quote runs this, so it is written out in floats rather than composed from
+    `it_energy_j`, `facility_energy_j`, `operational_g`, `request_water` and `total` (a Ranged
+    built and checked per step, the constant factors' logs taken again each time): the same
+    operations in the same order, so the same numbers to the last bit
+    (tests/core/test_carbon_reference.py holds it to that composition)."""
     if rates is None:
         rates = held_rates(factors)
-    overhead_j = rates.server_overhead_w.scaled(duration_s)
-    it_j = it_energy_j(gpu_j, overhead_j)
-    facility_j = facility_energy_j(it_j, factors.pue)
-    operational = operational_g(facility_j, factors.carbon_intensity_g_per_kwh)
+    pue_lo, pue_hi, grid_lo, grid_hi, wue_lo, wue_hi, ewif_lo, ewif_hi = rates.log_bounds
+    per_kwh = 1.0 / JOULES_PER_KWH
+    overhead_w = rates.server_overhead_w
+    overhead_j = Ranged(overhead_w.value * duration_s, overhead_w.low_ratio, overhead_w.high_ratio)
+    # IT energy: GPU + server share, bounds added end to end.
+    it_value = gpu_j.value + overhead_j.value
+    it_low, it_high = 1.0, 1.0
+    if it_value != 0.0:
+        it_low = min((gpu_j.low + overhead_j.low) / it_value, 1.0)
+        it_high = max((gpu_j.high + overhead_j.high) / it_value, 1.0)
+    it_j = Ranged(it_value, it_low, it_high)
+    it_lo, it_hi = _log_squared(it_low), _log_squared(it_high)
+    # Facility energy: IT energy x PUE, bounds in quadrature.
+    facility_j = Ranged(
+        it_value * factors.pue.value,
+        math.exp(-math.sqrt(it_lo + pue_lo)),
+        math.exp(math.sqrt(it_hi + pue_hi)),
+    )
+    facility_lo, facility_hi = _log_bounds(facility_j)
+    facility_kwh = facility_j.value * per_kwh
+    operational = Ranged(
+        facility_kwh * factors.carbon_intensity_g_per_kwh.value,
+        math.exp(-math.sqrt(facility_lo + grid_lo)),
+        math.exp(math.sqrt(facility_hi + grid_hi)),
+    )
     per_s = rates.embodied_per_s
     # Embodied charges are linear in the time held (exact factor: bounds unchanged).
     embodied = EmbodiedCharge(
@@ -157,14 +201,23 @@ def request_carbon(
         per_s.server_g.scaled(duration_s),
         per_s.total_g.scaled(duration_s),
     )
-    water = request_water(it_j, facility_j, factors.wue_l_per_kwh, factors.offsite_water_l_per_kwh)
+    onsite = Ranged(
+        it_value * per_kwh * factors.wue_l_per_kwh.value,
+        math.exp(-math.sqrt(it_lo + wue_lo)),
+        math.exp(math.sqrt(it_hi + wue_hi)),
+    )
+    offsite = Ranged(
+        facility_kwh * factors.offsite_water_l_per_kwh.value,
+        math.exp(-math.sqrt(facility_lo + ewif_lo)),
+        math.exp(math.sqrt(facility_hi + ewif_hi)),
+    )
     return CarbonEstimate(
-        server_overhead_w=rates.server_overhead_w,
+        server_overhead_w=overhead_w,
         server_overhead_j=overhead_j,
         it_j=it_j,
         facility_j=facility_j,
         operational_g=operational,
         embodied=embodied,
         total_g=total(operational, embodied.total_g),
-        water=water,
+        water=WaterUse(onsite, offsite, total(onsite, offsite)),
     )
