@@ -8,6 +8,11 @@ together by the next one, so the cost per quote falls as the rate rises, and no 
 for a timer. Durability is unchanged: a request is answered only after its own quotes are
 committed (or spooled), never before.
 
+Hand-overs between the event loop and the writer thread cost a wake-up each (a futex to wake the
+writer, a write to the loop's self-pipe to wake the loop), so they are made per group rather
+than per request: the requests an event loop iteration adds are queued together at its end,
+and a group's results reach each loop in one call.
+
 While the database refuses quotes (locked, unreachable), each attempt can take a whole lock or
 connect timeout. Requests that queued during a failed attempt are not made to wait for one more:
 their group is spooled (or answered without a quote id) at once, and the next group tries the
@@ -48,13 +53,16 @@ _STOP = object()
 class QuoteWriter:
     """Stores quotes for coroutines, many requests' quotes per transaction (see module doc).
 
-    `max_quotes` bounds one transaction; requests beyond it wait for the next one.
+    `max_quotes` bounds one transaction (give or take the requests of one event loop iteration,
+    which are handed over together); requests beyond it wait for the next one.
     """
 
     def __init__(self, store: QuoteStore, *, max_quotes: int = 1000) -> None:
         self.store = store
         self.max_quotes = max_quotes
-        self._queue: queue.SimpleQueue[_Pending | object] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[list[_Pending] | object] = queue.SimpleQueue()
+        # Per event loop, the requests queued in its current iteration (see _hand_over).
+        self._outboxes: dict[asyncio.AbstractEventLoop, list[_Pending]] = {}
         self._thread = threading.Thread(target=self._run, name="quote-writer", daemon=True)
         self.transactions = 0  # committed or spooled groups, for tests and diagnostics
         self._failed_at = -1.0  # time.monotonic() when the last failed attempt ended [s]
@@ -75,18 +83,28 @@ class QuoteWriter:
             raise RuntimeError("the quote writer is not running")
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Saved] = loop.create_future()
-        self._queue.put(_Pending(quotes, future, loop, time.monotonic()))
+        pending = _Pending(quotes, future, loop, time.monotonic())
+        outbox = self._outboxes.get(loop)
+        if outbox is None:
+            self._outboxes[loop] = [pending]
+            loop.call_soon(self._hand_over, loop)
+        else:
+            outbox.append(pending)
         # Shielded: a client that goes away does not un-store its quote, nor lose the result.
         return await asyncio.shield(future)
+
+    def _hand_over(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Queue for the writer every request `loop`'s last iteration added (one wake-up)."""
+        self._queue.put(self._outboxes.pop(loop))
 
     def _run(self) -> None:
         while True:
             first = self._queue.get()
             if first is _STOP:
                 return
-            assert isinstance(first, _Pending)
-            group, stop = [first], False
-            count = len(first.quotes)
+            assert isinstance(first, list)
+            group, stop = list(first), False
+            count = sum(len(pending.quotes) for pending in first)
             while count < self.max_quotes:
                 try:
                     more = self._queue.get_nowait()
@@ -95,9 +113,9 @@ class QuoteWriter:
                 if more is _STOP:
                     stop = True
                     break
-                assert isinstance(more, _Pending)
-                group.append(more)
-                count += len(more.quotes)
+                assert isinstance(more, list)
+                group += more
+                count += sum(len(pending.quotes) for pending in more)
             self._commit(group)
             if stop:
                 return
@@ -113,8 +131,11 @@ class QuoteWriter:
                 outcomes = self._save_group(part, attempt=attempt)
                 settled += zip(part, outcomes, strict=True)
         self.transactions += 1
+        by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Saved], Outcome]]] = {}
         for pending, outcome in settled:
-            pending.loop.call_soon_threadsafe(_settle, pending.future, outcome)
+            by_loop.setdefault(pending.loop, []).append((pending.future, outcome))
+        for loop, results in by_loop.items():
+            loop.call_soon_threadsafe(_settle_all, results)
 
     def _save_group(self, group: list[_Pending], *, attempt: bool) -> list[Outcome]:
         """One transaction for the group (or, without `attempt`, the spool); if one request's
@@ -148,10 +169,11 @@ class QuoteWriter:
             return error
 
 
-def _settle(future: asyncio.Future[Saved], outcome: Outcome) -> None:
-    if future.done():
-        return
-    if isinstance(outcome, BaseException):
-        future.set_exception(outcome)
-    else:
-        future.set_result(outcome)
+def _settle_all(results: list[tuple[asyncio.Future[Saved], Outcome]]) -> None:
+    for future, outcome in results:
+        if future.done():
+            continue
+        if isinstance(outcome, BaseException):
+            future.set_exception(outcome)
+        else:
+            future.set_result(outcome)

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import queue
 import threading
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from db_support import quote
@@ -97,6 +99,45 @@ def test_requests_waiting_on_a_commit_are_stored_together_by_the_next(
     all_quotes = first + [q for group in waiting for q in group]
     assert stored_ids(database) == {q.id for q in all_quotes}
     assert all(q.created_at is not None for q in all_quotes)
+
+
+def test_one_loop_iterations_requests_are_handed_over_and_answered_together(
+    database: Database,
+) -> None:
+    """Requests started in one event loop iteration reach the writer thread in one hand-over
+    (one wake-up, not one per request), and their group's results come back to the loop in
+    one call; a request of a later iteration is handed over on its own."""
+    store = GatedStore(database)
+    store.gate.set()
+    writer = QuoteWriter(store)
+    puts: list[int] = []
+
+    class CountingQueue(queue.SimpleQueue[Any]):
+        def put(self, item: Any, block: bool = True, timeout: float | None = None) -> None:
+            puts.append(len(item) if isinstance(item, list) else -1)
+            super().put(item, block, timeout)
+
+    writer._queue = CountingQueue()
+    writer.start()
+    wake_ups: list[int] = []
+
+    async def scenario() -> list[Saved]:
+        loop = asyncio.get_running_loop()
+        real_call = loop.call_soon_threadsafe
+
+        def counting_call(callback: Any, *args: Any) -> Any:
+            wake_ups.append(len(args[0]))
+            return real_call(callback, *args)
+
+        loop.call_soon_threadsafe = counting_call  # type: ignore[method-assign]
+        together = await asyncio.gather(*(writer.save([unstamped()]) for _ in range(5)))
+        alone = await writer.save([unstamped()])
+        return [*together, alone]
+
+    assert asyncio.run(scenario()) == [Saved.STORED] * 6
+    writer.stop()
+    assert puts[:2] == [5, 1]  # then the stop marker
+    assert store.group_sizes == [5, 1] and wake_ups == [5, 1]
 
 
 def test_a_failed_commit_reaches_every_request_of_its_group(database: Database) -> None:
