@@ -5,17 +5,13 @@ worker processes) storing the same set at once leave one row."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 from db_support import quote_row
 from sqlalchemy import event, func, select
 
-from service.config import Settings
-from service.db import migrate
 from service.db.engine import Database
 from service.db.models import Quote, QuoteRow, StoredFactorSet
 from service.db.quote_document import QuoteDocument
@@ -30,15 +26,6 @@ from service.schemas.estimate_request import EXAMPLE_REQUEST, EstimateRequest
 def document() -> QuoteDocument:
     request = EstimateRequest.model_validate(EXAMPLE_REQUEST)
     return Estimator.from_catalogues().estimate(request).document
-
-
-@pytest.fixture
-def database(tmp_path: Path) -> Iterator[Database]:
-    url = f"sqlite:///{tmp_path / 'quotes.sqlite3'}"
-    migrate.upgrade(url)
-    database = Database(Settings(database_url=url))
-    yield database
-    database.dispose()
 
 
 def new_row(document: QuoteDocument, key: str | None = None) -> QuoteRow:

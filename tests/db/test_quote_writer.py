@@ -8,17 +8,14 @@ import asyncio
 import dataclasses
 import queue
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import pytest
 from db_support import quote
 from sqlalchemy import create_engine, func, select
 
-from service.config import Settings
-from service.db import migrate
 from service.db.engine import Database
 from service.db.models import Quote, QuoteRow
 from service.db.quote_store import (
@@ -35,15 +32,6 @@ from service.db.spool import QuoteSpool
 def unstamped(key: str | None = None) -> Quote:
     """A quote whose `created_at` the store stamps."""
     return quote(key=key, created_at=None)
-
-
-@pytest.fixture
-def database(tmp_path: Path) -> Iterator[Database]:
-    url = f"sqlite:///{tmp_path / 'quotes.sqlite3'}"
-    migrate.upgrade(url)
-    database = Database(Settings(database_url=url))
-    yield database
-    database.dispose()
 
 
 def stored_ids(database: Database) -> set[str]:

@@ -14,6 +14,16 @@ from service.schemas.estimate_request import EstimateRequest
 
 DATA_DIR = Path(__file__).resolve().parents[2] / "service" / "catalog" / "data"
 WORKLOAD = {"batch_size": 2, "prompt_tokens": 300, "output_tokens": 40}
+CUSTOM_MOE = {
+    "hidden_size": 2048,
+    "num_layers": 16,
+    "num_attention_heads": 16,
+    "intermediate_size": 5632,
+    "vocab_size": 32000,
+    "num_experts": 8,
+    "experts_per_token": 2,
+    "moe_intermediate_size": 1024,
+}
 
 
 @pytest.fixture(scope="module")
@@ -50,17 +60,5 @@ def test_a_quote_in_every_region_is_ascii(estimator: Estimator) -> None:
 
 
 def test_a_verbose_quote_of_a_custom_architecture_is_ascii(estimator: Estimator) -> None:
-    body = {
-        "architecture": {
-            "hidden_size": 2048,
-            "num_layers": 16,
-            "num_attention_heads": 16,
-            "intermediate_size": 5632,
-            "vocab_size": 32000,
-            "num_experts": 8,
-            "experts_per_token": 2,
-            "moe_intermediate_size": 1024,
-        },
-        "hardware": {"gpu": "A100-SXM4-80GB", "count": 1},
-    }
+    body = {"architecture": CUSTOM_MOE, "hardware": {"gpu": "A100-SXM4-80GB", "count": 1}}
     assert _document(estimator, body, verbose=True).isascii()

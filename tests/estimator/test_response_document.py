@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from test_ascii_documents import CUSTOM_MOE
 
 from service.batch_pricing import price_batch
 from service.calibration import ActiveCalibration, fit_corrections
@@ -24,16 +25,6 @@ from service.schemas.estimate_response import EstimateResponse
 
 T0 = datetime(2026, 11, 25, tzinfo=UTC)
 WORKLOAD = {"batch_size": 3, "prompt_tokens": 300, "output_tokens": 40}
-CUSTOM_MOE = {
-    "hidden_size": 2048,
-    "num_layers": 16,
-    "num_attention_heads": 16,
-    "intermediate_size": 5632,
-    "vocab_size": 32000,
-    "num_experts": 8,
-    "experts_per_token": 2,
-    "moe_intermediate_size": 1024,
-}
 
 
 @pytest.fixture(scope="module", params=[False, True], ids=["roofline", "regressor"])
