@@ -1,6 +1,7 @@
-"""Throughput of batch pricing: estimates per second for 1000-item batches, at three depths.
+"""Throughput of batch pricing: estimates per second for 1000-item batches, at four depths.
 
-    python bench/bench_batch.py [--items 1000] [--repeat 5] [--output PATH]
+    python bench/bench_batch.py [--items 1000] [--repeat 5] [--http-s 20] [--workers 2]
+                                [--clients 6] [--output PATH]
 
 A seeded, realistic mix of items (a handful of models and GPU layouts, varied batch sizes,
 prompts and outputs) is priced:
@@ -11,16 +12,23 @@ prompts and outputs) is priced:
    one onnxruntime inference, carbon, response objects), beside `Estimator.estimate` per item;
 3. endpoint: `POST /v1/estimate/batch` through the ASGI app in process (FastAPI TestClient:
    JSON parsing and validation, pricing, one SQLite transaction storing every quote, JSON
-   response), on a fresh migrated SQLite file.
+   response), on a fresh migrated SQLite file;
+4. server: the same batch over HTTP to a real `uvicorn --workers N` (uvloop, httptools, SQLite,
+   quotes stored as in production), 3N clients on this machine posting it back to back for
+   `--http-s` seconds (bench/load/batch_clients.py; uvicorn's workers race to accept
+   connections, so with 3 clients per worker each worker almost always gets one: all six on one
+   of two workers happens 1 time in 32, and the report's busiest-worker share shows it): what
+   the machine sustains with every core pricing, the clients' own CPU included.
 
-Each depth is timed `--repeat` times after a warm-up batch; the best and median wall-clock time
-per batch are turned into estimates per second. The endpoint's stages, timed one by one, show
-where its time goes. Results go to bench/results/batch.md.
+Depths 1-3 run in this one thread and are timed `--repeat` times after a warm-up batch; the best
+and median wall-clock time per batch are turned into estimates per second. The endpoint's
+stages, timed one by one, show where its time goes. Results go to bench/results/batch.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import datetime
 import json
 import os
@@ -32,6 +40,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,11 +48,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from fastapi.testclient import TestClient  # noqa: E402
+from load.batch_clients import BatchRun, run_batches  # noqa: E402
+from load.bodies import encoded_post  # noqa: E402
+from load.server import machine_busy_cpu_s, uvicorn_server  # noqa: E402
 
 from service.auth import Principal  # noqa: E402
 from service.batch_pricing import price_batch  # noqa: E402
 from service.config import Settings  # noqa: E402
 from service.core.estimate import estimate_request, estimate_requests  # noqa: E402
+from service.db import migrate  # noqa: E402
 from service.errors import ServiceError  # noqa: E402
 from service.estimator import Estimator  # noqa: E402
 from service.main import create_app  # noqa: E402
@@ -160,7 +173,7 @@ def stage_table(client: TestClient, bodies: list[dict[str, Any]], endpoint_s: fl
             "store: request fingerprints, quote rows, one INSERT and commit",
             lambda: services.quotes._store(  # the storing half of quote_batch
                 [
-                    _Priced(r, request_fingerprint(r, False), a.response)
+                    _Priced(r, request_fingerprint(r, False), a)  # type: ignore[arg-type]
                     for r, a in zip(requests, results, strict=True)
                 ],
                 "bench",
@@ -172,8 +185,8 @@ def stage_table(client: TestClient, bodies: list[dict[str, Any]], endpoint_s: fl
             lambda: services.quotes.quote_batch(requests, principal=principal, verbose=False),
         ),
         (
-            "serialise the response (pydantic JSON)",
-            lambda: [r.response.model_dump_json() for r in results],  # type: ignore[union-attr]
+            "answer: each document's whole text (written when priced) as bytes",
+            lambda: [r.document.text().encode() for r in results],  # type: ignore[union-attr]
         ),
     ]
     lines = [
@@ -185,6 +198,72 @@ def stage_table(client: TestClient, bodies: list[dict[str, Any]], endpoint_s: fl
         best = min(wall_s(call, 3))
         lines.append(f"| {label} | {best * 1e3:.1f} | {best * 1e6 / len(bodies):.1f} |")
     return "\n".join(lines)
+
+
+@dataclass
+class HttpResult:
+    run: BatchRun
+    server_cpu_s: float
+    rest_cpu_s: float  # the machine's busy CPU but the server's and the clients'
+    busiest_worker_share: float  # of the workers' CPU (0.5: an even split of two)
+
+
+def over_http(
+    bodies: list[dict[str, Any]], workers: int, clients: int, seconds: float, scratch: Path
+) -> HttpResult:
+    """The batch posted back to back by `clients` clients to `uvicorn --workers <workers>` on a
+    fresh SQLite file for `seconds`, and the CPU the server and the rest of the machine used."""
+    url = f"sqlite:///{scratch / 'http.sqlite3'}"
+    migrate.upgrade(url)
+    env = {
+        "QUOTES_DATABASE_URL": url,
+        "QUOTES_RUN_MIGRATIONS_ON_START": "false",
+        "QUOTES_LOG_LEVEL": "WARNING",
+    }
+    with uvicorn_server(env, workers, scratch / "uvicorn.log") as server:
+        raw = encoded_post("/v1/estimate/batch", {"items": bodies}, f"127.0.0.1:{server.port}")
+        warm = asyncio.run(run_batches("127.0.0.1", server.port, raw, clients, 3.0))
+        assert warm.statuses == {200: warm.batches}, warm.statuses
+        server_before, machine_before = server.cpu_seconds(), machine_busy_cpu_s()
+        workers_before = server.worker_cpu_seconds()
+        run = asyncio.run(run_batches("127.0.0.1", server.port, raw, clients, seconds))
+        server_s = server.cpu_seconds() - server_before
+        rest_s = machine_busy_cpu_s() - machine_before - server_s - run.client_cpu_s
+        used = sorted(
+            (
+                cpu - workers_before.get(pid, 0.0)
+                for pid, cpu in server.worker_cpu_seconds().items()
+            ),
+            reverse=True,
+        )[:workers]
+    assert run.statuses == {200: run.batches}, run.statuses
+    assert run.items == run.batches * len(bodies)  # every item priced and stored
+    return HttpResult(run, server_s, max(0.0, rest_s), used[0] / sum(used))
+
+
+def http_section(result: HttpResult, workers: int) -> str:
+    run, server_s, rest_s = result.run, result.server_cpu_s, result.rest_cpu_s
+    latencies = sorted(run.batch_latencies_s)
+    return (
+        f"## Over HTTP: `uvicorn --workers {workers}`, {run.clients} clients\n\n"
+        f"{run.batches} batches of {run.items // max(run.batches, 1)} items answered in "
+        f"{run.wall_s:.1f} s by `uvicorn service.main:app --loop uvloop --http httptools "
+        f"--workers {workers}` on a fresh SQLite file, every quote stored, {run.clients} "
+        "closed-loop clients on this machine each posting the batch again as soon as its "
+        "answer is in (`bench/load/batch_clients.py`):\n\n"
+        "| estimates/s | batch latency median [ms] | server CPU µs per item | server CPU % "
+        "| busiest worker % | client CPU % | rest of machine CPU % |\n"
+        "|--:|--:|--:|--:|--:|--:|--:|\n"
+        f"| **{run.items_per_s:,.0f}** | {statistics.median(latencies) * 1e3:.0f} "
+        f"| {server_s / run.items * 1e6:.1f} | {100 * server_s / run.wall_s:.0f} "
+        f"| {100 * result.busiest_worker_share:.0f} "
+        f"| {100 * run.client_cpu_s / run.wall_s:.0f} | {100 * rest_s / run.wall_s:.0f} |\n\n"
+        "CPU % are of one core (the machine has two). `busiest worker %` is the busier "
+        "worker's share of the workers' CPU (50 % with two is an even split: a worker left "
+        "without a client would show as 100 %). `rest of machine` is the CPU spent meanwhile "
+        "on anything but the server and the clients: more than a few per cent means a "
+        "neighbour shared the two cores.\n"
+    )
 
 
 def rate_row(label: str, count: int, samples: list[float]) -> str:
@@ -199,6 +278,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--http-s", type=float, default=20.0, help="0 skips the HTTP depth")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument(
+        "--clients",
+        type=int,
+        default=None,
+        help="concurrent batch clients (default 3 per worker: each worker gets one, whichever "
+        "worker accepts which connection)",
+    )
     parser.add_argument("--output", type=Path, default=RESULTS)
     args = parser.parse_args()
     regressor = EnergyRegressor.load()
@@ -256,6 +344,16 @@ def main() -> None:
             )
         )
         stages = stage_table(client, bodies, statistics.median(endpoint))
+    http = ""
+    if args.http_s > 0:
+        with tempfile.TemporaryDirectory() as scratch:
+            clients = args.clients or 3 * args.workers
+            result = over_http(bodies, args.workers, clients, args.http_s, Path(scratch))
+        print(
+            f"over HTTP, {args.workers} workers: {result.run.items_per_s:,.0f} estimates/s, "
+            f"busiest worker {100 * result.busiest_worker_share:.0f} %"
+        )
+        http = "\n" + http_section(result, args.workers)
     table = "\n".join(
         [
             "| depth | median per batch [ms] | best per batch [ms] | estimates/s (median) "
@@ -282,6 +380,7 @@ def main() -> None:
         "endpoint's time beyond parse + validate + store + serialise is HTTP, ASGI and FastAPI "
         "(TestClient's transport, request body handling, dependencies).\n\n"
         f"{stages}\n"
+        f"{http}"
     )
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(report, encoding="utf-8")

@@ -47,6 +47,12 @@ class StepResult:
         return self.ok / self.wall_s if self.wall_s else 0.0
 
 
+def own_cpu_s() -> float:
+    """CPU time [s] this process has used so far (user and system)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def percentile(values: Sequence[float], fraction: float) -> float:
     """The nearest-rank percentile (fraction in [0, 1]); NaN for no values."""
     if not values:
@@ -97,7 +103,7 @@ async def run_step(
     result = StepResult(rate_per_s, duration_s, scheduled)
     pool = [await _used_connection(host, port) for _ in range(connections)]
     indices = itertools.count()
-    cpu_before = resource.getrusage(resource.RUSAGE_SELF)
+    cpu_before = own_cpu_s()
     start = clock() + 0.05
     deadline = start + duration_s + drain_s
 
@@ -124,10 +130,7 @@ async def run_step(
 
     await asyncio.gather(*(sender(connection) for connection in pool))
     result.wall_s = max(duration_s, clock() - start)
-    cpu_after = resource.getrusage(resource.RUSAGE_SELF)
-    result.generator_cpu_s = (cpu_after.ru_utime - cpu_before.ru_utime) + (
-        cpu_after.ru_stime - cpu_before.ru_stime
-    )
+    result.generator_cpu_s = own_cpu_s() - cpu_before
     for connection in pool:
         connection.close()
     return result
