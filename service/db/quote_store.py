@@ -109,6 +109,9 @@ class QuoteStore:
             raise DuplicateIdempotencyKey() from error
         except SQLAlchemyError as error:
             logger.warning("could not store %d quote(s): %s", len(quotes), error)
+            # The database may come back as another one (a failover, a restore): sets are
+            # stored again, as no-ops where they are there, rather than trusted from memory.
+            self._stored_factor_sets.clear()
             return self.spool_instead(quotes, str(error))
 
     def spool_instead(self, quotes: Sequence[NewQuote], reason: str) -> Saved:

@@ -1,7 +1,8 @@
 """Carbon factor sets are stored once: by the first transaction that commits a quote naming one,
 then remembered by the quote store (no statement for them in later transactions); a set whose
 transaction was refused is not remembered, and is stored by the next one; two stores (two
-worker processes) storing the same set at once leave one row."""
+worker processes) storing the same set at once leave one row; after a failed save the sets are
+stored again rather than trusted from memory."""
 
 from __future__ import annotations
 
@@ -10,12 +11,12 @@ from datetime import UTC, datetime
 
 import pytest
 from db_support import quote_row
-from sqlalchemy import event, func, select
+from sqlalchemy import create_engine, event, func, select
 
 from service.db.engine import Database
 from service.db.models import Quote, QuoteRow, StoredFactorSet
 from service.db.quote_document import QuoteDocument
-from service.db.quote_store import DuplicateIdempotencyKey, QuoteStore, Saved
+from service.db.quote_store import DuplicateIdempotencyKey, QuoteStore, Saved, StoreFailed
 from service.db.repositories import stored_response
 from service.estimator import Estimator
 from service.ids import new_quote_id
@@ -90,3 +91,21 @@ def test_two_stores_storing_one_set_leave_one_row(
     assert first.save([new_row(document)]) is Saved.STORED
     assert second.save([new_row(document)]) is Saved.STORED  # conflict ignored, not an error
     assert factor_set_rows(database) == 1
+
+
+def test_a_failed_save_forgets_the_sets_it_remembered(
+    database: Database, document: QuoteDocument
+) -> None:
+    """After the database refused a save (it may come back as another one: a failover, a
+    restore), the sets are stored again rather than trusted from memory."""
+    store = QuoteStore(database)
+    assert store.save([new_row(document)]) is Saved.STORED
+    healthy_engine = database.engine
+    database.engine = create_engine("sqlite:////proc/no-such-dir/quotes.sqlite3")
+    with pytest.raises(StoreFailed):  # no spool: the failure is the caller's
+        store.save([new_row(document)])
+    database.engine.dispose()
+    database.engine = healthy_engine
+    inserts = set_inserts(database)
+    assert store.save([new_row(document)]) is Saved.STORED
+    assert len(inserts) == 1  # the set was stored again (a no-op: it is there)
