@@ -20,7 +20,7 @@ from service.core.estimate import estimate_requests
 from service.core.estimate_many import BatchEstimate
 from service.core.workload import Deployment
 from service.errors import ServiceError
-from service.estimate_parts import CarbonCache, Latency, invalid_request, roofline_energy
+from service.estimate_parts import Latency, invalid_request, roofline_energy
 from service.estimator import Estimator, PricedRequest
 from service.regressor.batch_features import BatchFeatures, batch_features
 from service.regressor.runtime import EnergyPrediction
@@ -85,7 +85,6 @@ def price_batch(
             results[indices[position]] = invalid_request(failure, custom=custom)
         groups.append(_Group(indices, resolved_list, coefficients, estimates, errors))
     energies = _energies(estimator, groups)
-    carbon_cache: CarbonCache = {}
     for group, energy in zip(groups, energies, strict=True):
         estimates = group.estimates
         phase_s = estimates.phase_s.T.tolist()
@@ -111,7 +110,6 @@ def price_batch(
                 energy[j],
                 estimates.item(j) if verbose else None,
                 calibration,
-                carbon_cache,
             )
     return [_done(result) for result in results]
 

@@ -17,8 +17,9 @@ from service.catalog.figures import RangeRatios, SourcedFigure
 from service.catalog.gpus import GpuRecord
 from service.catalog.regions import RegionRecord
 from service.catalog.servers import ServerCatalog
-from service.core.carbon import CarbonEstimate, CarbonFactors
+from service.core.carbon import CarbonEstimate, CarbonFactors, HeldRates
 from service.core.uncertainty import Ranged
+from service.db.quote_document import CarbonFactorSet
 from service.schemas.estimate_request import DatacenterIn
 from service.schemas.estimate_response import CarbonFactorOut
 
@@ -36,13 +37,20 @@ class FactorNote:
 
 @dataclass(slots=True)
 class CarbonInputs:
-    """The core's factors for one request, plus what a bill needs to explain them."""
+    """The core's factors for one request, plus what a bill needs to explain them.
+
+    `priced_parts` is for the estimator: what it derives from these inputs for every quote
+    (their factors serialised, the held hardware's rates), kept here once made, so that every
+    request of a remembered context shares them."""
 
     factors: CarbonFactors
     region: str | None
     intensity_source: str
     embodied_method: str
     notes: dict[str, FactorNote] = field(default_factory=dict)
+    priced_parts: tuple[CarbonFactorSet, HeldRates] | None = field(
+        default=None, compare=False, repr=False
+    )
 
 
 @dataclass(slots=True)

@@ -1,16 +1,15 @@
 """Pieces of a priced response shared by the one-request and the batch paths: what the response
 needs of an analytical estimate, the roofline's energy, calibration scaling, breakdown rows, the
-core's errors as 422s, and the carbon factor set requests of one context share."""
+core's errors as 422s, and the carbon parts the requests of one context share."""
 
 from __future__ import annotations
 
-from collections.abc import Hashable
 from dataclasses import dataclass, replace
 
 from pydantic import TypeAdapter
 
 from service.carbon_accounting import CarbonInputs, carbon_factors_out
-from service.core.carbon import HeldRates
+from service.core.carbon import HeldRates, held_rates
 from service.core.coefficients import CostModelCoefficients
 from service.core.errors import CostModelError, InsufficientMemory, InvalidArchitecture
 from service.core.results import KernelCost, RequestEstimate
@@ -19,27 +18,19 @@ from service.errors import FieldError, InvalidRequest
 from service.regressor.runtime import EnergyPrediction
 from service.schemas.estimate_response import CarbonFactorOut, KernelRowOut
 
-CarbonCache = dict[Hashable, tuple[CarbonFactorSet, HeldRates]]
-"""Per carbon_factors_key: the response's factors, serialised, and the held hardware's rates."""
-
 _FACTOR_ROWS: TypeAdapter[dict[str, CarbonFactorOut]] = TypeAdapter(dict[str, CarbonFactorOut])
 
 
-def carbon_factor_set(inputs: CarbonInputs) -> CarbonFactorSet:
-    """The carbon block's `factors` (every factor with its bounds, unit and source) as the JSON
-    text the response carries, and the id it is stored under."""
-    return CarbonFactorSet.of(_FACTOR_ROWS.dump_json(carbon_factors_out(inputs)).decode())
-
-
-def carbon_factors_key(inputs: CarbonInputs) -> Hashable:
-    """What the carbon block's factor rows depend on (equal keys: equal rows)."""
-    return (
-        inputs.factors,
-        inputs.region,
-        inputs.intensity_source,
-        inputs.embodied_method,
-        tuple(inputs.notes.items()),
-    )
+def carbon_priced_parts(inputs: CarbonInputs) -> tuple[CarbonFactorSet, HeldRates]:
+    """What every quote priced with `inputs` shares: the carbon block's `factors` (every factor
+    with its bounds, unit and source) as the JSON text the response carries, with the id it is
+    stored under, and the held hardware's rates. Made once per request context (kept on
+    `inputs`, which the estimator's context memory shares)."""
+    parts = inputs.priced_parts
+    if parts is None:
+        factors_json = _FACTOR_ROWS.dump_json(carbon_factors_out(inputs)).decode()
+        parts = inputs.priced_parts = (CarbonFactorSet.of(factors_json), held_rates(inputs.factors))
+    return parts
 
 
 @dataclass(frozen=True, slots=True)

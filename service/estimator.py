@@ -17,7 +17,7 @@ from service.catalog.gpus import GpuCatalog, load_gpu_catalog
 from service.catalog.models import ModelCatalog, UnknownModel, load_model_catalog
 from service.catalog.regions import RegionCatalog, load_region_catalog
 from service.catalog.servers import ServerCatalog, load_server_catalog
-from service.core.carbon import held_rates, request_carbon
+from service.core.carbon import request_carbon
 from service.core.coefficients import CostModelCoefficients
 from service.core.errors import CostModelError
 from service.core.estimate import estimate_request
@@ -26,10 +26,8 @@ from service.core.uncertainty import Ranged
 from service.core.workload import Workload
 from service.db.quote_document import QuoteDocument
 from service.estimate_parts import (
-    CarbonCache,
     Latency,
-    carbon_factor_set,
-    carbon_factors_key,
+    carbon_priced_parts,
     invalid_request,
     kernel_row,
     roofline_energy,
@@ -67,6 +65,18 @@ class PricedRequest:
         return EstimateResponse.model_validate_json(self.document.text())
 
 
+def model_version(coefficients: CostModelCoefficients, regressor: EnergyRegressor | None) -> str:
+    """Which estimator answers: the learned regressor over the roofline, or the roofline."""
+    version = coefficients.version
+    roofline = version if version.startswith("roofline") else f"roofline {version}"
+    if regressor is None:
+        return roofline
+    learned = regressor.version
+    if not learned.startswith("energy-gnn"):
+        learned = f"energy-gnn {learned}"
+    return f"{learned}+{roofline}"
+
+
 class Estimator:
     """Prices requests: latency from the analytical roofline model, GPU energy from the learned
     regressor when one is loaded (else from the roofline), carbon from the energy."""
@@ -91,8 +101,8 @@ class Estimator:
         self.engine_coefficients = coefficients
         self.coefficients = coefficients[DEFAULT_ENGINE]
         self.regressor = regressor
+        self.model_version = model_version(self.coefficients, regressor)
         self._contexts: dict[str, ResolvedRequest] = {}
-        self._carbon_sets: CarbonCache = {}
 
     @classmethod
     def from_catalogues(cls, regressor: EnergyRegressor | None = None) -> Estimator:
@@ -105,18 +115,6 @@ class Estimator:
             load_engine_coefficients(),
             regressor=regressor,
         )
-
-    @property
-    def model_version(self) -> str:
-        """Which estimator answered: the learned regressor over the roofline, or the roofline."""
-        version = self.coefficients.version
-        roofline = version if version.startswith("roofline") else f"roofline {version}"
-        if self.regressor is None:
-            return roofline
-        learned = self.regressor.version
-        if not learned.startswith("energy-gnn"):
-            learned = f"energy-gnn {learned}"
-        return f"{learned}+{roofline}"
 
     def estimate(
         self,
@@ -138,15 +136,8 @@ class Estimator:
         except CostModelError as error:
             raise invalid_request(error, custom=request.architecture is not None) from None
         energy = self._energy(resolved, result, coefficients)
-        if len(self._carbon_sets) >= MAX_CONTEXTS:
-            self._carbon_sets.clear()
         return self.priced(
-            resolved,
-            Latency.of(result),
-            energy,
-            result if verbose else None,
-            calibration,
-            self._carbon_sets,
+            resolved, Latency.of(result), energy, result if verbose else None, calibration
         )
 
     def resolve(self, request: EstimateRequest) -> ResolvedRequest:
@@ -177,12 +168,9 @@ class Estimator:
         energy: EnergyPrediction,
         breakdown: RequestEstimate | None,
         calibration: ActiveCalibration | None,
-        carbon_cache: CarbonCache,
     ) -> PricedRequest:
         """The response for a priced request: calibration applied (if it corrects this model
-        version), carbon from the energy, the kernel breakdown when `breakdown` is given.
-        `carbon_cache` shares the serialised carbon factors and held-hardware rates between
-        requests with the same carbon factors, keyed by carbon_factors_key."""
+        version), carbon from the energy, the kernel breakdown when `breakdown` is given."""
         if calibration is not None and calibration.model_version != self.model_version:
             calibration = None
         factor = 1.0
@@ -198,7 +186,6 @@ class Estimator:
             breakdown,
             calibration_id=calibration_id,
             calibration_factor=factor,
-            carbon_cache=carbon_cache,
             priced_at=priced_at,
         )
         return PricedRequest(
@@ -260,7 +247,6 @@ class Estimator:
         *,
         calibration_id: str | None,
         calibration_factor: float,
-        carbon_cache: CarbonCache,
         priced_at: datetime,
     ) -> QuoteDocument:
         """The response document (EstimateResponse's members in its order, written once with
@@ -273,11 +259,7 @@ class Estimator:
             max(energy.gpu_j_high / energy.gpu_j, 1.0),
         )
         inputs = resolved.carbon
-        key = carbon_factors_key(inputs)
-        shared = carbon_cache.get(key)
-        if shared is None:
-            shared = carbon_cache[key] = (carbon_factor_set(inputs), held_rates(inputs.factors))
-        factor_set, rates = shared
+        factor_set, rates = carbon_priced_parts(inputs)
         carbon = request_carbon(gpu_j, result.total_s, inputs.factors, rates)
         breakdown = None
         if verbose_result is not None:

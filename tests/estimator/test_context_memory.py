@@ -42,6 +42,18 @@ def test_a_remembered_context_prices_each_workload_as_a_fresh_one() -> None:
     assert len(energies) == 3
 
 
+def test_a_contexts_carbon_parts_are_made_once_and_shared() -> None:
+    """The serialised factors and held-hardware rates are made by the first quote of a context
+    and kept on its (remembered) carbon inputs: every later workload of it uses the same ones."""
+    estimator = Estimator.from_catalogues()
+    first = estimator.estimate(request(WORKLOADS[0])).document.factors
+    inputs = estimator.resolve(request(WORKLOADS[1])).carbon
+    assert inputs.priced_parts is not None and inputs.priced_parts[0] is first
+    assert estimator.estimate(request(WORKLOADS[2])).document.factors is first
+    elsewhere = estimator.estimate(request(WORKLOADS[0], datacenter={"region": "DE"}))
+    assert elsewhere.document.factors.id != first.id
+
+
 def test_an_explicit_default_is_another_context() -> None:
     """`hardware.count` given or defaulted gives the same numbers but a different list of
     defaulted inputs, so the two are remembered apart."""
@@ -59,4 +71,3 @@ def test_the_memory_is_cleared_when_full(monkeypatch: Any) -> None:
     for region in ("FR", "DE", "US-CA"):
         estimator.estimate(request(WORKLOADS[0], datacenter={"region": region}))
     assert len(estimator._contexts) == 1  # the third context found it full: cleared, then added
-    assert len(estimator._carbon_sets) == 1
