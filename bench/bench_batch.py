@@ -9,7 +9,8 @@ prompts and outputs) is priced:
 1. core: the analytical cost model only, items grouped by (model, deployment) and priced with
    `estimate_requests`, beside one `estimate_request` per item;
 2. estimator: `service.batch_pricing.price_batch` (resolution, cost model, regressor features and
-   one onnxruntime inference, carbon, response objects), beside `Estimator.estimate` per item;
+   onnxruntime in 64-request slices, carbon, response documents), beside `Estimator.estimate`
+   per item;
 3. endpoint: `POST /v1/estimate/batch` through the ASGI app in process (FastAPI TestClient:
    JSON parsing and validation, pricing, one SQLite transaction storing every quote, JSON
    response), on a fresh migrated SQLite file;

@@ -2,7 +2,8 @@
 
 Requests that resolve to the same model, deployment and engine coefficients share one array
 evaluation of the cost model (core `estimate_requests`) and of the regressor's features; every
-request of the batch then goes through one onnxruntime inference. A request that fails (unknown
+request of the batch then goes through the regressor together (onnxruntime runs them in slices
+of INFERENCE_SLICE). A request that fails (unknown
 name, invalid input, does not fit) comes back as its error, the others are priced as if alone.
 """
 
@@ -132,7 +133,7 @@ def _alone(
 
 
 def _energies(estimator: Estimator, groups: list[_Group]) -> list[list[EnergyPrediction]]:
-    """Per group, each priced request's GPU energy: the regressor's (one inference for the
+    """Per group, each priced request's GPU energy: the regressor's (one pass for the
     whole batch) or, without one or if it fails, the roofline's."""
     regressor = estimator.regressor
     if regressor is not None and groups:

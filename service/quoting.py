@@ -125,7 +125,7 @@ class QuoteService:
         ones come back as errors.
 
         Items are priced together (service.batch_pricing: one cost-model evaluation per model
-        and deployment, one regressor inference) and stored in one transaction."""
+        and deployment, one regressor pass) and stored in one transaction."""
         tenant = principal.tenant
         calibration = self.calibrations.for_tenant(tenant) if self.calibrations else None
         requests = [item for item in items if not isinstance(item, ServiceError)]
