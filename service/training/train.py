@@ -49,7 +49,7 @@ from service.training.validation import (
 
 logger = logging.getLogger("service.training")
 
-VERSION = "energy-gnn 2026.11.6"
+VERSION = "energy-gnn 2026.11.7"
 CHOSEN = Variant("GNN", phase_split=True, roofline=True, direct=False, message_passing=True)
 SEED_VARIANTS = {"GNN, other seed": 1, "GNN, third seed": 2}
 """Seed offsets of the seed-noise rows: the chosen design re-drawn (initialisation, bootstraps,
@@ -279,13 +279,19 @@ def report_notes(fold_coefficients: str) -> list[str]:
         )
     return [
         analytical,
-        "Power model of the analytical estimate (roofline 2026.11.5): the power drawn during "
-        "host-overhead time is fitted per serving engine (vLLM 0.11's per-sequence decode time "
-        "is GPU work: v3 rows reach 690 W of 700), and a collective's step latency counts in "
-        "its time but not in its power share (since energy-gnn 2026.11.3). Since roofline "
+        "Power model of the analytical estimate (roofline 2026.11.6): the power drawn during "
+        "host-overhead time is fitted per serving engine, and a collective's step latency "
+        "counts in its time but not in its power share (since energy-gnn 2026.11.3). New in "
+        "roofline 2026.11.6 (energy-gnn 2026.11.7; network, hyperparameters and per-fold "
+        "penalties unchanged): each engine's decode host time draws two fitted powers, one over "
+        "the fixed time per step (the CPU scheduling the step, GPUs near idle: fitted 0.04 of "
+        "TDP - idle for both vLLM engines) and one over the time per running sequence (vLLM "
+        "0.11: 0.98, GPU work the roofline misses; vLLM 0.5.4: 0.39), because the v3 rows' own "
+        "power rises with the batch (Llama-3.1-8B: ~490 W at 8 sequences, ~690 W at 192 and "
+        "more) where one fraction for both parts held it flat. Since roofline "
         "2026.11.4 (energy-gnn 2026.11.5): host time per decode step has a part per GPU worker "
         "beyond the first, fitted per vLLM engine, during which the GPUs wait on the driver at "
-        "idle power. New in roofline 2026.11.5 (energy-gnn 2026.11.6, network, hyperparameters "
+        "idle power. Since roofline 2026.11.5 (energy-gnn 2026.11.6, network, hyperparameters "
         "and per-fold penalties unchanged): block-scaled FP8 checkpoints (128 x 128 weight "
         "blocks: Qwen3 FP8, DeepSeek-V3/R1) have their routed-expert GEMMs timed at the 16-bit "
         "weight size, as vLLM's block-FP8 fused-MoE kernel ran no faster than bf16 (vLLM PR "
