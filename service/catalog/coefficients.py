@@ -1,9 +1,9 @@
 """Fitted cost-model coefficients, stored with the provenance of their fit.
 
 Host overheads depend on the serving engine, so the file holds one overhead profile per engine
-(``engines``), each with the power its GPUs draw during that overhead time
-(``host_overhead_power``, a fraction of TDP - idle); everything else (kernel efficiencies, kernel
-power) is shared.
+(``engines``), each with the power its GPUs draw during that overhead time, as fractions of
+TDP - idle: ``host_overhead_power`` over the fixed time per step, ``host_per_sequence_power`` over
+the time per running sequence; everything else (kernel efficiencies, kernel power) is shared.
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ from service.core.coefficients import (
 
 COEFFICIENTS_PATH = DATA_DIR / "cost_model_coefficients.json"
 HOST_OVERHEAD_POWER = "host_overhead_power"
+HOST_PER_SEQUENCE_POWER = "host_per_sequence_power"
+_ENGINE_POWER = {HOST_OVERHEAD_POWER: "host_overhead", HOST_PER_SEQUENCE_POWER: "host_per_sequence"}
 DEFAULT_ENGINE = "vllm-v1"
 ENGINE_DESCRIPTIONS = {
     "vllm-v1": "vLLM >= 0.8 (V1 engine, CUDA graphs, chunked prefill); decode overheads fitted on "
@@ -48,10 +50,10 @@ def engine_coefficients_from_document(document: dict[str, Any]) -> dict[str, Cos
     engines = document.get("engines") or {DEFAULT_ENGINE: {}}
     out = {}
     for engine, values in engines.items():
-        overheads = {k: v for k, v in values.items() if k != HOST_OVERHEAD_POWER}
-        power = shared.power
-        if HOST_OVERHEAD_POWER in values:
-            power = replace(power, host_overhead=values[HOST_OVERHEAD_POWER])
+        overheads = {k: v for k, v in values.items() if k not in _ENGINE_POWER}
+        power = replace(
+            shared.power, **{_ENGINE_POWER[k]: v for k, v in values.items() if k in _ENGINE_POWER}
+        )
         out[engine] = replace(shared, roofline=replace(shared.roofline, **overheads), power=power)
     return out
 

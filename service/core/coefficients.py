@@ -61,16 +61,18 @@ class PowerCoefficients:
     network * u_network)``, capped at TDP, where ``u_x`` is the share of the kernel's time that
     unit x would need at its achievable peak (for the network, bytes on the links only: a
     collective's step latency is time with the links idle and the GPUs waiting on flags).
-    During host-side overhead time the GPUs draw ``idle + (tdp - idle) * host_overhead``: they
-    are rarely fully idle then (sampling and bookkeeping kernels, in a live server other
-    requests' work, and under vLLM V1 GPU work the roofline misses); it is fitted per serving
-    engine.
+    During host-side overhead time the GPUs draw ``idle + (tdp - idle) * host_overhead`` (the
+    fixed time per decode step and per prefill: mostly the CPU scheduling while the GPUs wait)
+    and ``idle + (tdp - idle) * host_per_sequence`` over decode's time per running sequence
+    (under vLLM V1 GPU work the roofline misses); both are fitted per serving engine
+    (`service.core.host_overhead`).
     """
 
     compute: float
     memory: float
     network: float
     host_overhead: float
+    host_per_sequence: float
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,12 @@ from service.core.coefficients import CostModelCoefficients
 from service.core.counts import AttentionSpan, padded_rows
 from service.core.errors import CostModelError, InvalidParallelism, InvalidWorkload
 from service.core.estimate_many import BatchEstimate, price_workloads
-from service.core.host_overhead import decode_overhead_s, overhead_gpu_j, worker_wait_s
+from service.core.host_overhead import (
+    decode_overhead_s,
+    overhead_gpu_j,
+    per_sequence_s,
+    worker_wait_s,
+)
 from service.core.memory import check_fits, kv_cache_bytes_per_gpu
 from service.core.moe import expert_terms
 from service.core.phase import ContextRange, PhaseRequest, phase_kernel_tables
@@ -66,6 +71,7 @@ def estimate_request(
         roofline.prefill_overhead_s,
         decode_overhead_s(roofline, float(workload.batch_size), float(steps), held),
     )
+    sequences_s = (0.0, per_sequence_s(roofline, float(workload.batch_size), float(steps)))
     wait_s = (0.0, worker_wait_s(roofline, float(steps), held))
     waiting = held - par.gpus_per_stage  # other pipeline stages idle meanwhile
     prefill, decode = (
@@ -74,7 +80,9 @@ def estimate_request(
             time_s=table.kernel_time_s + overhead_s[p],
             gpu_j=table.kernel_gpu_j
             + gpu.idle_w * waiting * table.kernel_time_s
-            + overhead_gpu_j(overhead_s[p], wait_s[p], gpu, coefficients.power, held),
+            + overhead_gpu_j(
+                overhead_s[p], sequences_s[p], wait_s[p], gpu, coefficients.power, held
+            ),
             overhead_s=overhead_s[p],
             steps=1 if p == 0 else steps,
             table=table,

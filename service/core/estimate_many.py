@@ -16,7 +16,12 @@ import numpy.typing as npt
 from service.core.batch_phase import PhaseArrays, phase_arrays
 from service.core.batch_terms import batch_terms
 from service.core.coefficients import CostModelCoefficients
-from service.core.host_overhead import decode_overhead_s, overhead_gpu_j, worker_wait_s
+from service.core.host_overhead import (
+    decode_overhead_s,
+    overhead_gpu_j,
+    per_sequence_s,
+    worker_wait_s,
+)
 from service.core.kernel_table import KernelTable
 from service.core.plan import CostPlan
 from service.core.results import MemoryFootprint, Phase, PhaseCost, RequestEstimate
@@ -170,9 +175,10 @@ def price_workloads(
             decode_overhead_s(roofline, batch, output - 1.0, held),
         ]
     )
+    sequences_s = np.stack([np.zeros_like(batch), per_sequence_s(roofline, batch, output - 1.0)])
     wait_s = np.stack([np.zeros_like(batch), worker_wait_s(roofline, output - 1.0, held)])
     waiting = held - deployment.parallelism.gpus_per_stage  # other pipeline stages idle meanwhile
-    overhead_j = overhead_gpu_j(overhead_s, wait_s, gpu, coefficients.power, held)
+    overhead_j = overhead_gpu_j(overhead_s, sequences_s, wait_s, gpu, coefficients.power, held)
     phase_j = kernel_j + gpu.idle_w * waiting * kernel_s + overhead_j
     return BatchEstimate(
         plan=plan,

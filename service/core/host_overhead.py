@@ -1,10 +1,16 @@
-"""Host-side time of each phase (the GPUs run no kernels), and the GPU energy drawn meanwhile.
+"""Host-side time of each phase (the roofline's kernels do not cover it), and the GPU energy
+drawn meanwhile.
 
 Per decode step the engine spends a fixed time, a time per running sequence, and a time per
-GPU worker beyond the first (the driver hands the step's inputs to each worker process). During
-the first two the GPUs draw the engine's fitted host-overhead power (under vLLM V1 much of that
-time is GPU work the roofline misses); while the driver feeds the workers they wait on it and
-draw idle power. Works on floats and, element-wise, on arrays of workloads.
+GPU worker beyond the first (the driver hands the step's inputs to each worker process). Each
+part draws its own power, fitted per serving engine:
+- the fixed time (and prefill's overhead) at the engine's host-overhead power: the CPU
+  schedules and prepares the step while the GPUs mostly wait;
+- the per-sequence time at the engine's per-sequence power: under vLLM V1 it is GPU work the
+  roofline misses (the v3 rows' own power rises from ~490 W at 8 sequences to ~690 W of 700
+  at 192 and more, Llama-3.1-8B on H100);
+- while the driver feeds the workers, the GPUs wait on it at idle power.
+Works on floats and, element-wise, on arrays of workloads.
 """
 
 from __future__ import annotations
@@ -32,6 +38,11 @@ def decode_overhead_s(
     return steps * per_step
 
 
+def per_sequence_s(roofline: RooflineCoefficients, batch: Number, steps: Number) -> Number:
+    """The part of decode's host-side time that grows with the running sequences [s]."""
+    return steps * roofline.decode_overhead_per_sequence_s * batch
+
+
 def worker_wait_s(roofline: RooflineCoefficients, steps: Number, workers: int) -> Number:
     """The part of decode's host-side time spent feeding `workers` GPU workers [s]."""
     return steps * roofline.decode_overhead_per_worker_s * (workers - 1)
@@ -39,11 +50,16 @@ def worker_wait_s(roofline: RooflineCoefficients, steps: Number, workers: int) -
 
 def overhead_gpu_j(
     overhead_s: Number,
+    sequences_s: Number,
     wait_s: Number,
     gpu: GpuSpec,
     power: PowerCoefficients,
     held: int,
 ) -> Number:
-    """GPU energy [J] of `held` GPUs over `overhead_s` of host time, `wait_s` of it at idle."""
-    overhead_w = gpu.idle_w + (gpu.tdp_w - gpu.idle_w) * power.host_overhead
-    return held * (overhead_w * (overhead_s - wait_s) + gpu.idle_w * wait_s)
+    """GPU energy [J] of `held` GPUs over `overhead_s` of host time: `sequences_s` of it at the
+    per-sequence power, `wait_s` at idle, the rest at the host-overhead power."""
+    dynamic_w = gpu.tdp_w - gpu.idle_w
+    overhead_w = gpu.idle_w + dynamic_w * power.host_overhead
+    sequences_w = gpu.idle_w + dynamic_w * power.host_per_sequence
+    fixed_s = overhead_s - sequences_s - wait_s
+    return held * (overhead_w * fixed_s + sequences_w * sequences_s + gpu.idle_w * wait_s)

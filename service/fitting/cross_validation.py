@@ -64,18 +64,20 @@ def with_roofline_values(
 class FittedModel:
     """Every fitted value: kernel efficiencies, host overheads per engine, power.
 
-    `power` holds the shared (compute, memory, network) fractions; `overhead_power` the
-    host-overhead fraction of each engine (what the GPUs draw during that engine's overhead time).
+    `power` holds the shared (compute, memory, network) fractions; `overhead_power` each
+    engine's (fixed host time, host time per sequence) fractions: what the GPUs draw during that
+    engine's overhead time.
     """
 
     kernel: dict[str, float]
     network: dict[str, float]
     overheads: dict[str, Overheads]
     power: FloatArray
-    overhead_power: dict[str, float]
+    overhead_power: dict[str, tuple[float, float]]
 
     def power_of(self, engine: str) -> FloatArray:
-        """(compute, memory, network, host overhead) power fractions under `engine`."""
+        """(compute, memory, network, host overhead, host time per sequence) power fractions
+        under `engine`."""
         return np.append(self.power[:3], self.overhead_power[engine])
 
     def coefficients(
@@ -134,8 +136,8 @@ def fit_all(
 
 def _fit_power_per_engine(
     rows: list[EndToEndRow], overheads: dict[str, Overheads]
-) -> tuple[FloatArray, dict[str, float]]:
-    """Shared (compute, memory, network) power and each engine's host-overhead power.
+) -> tuple[FloatArray, dict[str, tuple[float, float]]]:
+    """Shared (compute, memory, network) power and each engine's two host-overhead powers.
 
     Kernel power is physics, shared across engines: one joint fit, each row with its engine's
     overheads. What the GPUs do during an engine's "host overhead" time is not: vLLM 0.5.4 (V0)
@@ -143,8 +145,13 @@ def _fit_power_per_engine(
     persistent batch) the per-sequence decode time the roofline misses is GPU work: ML.ENERGY
     v3's own average power reaches 690 W of the H100's 700 W at large batches (Llama-3.1-8B,
     255-691 sequences), where that time is over 40 % of the step (511 sequences: 21.5 of
-    48.9 ms). So each engine with energy rows gets its own overhead fraction; an engine
-    without (the Splitwise harness) takes their mean.
+    48.9 ms). So each engine with energy rows gets its own overhead fractions; an engine
+    without (the Splitwise harness) takes their mean. Two per engine: the fixed time per step is
+    the CPU scheduling and preparing the step (vLLM V1 blog: at ~5 ms of GPU time per step for
+    Llama-8B on H100, that CPU overhead becomes pronounced), the GPUs mostly waiting; the time
+    per running sequence is work that grows with the batch (under V1 on the GPU: the v3 rows'
+    own power rises with the batch, Llama-3.1-8B from ~490 W at 8 sequences to ~690 W at 192
+    and more, which one fraction for both parts cannot follow).
     """
     groups = {engine: [r for r in rows if r.engine == engine] for engine in overheads}
     measured = {e: np.array([r.measured_per_sequence_j for r in g]) for e, g in groups.items() if g}
@@ -154,7 +161,9 @@ def _fit_power_per_engine(
         return np.concatenate(
             [
                 np.log(
-                    predicted_per_sequence_j(groups[e], overheads[e], np.append(p[:3], p[3 + i]))
+                    predicted_per_sequence_j(
+                        groups[e], overheads[e], np.append(p[:3], p[3 + 2 * i : 5 + 2 * i])
+                    )
                     / measured[e]
                 )
                 for i, e in enumerate(engines)
@@ -162,14 +171,14 @@ def _fit_power_per_engine(
         )
 
     start = fit_power(rows, next(iter(overheads.values())))
-    start = np.concatenate([start[:3], np.full(len(engines), start[3])])
-    upper = [1.5, 1.5, 1.5] + [1.0] * len(engines)
+    start = np.concatenate([start[:3], np.tile(start[3:5], len(engines))])
+    upper = [1.5, 1.5, 1.5] + [1.0] * (2 * len(engines))
     fit = least_squares(
         residuals, start, bounds=([0.0] * len(start), upper), loss="soft_l1", f_scale=0.1
     )
-    fitted = {e: float(fit.x[3 + i]) for i, e in enumerate(engines)}
-    mean = float(np.mean(list(fitted.values())))
-    overhead_power = {e: fitted.get(e, mean) for e in overheads}
+    fitted = {e: (float(fit.x[3 + 2 * i]), float(fit.x[4 + 2 * i])) for i, e in enumerate(engines)}
+    fixed, sequences = np.mean(list(fitted.values()), axis=0).tolist()
+    overhead_power = {e: fitted.get(e, (fixed, sequences)) for e in overheads}
     return np.asarray(fit.x[:3], dtype=np.float64), overhead_power
 
 

@@ -207,18 +207,19 @@ def _phase_energy_j(
     r: EndToEndRow,
     phase: PhaseArrays,
     time_s: FloatArray,
-    overhead_s: tuple[float, float],
+    overhead_s: tuple[float, float, float],
     power: FloatArray,
 ) -> float:
     """GPU energy of one phase [J]; `overhead_s` is (host time at the engine's overhead power,
-    host time at idle power)."""
+    host time at its per-sequence power, host time at idle power)."""
     share = power[0] * phase.compute_s + power[1] * phase.memory_s + power[2] * phase.network_s
     kernel_s = float(time_s.sum())
     active = r.group_gpus * (r.idle_w * kernel_s + r.dynamic_w * np.minimum(share, time_s).sum())
     overhead_w = r.idle_w + r.dynamic_w * power[3]
-    busy_s, idle_s = overhead_s
+    sequences_w = r.idle_w + r.dynamic_w * power[4]
+    fixed_s, sequences_s, idle_s = overhead_s
     waiting = r.idle_w * (r.gpu_count - r.group_gpus) * kernel_s + r.gpu_count * (
-        overhead_w * busy_s + r.idle_w * idle_s
+        overhead_w * fixed_s + sequences_w * sequences_s + r.idle_w * idle_s
     )
     return float(active + waiting)
 
@@ -226,15 +227,19 @@ def _phase_energy_j(
 def predicted_per_sequence_j(
     rows: list[EndToEndRow], overheads: Overheads, power: FloatArray
 ) -> FloatArray:
-    """Per-sequence GPU energy [J] of each row for host overheads and power coefficients."""
+    """Per-sequence GPU energy [J] of each row for host overheads and power coefficients
+    (compute, memory, network, host overhead, host time per sequence)."""
     return np.array([_per_sequence_j(r, overheads, power) for r in rows])
 
 
 def _per_sequence_j(r: EndToEndRow, overheads: Overheads, power: FloatArray) -> float:
     wait_s = r.decode_steps * step_wait_s(r, overheads)
-    busy_s = r.decode_steps * step_overhead_s(r, overheads) - wait_s
-    prefill_j = _phase_energy_j(r, r.prefill, r.prefill.time_s, (overheads[0], 0.0), power)
-    decode_j = _phase_energy_j(r, r.decode, decode_kernel_s(r, overheads), (busy_s, wait_s), power)
+    sequences_s = r.decode_steps * overheads[2] * r.batch_size
+    fixed_s = r.decode_steps * step_overhead_s(r, overheads) - wait_s - sequences_s
+    prefill_j = _phase_energy_j(r, r.prefill, r.prefill.time_s, (overheads[0], 0.0, 0.0), power)
+    decode_j = _phase_energy_j(
+        r, r.decode, decode_kernel_s(r, overheads), (fixed_s, sequences_s, wait_s), power
+    )
     return (prefill_j + decode_j) / r.batch_size
 
 
@@ -293,14 +298,14 @@ def _overheads(params: FloatArray) -> Overheads:
 
 
 def fit_power(rows: list[EndToEndRow], overheads: Overheads) -> FloatArray:
-    """(compute, memory, network, host overhead) dynamic-power fractions in [0, 1.5] from
-    per-request energy."""
+    """(compute, memory, network, host overhead, host time per sequence) dynamic-power
+    fractions (kernel ones in [0, 1.5], host ones in [0, 1]) from per-request energy."""
     measured = [r for r in rows if r.measured_per_sequence_j is not None]
     energy = np.array([r.measured_per_sequence_j for r in measured], dtype=np.float64)
     fit = least_squares(
         lambda p: np.log(predicted_per_sequence_j(measured, overheads, p) / energy),
-        np.array([0.6, 0.4, 0.2, 0.2]),
-        bounds=([0.0] * 4, [1.5, 1.5, 1.5, 1.0]),
+        np.array([0.6, 0.4, 0.2, 0.2, 0.2]),
+        bounds=([0.0] * 5, [1.5, 1.5, 1.5, 1.0, 1.0]),
         loss="soft_l1",
         f_scale=0.1,
     )

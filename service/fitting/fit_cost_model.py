@@ -24,6 +24,7 @@ from service.catalog.coefficients import (
     DEFAULT_ENGINE,
     ENGINE_DESCRIPTIONS,
     HOST_OVERHEAD_POWER,
+    HOST_PER_SEQUENCE_POWER,
     coefficients_from_document,
 )
 from service.fitting.cross_validation import (
@@ -61,7 +62,7 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA_DIR, help="../shared/data")
     parser.add_argument("--out", type=Path, default=COEFFICIENTS_PATH)
     parser.add_argument("--report", type=Path, default=REPORT_PATH)
-    parser.add_argument("--version", default="2026.11.5")
+    parser.add_argument("--version", default="2026.11.6")
     return parser.parse_args(argv)
 
 
@@ -173,7 +174,8 @@ def _coefficients_document(
         "engines": {
             engine: {
                 **overhead_values(o),
-                HOST_OVERHEAD_POWER: final.overhead_power[engine],
+                HOST_OVERHEAD_POWER: final.overhead_power[engine][0],
+                HOST_PER_SEQUENCE_POWER: final.overhead_power[engine][1],
             }
             for engine, o in final.overheads.items()
             if engine in ENGINE_DESCRIPTIONS
@@ -187,7 +189,7 @@ def _coefficients_document(
         # overheads).
         "power": dict(
             zip(
-                ("compute", "memory", "network", "host_overhead"),
+                ("compute", "memory", "network", "host_overhead", "host_per_sequence"),
                 final.power_of(DEFAULT_ENGINE).tolist(),
                 strict=True,
             )

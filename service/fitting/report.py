@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from service.catalog.coefficients import HOST_OVERHEAD_POWER
+from service.catalog.coefficients import HOST_OVERHEAD_POWER, HOST_PER_SEQUENCE_POWER
 from service.fitting.cross_validation import HeldOut
 from service.fitting.metrics import accuracy
 
@@ -56,9 +56,12 @@ def _by_group(held: HeldOut, quantity: str) -> str:
 
 
 def _overhead_power(overheads: dict[str, float]) -> str:
-    """An engine's host-overhead power fraction, or a dash for a harness without energy rows."""
-    value = overheads.get(HOST_OVERHEAD_POWER)
-    return "-" if value is None else f"{value:.3g}"
+    """An engine's host-overhead power fractions (fixed time per step, time per sequence), or
+    dashes for a harness without energy rows."""
+    return " | ".join(
+        "-" if value is None else f"{value:.3g}"
+        for value in (overheads.get(HOST_OVERHEAD_POWER), overheads.get(HOST_PER_SEQUENCE_POWER))
+    )
 
 
 def _plot(path: Path, held: HeldOut) -> None:
@@ -172,8 +175,8 @@ Host overheads per serving engine (and of the Splitwise measurement harness, fit
 of its own and not served):
 
 | engine | prefill s | per decode step s | per step, sequence s | per step, worker s \
-| decode launch s | overhead power |
-|---|---|---|---|---|---|---|
+| decode launch s | overhead power | per-sequence power |
+|---|---|---|---|---|---|---|---|
 """
         + "\n".join(
             f"| {e} | {o['prefill_overhead_s']:.4g} | {o['decode_step_overhead_s']:.4g} | "

@@ -37,7 +37,9 @@ ONE_LAYER_DENSE = ModelArchitecture(
 )
 """A one-layer dense model small enough that per-step costs (overheads, latencies) dominate."""
 
-POWER = PowerCoefficients(compute=0.5, memory=0.3, network=0.1, host_overhead=0.0)
+POWER = PowerCoefficients(
+    compute=0.5, memory=0.3, network=0.1, host_overhead=0.0, host_per_sequence=0.0
+)
 INTERVAL = EnergyInterval(low_ratio=0.7, high_ratio=1.3, lower_quantile=0.1, upper_quantile=0.9)
 IDEAL = CostModelCoefficients(
     version="test", roofline=IDEAL_ROOFLINE, power=POWER, energy_interval=INTERVAL

@@ -1,6 +1,7 @@
 """Host time per decode step: fixed, per running sequence, and per GPU worker beyond the first;
-the per-worker part (the driver feeding its workers) draws idle power, the rest the engine's
-host-overhead power. Hand-computed numbers; the one-request and many-request paths agree."""
+the per-worker part (the driver feeding its workers) draws idle power, the per-sequence part the
+engine's per-sequence power, the fixed part its host-overhead power. Hand-computed numbers; the
+one-request and many-request paths agree."""
 
 from __future__ import annotations
 
@@ -11,7 +12,12 @@ from core_support import A100_1_5TB, IDEAL, ONE_LAYER_DENSE, POWER, deployment, 
 from numpy.testing import assert_allclose
 
 from service.core.estimate import estimate_requests
-from service.core.host_overhead import decode_overhead_s, overhead_gpu_j, worker_wait_s
+from service.core.host_overhead import (
+    decode_overhead_s,
+    overhead_gpu_j,
+    per_sequence_s,
+    worker_wait_s,
+)
 from service.core.workload import Workload
 
 ARCH = ONE_LAYER_DENSE
@@ -21,25 +27,32 @@ ROOFLINE = dataclasses.replace(
     decode_overhead_per_sequence_s=1e-4,
     decode_overhead_per_worker_s=5e-3,
 )
-COEFFICIENTS = dataclasses.replace(
-    IDEAL, roofline=ROOFLINE, power=dataclasses.replace(POWER, host_overhead=0.4)
-)
+POWER_SPLIT = dataclasses.replace(POWER, host_overhead=0.4, host_per_sequence=0.9)
+COEFFICIENTS = dataclasses.replace(IDEAL, roofline=ROOFLINE, power=POWER_SPLIT)
 
 
 def test_decode_overhead_adds_a_term_per_worker_beyond_the_first() -> None:
     # 9 steps x (2 ms + 16 sequences x 0.1 ms + (4 - 1) workers x 5 ms) = 9 x 18.6 ms
     assert_allclose(decode_overhead_s(ROOFLINE, 16.0, 9.0, 4), 0.1674, rtol=1e-12)
     assert_allclose(worker_wait_s(ROOFLINE, 9.0, 4), 0.135, rtol=1e-12)
+    # 9 steps x 16 sequences x 0.1 ms
+    assert_allclose(per_sequence_s(ROOFLINE, 16.0, 9.0), 0.0144, rtol=1e-12)
     # one GPU: no worker to feed
     assert_allclose(decode_overhead_s(ROOFLINE, 16.0, 9.0, 1), 0.0324, rtol=1e-12)
     assert worker_wait_s(ROOFLINE, 9.0, 1) == 0.0
 
 
-def test_feeding_workers_draws_idle_power_the_rest_host_overhead_power() -> None:
-    power = dataclasses.replace(POWER, host_overhead=0.4)
-    # 4 GPUs: 0.0324 s at 50 + 0.4 x 350 = 190 W, 0.135 s at 50 W
+def test_each_part_of_the_host_time_draws_its_own_power() -> None:
+    # 4 GPUs (idle 50 W, TDP 400 W): the fixed 9 x 2 ms = 0.018 s at 50 + 0.4 x 350 = 190 W,
+    # the per-sequence 0.0144 s at 50 + 0.9 x 350 = 365 W, the workers' 0.135 s at 50 W
+    expected_j = 4 * (190.0 * 0.018 + 365.0 * 0.0144 + 50.0 * 0.135)  # = 61.704 J
+    assert_allclose(
+        overhead_gpu_j(0.1674, 0.0144, 0.135, A100_1_5TB, POWER_SPLIT, 4), expected_j, rtol=1e-12
+    )
+    # one power for both parts: the fixed and per-sequence time at 190 W, as before the split
+    same = dataclasses.replace(POWER_SPLIT, host_per_sequence=0.4)
     expected_j = 4 * (190.0 * 0.0324 + 50.0 * 0.135)  # = 51.624 J
-    assert_allclose(overhead_gpu_j(0.1674, 0.135, A100_1_5TB, power, 4), expected_j, rtol=1e-12)
+    assert_allclose(overhead_gpu_j(0.1674, 0.0144, 0.135, A100_1_5TB, same, 4), expected_j)
 
 
 def test_estimate_prices_the_worker_term_in_time_and_energy() -> None:
@@ -47,7 +60,7 @@ def test_estimate_prices_the_worker_term_in_time_and_energy() -> None:
     result = estimate(ARCH, 16, 8, 10, dep, COEFFICIENTS)
     assert_allclose(result.decode.overhead_s, 0.1674, rtol=1e-12)
     kernel_j = result.decode.table.kernel_gpu_j
-    assert_allclose(result.decode.gpu_j - kernel_j, 51.624, rtol=1e-9)
+    assert_allclose(result.decode.gpu_j - kernel_j, 61.704, rtol=1e-9)
     without = dataclasses.replace(ROOFLINE, decode_overhead_per_worker_s=0.0)
     base = estimate(ARCH, 16, 8, 10, dep, dataclasses.replace(COEFFICIENTS, roofline=without))
     assert_allclose(result.decode.time_s - base.decode.time_s, 0.135, rtol=1e-9)

@@ -46,7 +46,7 @@ def test_without_a_driver_hand_off_the_time_per_worker_is_zero() -> None:
 def test_the_time_per_worker_draws_idle_power() -> None:
     rng = np.random.default_rng(2)
     r = replace(_row(rng, "vllm-v0"), gpu_count=4, group_gpus=4, decode_steps=100, batch_size=10)
-    power = np.array([0.9, 0.6, 0.5, 0.3])
+    power = np.array([0.9, 0.6, 0.5, 0.3, 0.8])
     without = (*TRUTH[:4], 0.0)
     (with_j,) = predicted_per_sequence_j([r], TRUTH, power)
     (without_j,) = predicted_per_sequence_j([r], without, power)
