@@ -51,13 +51,12 @@ sys.path.insert(0, str(ROOT))
 from fastapi.testclient import TestClient  # noqa: E402
 from load.batch_clients import BatchRun, run_batches  # noqa: E402
 from load.bodies import encoded_post  # noqa: E402
-from load.server import machine_busy_cpu_s, uvicorn_server  # noqa: E402
+from load.server import machine_busy_cpu_s, migrated_server_env, uvicorn_server  # noqa: E402
 
 from service.auth import Principal  # noqa: E402
 from service.batch_pricing import price_batch  # noqa: E402
 from service.config import Settings  # noqa: E402
 from service.core.estimate import estimate_request, estimate_requests  # noqa: E402
-from service.db import migrate  # noqa: E402
 from service.errors import ServiceError  # noqa: E402
 from service.estimator import Estimator  # noqa: E402
 from service.main import create_app  # noqa: E402
@@ -214,13 +213,7 @@ def over_http(
 ) -> HttpResult:
     """The batch posted back to back by `clients` clients to `uvicorn --workers <workers>` on a
     fresh SQLite file for `seconds`, and the CPU the server and the rest of the machine used."""
-    url = f"sqlite:///{scratch / 'http.sqlite3'}"
-    migrate.upgrade(url)
-    env = {
-        "QUOTES_DATABASE_URL": url,
-        "QUOTES_RUN_MIGRATIONS_ON_START": "false",
-        "QUOTES_LOG_LEVEL": "WARNING",
-    }
+    env = migrated_server_env(f"sqlite:///{scratch / 'http.sqlite3'}")
     with uvicorn_server(env, workers, scratch / "uvicorn.log") as server:
         raw = encoded_post("/v1/estimate/batch", {"items": bodies}, f"127.0.0.1:{server.port}")
         warm = asyncio.run(run_batches("127.0.0.1", server.port, raw, clients, 3.0))

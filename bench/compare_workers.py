@@ -20,22 +20,15 @@ from pathlib import Path
 import uvloop
 from load.open_loop import StepResult, answering_requests, percentile, run_step
 from load.report import machine_line
-from load.server import uvicorn_server
-from load_test import HOST, command_line, request_pool
-
-from service.db import migrate
+from load.server import migrated_server_env, uvicorn_server
+from load_test import HOST, request_pool
+from report_file import command_line
 
 
 def one_step(workers: int, args: argparse.Namespace) -> tuple[StepResult, float]:
     """A warm-up, then one timed step; the step and the server CPU [s] it used."""
     with tempfile.TemporaryDirectory(prefix="workers-") as scratch:
-        url = f"sqlite:///{Path(scratch) / 'quotes.sqlite3'}"
-        migrate.upgrade(url)
-        env = {
-            "QUOTES_DATABASE_URL": url,
-            "QUOTES_RUN_MIGRATIONS_ON_START": "false",
-            "QUOTES_LOG_LEVEL": "WARNING",
-        }
+        env = migrated_server_env(f"sqlite:///{Path(scratch) / 'quotes.sqlite3'}")
         with uvicorn_server(env, workers, Path(scratch) / "uvicorn.log") as server:
             pool = request_pool(server.port, args.bodies, args.seed)
             requests, _ = asyncio.run(answering_requests(HOST, server.port, pool))
@@ -79,7 +72,7 @@ def main() -> None:
         "",
         f"Date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC.",
         f"Machine: {machine_line()}.",
-        f"Command: `{command_line(args)}`",
+        f"Command: `{command_line({'$POSTGRES_URL': args.postgres_url})}`",
         "",
         f"{args.rate:g} estimates/s offered open-loop for {args.step_s:g} s per row, "
         f"{args.connections} keep-alive connections, the generator on the same machine, a "

@@ -30,10 +30,14 @@ import uvloop
 from load.bodies import encoded_post, estimate_body
 from load.open_loop import StepResult, answering_requests, percentile, run_step
 from load.report import P99_GOAL_S, ceiling_per_s, machine_line, plot, step_table
-from load.server import cpu_seconds, free_port, machine_busy_cpu_s, uvicorn_server
+from load.server import (
+    cpu_seconds,
+    free_port,
+    machine_busy_cpu_s,
+    migrated_server_env,
+    uvicorn_server,
+)
 from report_file import command_line
-
-from service.db import migrate
 
 DEFAULT_RATES = "50,100,200,400,700,1000,1500,2000"
 STATIC_SERVER = Path(__file__).parent / "load" / "static_server.py"
@@ -73,15 +77,11 @@ def busiest_share(after: dict[int, float], before: dict[int, float], workers: in
 
 
 def run_database(label: str, url: str, args: argparse.Namespace, log: Path) -> list[StepResult]:
-    migrate.upgrade(url)
-    env = {
-        "QUOTES_DATABASE_URL": url,
-        "QUOTES_RUN_MIGRATIONS_ON_START": "false",
-        "QUOTES_LOG_LEVEL": "WARNING",
-        # One key offers the whole load: its per-process quota (1,000/s by default) would
-        # answer 429 near 2,000/s. The limiter still runs, with a quota it never reaches.
-        "QUOTES_RATE_LIMITS": json.dumps({"estimate": UNREACHED_QUOTA_PER_S}),
-    }
+    # One key offers the whole load: its per-process quota (1,000/s by default) would answer
+    # 429 near 2,000/s. The limiter still runs, with a quota it never reaches.
+    env = migrated_server_env(
+        url, QUOTES_RATE_LIMITS=json.dumps({"estimate": UNREACHED_QUOTA_PER_S})
+    )
     steps: list[StepResult] = []
     with uvicorn_server(env, args.workers, log) as server:
         candidates = request_pool(server.port, args.bodies, args.seed)

@@ -23,10 +23,9 @@ from pathlib import Path
 import uvloop
 from load.open_loop import StepResult, answering_requests, percentile, run_step
 from load.report import machine_line
-from load.server import rss_bytes, uvicorn_server
-from load_test import HOST, command_line, request_pool
-
-from service.db import migrate
+from load.server import migrated_server_env, rss_bytes, uvicorn_server
+from load_test import HOST, request_pool
+from report_file import command_line
 
 MIB = 1024 * 1024
 
@@ -80,9 +79,7 @@ def main() -> None:
     uvloop.install()
     with tempfile.TemporaryDirectory(prefix="soak-") as scratch:
         url = args.postgres_url or f"sqlite:///{Path(scratch) / 'quotes.sqlite3'}"
-        migrate.upgrade(url)
-        env = {"QUOTES_DATABASE_URL": url, "QUOTES_RUN_MIGRATIONS_ON_START": "false",
-               "QUOTES_LOG_LEVEL": "WARNING"}  # fmt: skip
+        env = migrated_server_env(url)
         with uvicorn_server(env, 1, Path(scratch) / "uvicorn.log") as server:
             pid = server.worker_pids[0]
             loaded_rss = rss_bytes(pid)
@@ -122,7 +119,7 @@ def write_report(
         "",
         f"Date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC.",
         f"Machine: {machine_line()}.",
-        f"Command: `{command_line(args)}`",
+        f"Command: `{command_line({'$POSTGRES_URL': args.postgres_url})}`",
         "",
         f"One worker (`uvicorn service.main:app --loop uvloop --http httptools --workers 1`), "
         f"{'PostgreSQL' if postgres else 'SQLite'}, quotes stored, learned regressor on; "

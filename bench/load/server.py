@@ -105,6 +105,21 @@ def wait_until_up(port: int, process: subprocess.Popen[bytes], timeout_s: float 
     raise RuntimeError("uvicorn did not answer /v1/health in time")
 
 
+def migrated_server_env(database_url: str, **extra: str) -> dict[str, str]:
+    """Migrate `database_url` to head and return the QUOTES_* settings a benchmark server runs
+    with: that database, no migration at start-up (several workers would race to run it),
+    warnings only, and `extra`."""
+    from service.db import migrate  # the service's own package, importable from the bench
+
+    migrate.upgrade(database_url)
+    return {
+        "QUOTES_DATABASE_URL": database_url,
+        "QUOTES_RUN_MIGRATIONS_ON_START": "false",
+        "QUOTES_LOG_LEVEL": "WARNING",
+        **extra,
+    }
+
+
 @contextmanager
 def uvicorn_server(env: Mapping[str, str], workers: int, log_path: Path) -> Iterator[RunningServer]:
     """Start uvicorn with `env` (QUOTES_* settings) and stop it with SIGTERM afterwards."""
