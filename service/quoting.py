@@ -52,7 +52,7 @@ def _warned_json(document: QuoteDocument, warning: str) -> bytes:
 class _Priced:
     request: EstimateRequest
     request_hash: str
-    priced: PricedRequest
+    estimate: PricedRequest
 
 
 def request_fingerprint(request: EstimateRequest, verbose: bool) -> str:
@@ -216,14 +216,14 @@ class QuoteService:
 
     def _not_stored(self, priced: Sequence[_Priced]) -> list[bytes]:
         self.metrics.db_errors.labels(operation="store_quote").inc()
-        return [_warned_json(p.priced.document, NOT_STORED_WARNING) for p in priced]
+        return [_warned_json(p.estimate.document, NOT_STORED_WARNING) for p in priced]
 
     def _stored(
         self, priced: Sequence[_Priced], rows: Sequence[QuoteRow], saved: Saved
     ) -> list[bytes]:
         """The stored documents themselves (quote id, and created_at as stamped when stored),
         or, spooled, each with a warning that it is not in the database yet."""
-        if saved is Saved.SPOOLED:  # the documents were stamped with the rows
+        if saved is Saved.SPOOLED:  # each row's document has its quote id and created_at
             self.metrics.db_errors.labels(operation="store_quote").inc()
             return [_warned_json(_document(row), SPOOLED_WARNING) for row in rows]
         return [_document(row).text().encode() for row in rows]
@@ -246,7 +246,7 @@ class QuoteService:
         except StoreFailed:
             stored = None
         if stored is None:
-            return _warned_json(priced.priced.document, NOT_STORED_WARNING)
+            return _warned_json(priced.estimate.document, NOT_STORED_WARNING)
         return _replay(stored, priced.request_hash)
 
 
@@ -255,7 +255,7 @@ def _quote_row(
 ) -> QuoteRow:
     """The row of `priced` stored as quote `quote_id` (its response document says so; its
     `created_at` is stamped when the row is committed)."""
-    quote = priced.priced
+    quote = priced.estimate
     document = replace(quote.document, quote_id=quote_id)
     return QuoteRow(
         id=quote_id,
