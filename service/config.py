@@ -38,6 +38,13 @@ class Settings(BaseSettings):
     db_pool_timeout_s: PositiveFloat = 2.0
     db_statement_timeout_ms: PositiveInt = 5000
     sqlite_busy_timeout_ms: PositiveInt = 2000
+    sqlite_commit_in_loop: bool = Field(
+        default=True,
+        description="SQLite: commit the hot path's quotes in the event loop thread itself, one "
+        "transaction per loop iteration, instead of handing them to the writer thread; a "
+        "commit that finds the write lock taken goes to the writer thread, which waits for it "
+        "(service/db/in_loop_commit.py).",
+    )
     db_reconnect_backoff_s: PositiveFloat = Field(
         default=2.0,
         description="After a failed connection attempt, new ones fail at once for this long "

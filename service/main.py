@@ -24,6 +24,7 @@ from service.calibrating import CalibrationRegistry
 from service.config import Settings, get_settings
 from service.db import migrate
 from service.db.engine import Database
+from service.db.in_loop_commit import InLoopCommits
 from service.db.quote_store import QuoteStore
 from service.db.quote_writer import QuoteWriter
 from service.db.spool import QuoteSpool, SpoolReplayer
@@ -82,7 +83,10 @@ def build_services(settings: Settings, metrics: Metrics) -> AppServices:
     spool = QuoteSpool(settings.spool_dir) if settings.spool_dir is not None else None
     store = QuoteStore(database, spool, claim_lease_s=settings.idempotency_lease_s)
     registry = CalibrationRegistry(database, refresh_s=settings.calibration_refresh_s)
-    writer = QuoteWriter(store) if settings.fast_estimate_path else None
+    writer = None
+    if settings.fast_estimate_path:
+        in_loop = InLoopCommits(store) if database.in_loop_engine is not None else None
+        writer = QuoteWriter(store, in_loop=in_loop)
     quotes = QuoteService(estimator, store, InFlightGuard(), metrics, registry, writer)
     return AppServices(settings, database, estimator, keys, quotes, metrics, registry)
 

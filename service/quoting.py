@@ -188,10 +188,16 @@ class QuoteService:
         return self._stored(priced, rows, saved)
 
     async def quote_grouped(
-        self, request: EstimateRequest, *, principal: Principal, verbose: bool
+        self,
+        request: EstimateRequest,
+        *,
+        principal: Principal,
+        verbose: bool,
+        alone: bool = False,
     ) -> bytes:
         """`quote` without an idempotency key, for a coroutine on the event loop: priced here,
-        stored by the group-committing writer (with other requests' quotes in one transaction).
+        stored by the group-committing writer (with other requests' quotes in one transaction;
+        `alone`: no other request is in progress, see QuoteWriter.save's `commit_now`).
 
         The caller makes sure the tenant's calibrations are fresh (`calibrations_fresh`), as
         a refresh reads the database and must not block the event loop."""
@@ -200,7 +206,7 @@ class QuoteService:
         priced = [self._price(request, verbose, principal.tenant)]
         rows = [_quote_row(priced[0], new_quote_id(), principal.tenant, None)]
         try:
-            saved = await self.writer.save(rows)
+            saved = await self.writer.save(rows, commit_now=alone)
         except StoreFailed:
             return self._not_stored(priced)[0]
         return self._stored(priced, rows, saved)[0]

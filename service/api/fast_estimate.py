@@ -27,6 +27,7 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.api.deps import AppServices, count_request, known_principal
+from service.api.load_shedding import GATE_SCOPE_KEY, ConcurrencyGate
 from service.api.problems import http_problem, problem_response
 from service.auth import Principal
 from service.errors import ServiceError
@@ -100,7 +101,11 @@ class FastEstimateMiddleware:
             count_request(scope, principal, ESTIMATE_SCOPE)  # RateLimited (429) when refused
             if not quotes.calibrations_fresh():
                 await run_in_threadpool(quotes.refresh_calibrations)
-            quote = await quotes.quote_grouped(request, principal=principal, verbose=False)
+            gate: ConcurrencyGate | None = scope.get(GATE_SCOPE_KEY)
+            alone = gate is not None and gate.active <= 1 and not gate.queued
+            quote = await quotes.quote_grouped(
+                request, principal=principal, verbose=False, alone=alone
+            )
         except ServiceError as error:
             await problem_response(error)(scope, receive, send)
             return

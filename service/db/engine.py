@@ -43,15 +43,7 @@ def build_engine(settings: Settings) -> Engine:
     url = make_url(settings.database_url)
     if url.get_backend_name() == "sqlite":
         ensure_sqlite_directory(settings.database_url)
-        engine = create_engine(
-            url,
-            connect_args={"timeout": settings.sqlite_busy_timeout_ms / 1000},
-            pool_timeout=settings.db_pool_timeout_s,
-            json_serializer=dump_json,
-            json_deserializer=orjson.loads,
-        )
-        _configure_sqlite(engine, settings.sqlite_busy_timeout_ms)
-        return engine
+        return _sqlite_engine(settings, settings.sqlite_busy_timeout_ms)
     options = f"-c statement_timeout={settings.db_statement_timeout_ms}"
     options += f" -c lock_timeout={settings.db_statement_timeout_ms}"
     connect_args: dict[str, Any] = {
@@ -124,6 +116,28 @@ class ReconnectBackoff:
         return connection
 
 
+def build_in_loop_engine(settings: Settings) -> Engine | None:
+    """SQLite (with `sqlite_commit_in_loop`): an engine on the same file that never waits for
+    a lock (busy timeout 0), for commits made in the event loop thread
+    (service/db/in_loop_commit.py); None for other databases."""
+    url = make_url(settings.database_url)
+    if url.get_backend_name() != "sqlite" or not settings.sqlite_commit_in_loop:
+        return None
+    return _sqlite_engine(settings, busy_timeout_ms=0)
+
+
+def _sqlite_engine(settings: Settings, busy_timeout_ms: int) -> Engine:
+    engine = create_engine(
+        settings.database_url,
+        connect_args={"timeout": busy_timeout_ms / 1000},
+        pool_timeout=settings.db_pool_timeout_s,
+        json_serializer=dump_json,
+        json_deserializer=orjson.loads,
+    )
+    _configure_sqlite(engine, busy_timeout_ms)
+    return engine
+
+
 def _configure_sqlite(engine: Engine, busy_timeout_ms: int) -> None:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: sqlite3.Connection, _record: object) -> None:
@@ -143,6 +157,7 @@ class Database:
         self.engine = build_engine(settings)
         ReconnectBackoff(settings.db_reconnect_backoff_s).install(self.engine)
         self.sessions: sessionmaker[Session] = sessionmaker(self.engine, expire_on_commit=False)
+        self.in_loop_engine = build_in_loop_engine(settings)
 
     @property
     def backend(self) -> str:
@@ -159,3 +174,5 @@ class Database:
 
     def dispose(self) -> None:
         self.engine.dispose()
+        if self.in_loop_engine is not None:
+            self.in_loop_engine.dispose()

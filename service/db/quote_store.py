@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
+from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from service.db.base import utc_now
@@ -95,24 +96,37 @@ class QuoteStore:
         settle window relies on it).
         """
         try:
-            # A Core transaction: the hot path's one write needs no ORM session.
-            with self.database.engine.begin() as connection:
-                _stamp(quotes, utc_now())
-                new_sets = insert_quotes(connection, quotes, self._stored_factor_sets)
-                if release is not None:
-                    release_claim(connection, release.tenant, release.key, release.holder)
-            if len(self._stored_factor_sets) > MAX_REMEMBERED_FACTOR_SETS:
-                self._stored_factor_sets.clear()
-            self._stored_factor_sets.update(new_sets)
+            self.commit(quotes, self.database.engine, release)
             return Saved.STORED
         except IntegrityError as error:
             raise DuplicateIdempotencyKey() from error
         except SQLAlchemyError as error:
             logger.warning("could not store %d quote(s): %s", len(quotes), error)
+            return self.spool_instead(quotes, str(error))
+
+    def commit(
+        self, quotes: Sequence[NewQuote], engine: Engine, release: Claim | None = None
+    ) -> None:
+        """Commit `quotes` (and release `release`) in one transaction through `engine`,
+        stamping their `created_at` once it holds a connection; raises SQLAlchemyError, with
+        nothing written, when the database refuses."""
+        try:
+            # A Core transaction: the hot path's one write needs no ORM session.
+            with engine.begin() as connection:
+                _stamp(quotes, utc_now())
+                new_sets = insert_quotes(connection, quotes, self._stored_factor_sets)
+                if release is not None:
+                    release_claim(connection, release.tenant, release.key, release.holder)
+        except IntegrityError:
+            raise
+        except SQLAlchemyError:
             # The database may come back as another one (a failover, a restore): sets are
             # stored again, as no-ops where they are there, rather than trusted from memory.
             self._stored_factor_sets.clear()
-            return self.spool_instead(quotes, str(error))
+            raise
+        if len(self._stored_factor_sets) > MAX_REMEMBERED_FACTOR_SETS:
+            self._stored_factor_sets.clear()
+        self._stored_factor_sets.update(new_sets)
 
     def spool_instead(self, quotes: Sequence[NewQuote], reason: str) -> Saved:
         """Spool `quotes` without trying the database (which just refused them, for `reason`);

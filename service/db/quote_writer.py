@@ -11,7 +11,9 @@ committed (or spooled), never before.
 Hand-overs between the event loop and the writer thread cost a wake-up each (a futex to wake the
 writer, a write to the loop's self-pipe to wake the loop), so they are made per group rather
 than per request: the requests an event loop iteration adds are queued together at its end,
-and a group's results reach each loop in one call.
+and a group's results reach each loop in one call. With SQLite, an iteration's group is first
+committed in the loop thread itself, with no hand-over at all (service/db/in_loop_commit.py);
+the thread takes only what that cannot commit.
 
 While the database refuses quotes (locked, unreachable), each attempt can take a whole lock or
 connect timeout. Requests that queued during a failed attempt are not made to wait for one more:
@@ -29,6 +31,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from service.db.in_loop_commit import InLoop, InLoopCommits
 from service.db.models import NewQuote
 from service.db.quote_store import DuplicateIdempotencyKey, QuoteStore, Saved, StoreFailed
 
@@ -57,15 +60,23 @@ class QuoteWriter:
     which are handed over together); requests beyond it wait for the next one.
     """
 
-    def __init__(self, store: QuoteStore, *, max_quotes: int = 1000) -> None:
+    def __init__(
+        self, store: QuoteStore, *, max_quotes: int = 1000, in_loop: InLoopCommits | None = None
+    ) -> None:
         self.store = store
         self.max_quotes = max_quotes
+        self.in_loop = in_loop
         self._queue: queue.SimpleQueue[list[_Pending] | object] = queue.SimpleQueue()
         # Per event loop, the requests queued in its current iteration (see _hand_over).
         self._outboxes: dict[asyncio.AbstractEventLoop, list[_Pending]] = {}
         self._thread = threading.Thread(target=self._run, name="quote-writer", daemon=True)
         self.transactions = 0  # committed or spooled groups, for tests and diagnostics
         self._failed_at = -1.0  # time.monotonic() when the last failed attempt ended [s]
+
+    @property
+    def groups(self) -> int:
+        """Groups stored so far: committed in the loop, or committed or spooled by the thread."""
+        return self.transactions + (self.in_loop.transactions if self.in_loop else 0)
 
     def start(self) -> None:
         self._thread.start()
@@ -76,26 +87,54 @@ class QuoteWriter:
             self._queue.put(_STOP)
             self._thread.join(timeout_s)
 
-    async def save(self, quotes: Sequence[NewQuote]) -> Saved:
+    async def save(self, quotes: Sequence[NewQuote], *, commit_now: bool = False) -> Saved:
         """Commit (or spool) `quotes` together with other waiting requests' quotes, stamping
-        their `created_at`; raises StoreFailed or DuplicateIdempotencyKey as QuoteStore.save."""
+        their `created_at`; raises StoreFailed or DuplicateIdempotencyKey as QuoteStore.save.
+
+        `commit_now`: the caller is the only request in progress, so there is no one to group
+        with; with SQLite, its quotes are committed at once in the loop if they can be (a
+        group's commit waits for the iteration's other requests to be priced)."""
         if not self._thread.is_alive():
             raise RuntimeError("the quote writer is not running")
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Saved] = loop.create_future()
         pending = _Pending(quotes, future, loop, time.monotonic())
-        outbox = self._outboxes.get(loop)
-        if outbox is None:
-            self._outboxes[loop] = [pending]
-            loop.call_soon(self._hand_over, loop)
-        else:
-            outbox.append(pending)
+        if (
+            commit_now
+            and self.in_loop is not None
+            and loop not in self._outboxes  # else it is retried with a group in front of it
+            and self.in_loop.commit(quotes, pending.queued_at) is InLoop.COMMITTED
+        ):
+            return Saved.STORED
+        self._add_to_outbox(loop, [pending])
         # Shielded: a client that goes away does not un-store its quote, nor lose the result.
         return await asyncio.shield(future)
 
+    def _add_to_outbox(self, loop: asyncio.AbstractEventLoop, requests: list[_Pending]) -> None:
+        """Add `requests` to what `loop` hands over at its next iteration (a group tried again
+        comes first: the outbox is empty when it is added)."""
+        outbox = self._outboxes.get(loop)
+        if outbox is None:
+            self._outboxes[loop] = requests
+            loop.call_soon(self._hand_over, loop)
+        else:
+            outbox += requests
+
     def _hand_over(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Queue for the writer every request `loop`'s last iteration added (one wake-up)."""
-        self._queue.put(self._outboxes.pop(loop))
+        """Commit every request `loop`'s last iteration added: here in the loop if it can
+        (SQLite, service/db/in_loop_commit.py); if another connection's commit holds the lock,
+        again at the next iteration, with what that adds; else queued for the writer thread
+        (one wake-up)."""
+        group = self._outboxes.pop(loop)
+        if self.in_loop is not None:
+            outcome = self.in_loop.commit([q for p in group for q in p.quotes], group[0].queued_at)
+            if outcome is InLoop.COMMITTED:
+                _settle_all([(pending.future, Saved.STORED) for pending in group])
+                return
+            if outcome is InLoop.RETRY:
+                self._add_to_outbox(loop, group)
+                return
+        self._queue.put(group)
 
     def _run(self) -> None:
         while True:

@@ -18,7 +18,7 @@ from service.auth import generate_key
 from service.config import Settings
 from service.db import migrate
 from service.db.base import utc_now
-from service.db.engine import Database
+from service.db.engine import Database, build_in_loop_engine
 from service.db.models import ApiKey, Quote
 from service.db.repositories import ApiKeyRepository
 from service.main import create_app
@@ -98,6 +98,9 @@ def take_database_away(client: TestClient) -> None:
     database.engine.dispose()
     database.engine = create_engine(url)
     database.sessions.configure(bind=database.engine)
+    if database.in_loop_engine is not None:  # SQLite's commits in the event loop
+        database.in_loop_engine.dispose()
+        database.in_loop_engine = create_engine(url)
 
 
 def bring_database_back(client: TestClient, database_url: str) -> None:
@@ -106,6 +109,9 @@ def bring_database_back(client: TestClient, database_url: str) -> None:
     database.engine.dispose()
     database.engine = create_engine(database_url)
     database.sessions.configure(bind=database.engine)
+    if database.in_loop_engine is not None:
+        database.in_loop_engine.dispose()
+        database.in_loop_engine = build_in_loop_engine(database.settings)
 
 
 def count_quotes(database_url: str, *, tenant: str, idempotency_key: str | None = None) -> int:

@@ -2,7 +2,7 @@
 answers, and passes every case it does not take on to the route.
 
 Two apps over one database, identical but for `fast_estimate_path`; the fast one's quote writer
-counts its transactions, which tells which path answered."""
+counts the groups it stored (in the loop or by its thread), which tells which path answered."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def routed(database_url: str, key: str) -> Iterator[TestClient]:
 def transactions(client: TestClient) -> int:
     writer = services_of(client).quotes.writer
     assert writer is not None
-    return writer.transactions
+    return writer.groups
 
 
 def without_ids(answer: dict[str, Any]) -> dict[str, Any]:
@@ -183,3 +183,22 @@ def test_fast_answers_are_labelled_with_the_route_in_the_metrics(
     line = 'quotes_http_requests_total{method="POST",route="/v1/estimate",status="200"}'
     assert line in text
     assert 'route="unmatched"' not in text
+
+
+def test_a_request_alone_in_its_worker_is_committed_at_once(
+    fast: TestClient, key: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The load-shedding gate counts this request as the only one in progress, so the writer
+    is told there is no one to group with (QuoteWriter.save's `commit_now`)."""
+    writer = services_of(fast).quotes.writer
+    assert writer is not None
+    asked: list[bool] = []
+    save = writer.save
+
+    async def recording_save(quotes: Any, *, commit_now: bool = False) -> Any:
+        asked.append(commit_now)
+        return await save(quotes, commit_now=commit_now)
+
+    monkeypatch.setattr(writer, "save", recording_save)
+    assert fast.post("/v1/estimate", json=example_body(), headers=bearer(key)).status_code == 200
+    assert asked == [True]

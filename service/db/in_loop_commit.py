@@ -1,0 +1,87 @@
+"""SQLite: the hot path's quotes committed in the event loop thread itself.
+
+The writer thread (service/db/quote_writer.py) keeps the event loop from waiting on the
+database, but each hand-over costs two thread wake-ups, and the writer's Python code competes
+with the loop for the GIL; on the two-core benchmark machine that multiplied a request's latency
+under load (`bench/results/load.md`).
+
+A SQLite commit in WAL mode with `synchronous=NORMAL` is a write to the page cache, tens of
+microseconds, so the loop can afford it as long as it never waits: its connection has a busy
+timeout of 0 and never sleeps on a lock. A commit that finds the write lock taken writes
+nothing. Another worker's commit holds the lock for a fraction of a millisecond, so the group
+is tried again at the loop's next iteration (other requests are served in between), together
+with what that iteration adds, for up to `lock_retry_s` after its oldest request was queued.
+A lock held longer (a migration, a backup, an operator's `BEGIN IMMEDIATE`), or any other
+failure (a disk error, a missing file), sends the group to the writer thread, which waits for
+the lock and spools as before, and leaves commits to the writer for `pause_s`, so a database in
+trouble costs the loop one attempt per pause, not one per iteration.
+
+PostgreSQL is not committed to from the loop: a commit there is a network round trip and a
+WAL flush on the server, and an unreachable server would stall the loop for a connect timeout.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import sqlite3
+import time
+from collections.abc import Sequence
+
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+
+from service.db.models import NewQuote
+from service.db.quote_store import QuoteStore
+
+logger = logging.getLogger(__name__)
+
+
+class InLoop(enum.Enum):
+    """What became of a group's attempt in the loop."""
+
+    COMMITTED = "committed"
+    RETRY = "retry"  # the lock was taken: try again at the next iteration
+    WRITER = "writer"  # nothing written: the writer thread is to store the group
+
+
+class InLoopCommits:
+    """Commits of an event loop iteration's quotes through the database's in-loop engine, which
+    never waits (service.db.engine.build_in_loop_engine)."""
+
+    def __init__(
+        self, store: QuoteStore, *, lock_retry_s: float = 0.005, pause_s: float = 1.0
+    ) -> None:
+        self.store = store
+        self.lock_retry_s = lock_retry_s
+        self.pause_s = pause_s
+        self.transactions = 0  # committed in the loop, for tests and diagnostics
+        self.lock_taken = 0  # attempts that found the write lock taken
+        self._paused_until = 0.0  # time.monotonic() [s]
+
+    def commit(self, quotes: Sequence[NewQuote], oldest_queued_at: float) -> InLoop:
+        """Try to commit `quotes` (stamped as QuoteStore.commit), the oldest of which was queued
+        at `oldest_queued_at` (time.monotonic() [s])."""
+        now = time.monotonic()
+        engine = self.store.database.in_loop_engine
+        if engine is None or now < self._paused_until:
+            return InLoop.WRITER
+        try:
+            self.store.commit(quotes, engine)
+        except IntegrityError:
+            return InLoop.WRITER  # one request's constraint: the writer stores the others alone
+        except SQLAlchemyError as error:
+            if _lock_taken(error):
+                self.lock_taken += 1
+                if now - oldest_queued_at < self.lock_retry_s:
+                    return InLoop.RETRY
+            self._paused_until = now + self.pause_s
+            logger.info("quotes left to the writer thread for %.1f s: %s", self.pause_s, error)
+            return InLoop.WRITER
+        self.transactions += 1
+        return InLoop.COMMITTED
+
+
+def _lock_taken(error: SQLAlchemyError) -> bool:
+    """Whether SQLite refused for a lock held by another connection (SQLITE_BUSY)."""
+    cause = getattr(error, "orig", None)
+    return isinstance(cause, sqlite3.Error) and cause.sqlite_errorcode == sqlite3.SQLITE_BUSY

@@ -1,0 +1,268 @@
+"""SQLite: an event loop iteration's quotes are committed in the loop thread itself
+(service/db/in_loop_commit.py); what it cannot commit at once goes to the writer thread, which
+waits for the lock or spools as before."""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import sqlite3
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from db_support import quote
+from sqlalchemy import Engine, create_engine, select
+
+from service.config import Settings
+from service.db import migrate
+from service.db.engine import Database, build_in_loop_engine
+from service.db.in_loop_commit import InLoopCommits
+from service.db.models import NewQuote, Quote
+from service.db.quote_store import Claim, DuplicateIdempotencyKey, QuoteStore, Saved
+from service.db.quote_writer import QuoteWriter
+
+THREAD_BUSY_TIMEOUT_MS = 3000
+PAUSE_S = 0.3
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    url = f"sqlite:///{tmp_path / 'quotes.sqlite3'}"
+    migrate.upgrade(url)
+    return url
+
+
+@pytest.fixture
+def writer(sqlite_url: str) -> Iterator[QuoteWriter]:
+    settings = Settings(
+        database_url=sqlite_url,
+        sqlite_busy_timeout_ms=THREAD_BUSY_TIMEOUT_MS,
+    )
+    database = Database(settings)
+    assert database.in_loop_engine is not None
+    store = QuoteStore(database)
+    writer = QuoteWriter(store, in_loop=InLoopCommits(store, pause_s=PAUSE_S))
+    writer._queue = CountingQueue()
+    writer.start()
+    yield writer
+    writer.stop()
+    database.dispose()
+
+
+def unstamped(key: str | None = None) -> Quote:
+    return quote(key=key, created_at=None)
+
+
+def stored_ids(writer: QuoteWriter) -> set[str]:
+    with writer.store.database.sessions() as session:
+        return set(session.scalars(select(Quote.id)))
+
+
+class CountingQueue(queue.SimpleQueue[Any]):
+    """The writer thread's queue, recording the size of every group queued for the thread."""
+
+    def __init__(self) -> None:
+        self.group_sizes: list[int] = []
+
+    def put(self, item: Any, block: bool = True, timeout: float | None = None) -> None:
+        if isinstance(item, list):
+            self.group_sizes.append(len(item))
+        super().put(item, block, timeout)
+
+
+def thread_hand_overs(writer: QuoteWriter) -> list[int]:
+    assert isinstance(writer._queue, CountingQueue)
+    return writer._queue.group_sizes
+
+
+def test_one_iterations_requests_are_committed_in_the_loop_together(writer: QuoteWriter) -> None:
+    hand_overs = thread_hand_overs(writer)
+    quotes = [[unstamped()], [unstamped(), unstamped()], [unstamped()]]
+
+    async def scenario() -> list[Saved]:
+        return list(await asyncio.gather(*(writer.save(q) for q in quotes)))
+
+    assert asyncio.run(scenario()) == [Saved.STORED] * 3
+    assert writer.in_loop is not None and writer.in_loop.transactions == 1
+    assert writer.transactions == 0 and hand_overs == []  # the thread never woke
+    flat = [q for group in quotes for q in group]
+    assert stored_ids(writer) == {q.id for q in flat}
+    assert all(q.created_at is not None for q in flat)
+
+
+def test_a_lock_held_briefly_is_waited_for_in_the_loop_without_blocking_it(
+    writer: QuoteWriter, sqlite_url: str
+) -> None:
+    """Another worker's commit holds the lock for a moment: the group is tried again at the
+    loop's next iterations (the loop serves other work meanwhile), joined by what they add,
+    and committed in the loop once the lock is free; the thread is not involved."""
+    assert writer.in_loop is not None
+    writer.in_loop.lock_retry_s = 1.0
+    assert writer.store.database.is_reachable()  # the file is in WAL mode, as in service
+    hand_overs = thread_hand_overs(writer)
+    locker = sqlite3.connect(
+        sqlite_url.removeprefix("sqlite:///"), isolation_level=None, check_same_thread=False
+    )
+    locker.execute("BEGIN IMMEDIATE")
+
+    async def scenario() -> list[Saved]:
+        first = asyncio.create_task(writer.save([unstamped()]))
+        ticks = 0
+        while writer.in_loop is not None and writer.in_loop.lock_taken < 3:
+            await asyncio.sleep(0)  # the loop is not blocked: this coroutine keeps running
+            ticks += 1
+        second = asyncio.create_task(writer.save([unstamped()]))  # joins the retried group
+        await asyncio.sleep(0)
+        assert ticks >= 3 and not first.done()
+        locker.rollback()
+        return list(await asyncio.gather(first, second))
+
+    try:
+        assert asyncio.run(scenario()) == [Saved.STORED] * 2
+    finally:
+        locker.close()
+    assert hand_overs == [] and writer.transactions == 0
+    assert writer.in_loop.transactions == 1  # both requests, one transaction
+    assert len(stored_ids(writer)) == 2
+
+
+def test_a_lock_held_longer_sends_the_quotes_to_the_thread_and_pauses_the_loop(
+    writer: QuoteWriter, sqlite_url: str
+) -> None:
+    """A lock held beyond `lock_retry_s` (an operator's BEGIN IMMEDIATE): the group goes to the
+    thread, which waits for the lock with its own busy timeout and stores it; the loop leaves
+    the next request to the thread without trying; after the pause it commits again."""
+    assert writer.in_loop is not None
+    writer.in_loop.lock_retry_s = 0.05
+    assert writer.store.database.is_reachable()
+    hand_overs = thread_hand_overs(writer)
+    locker = sqlite3.connect(
+        sqlite_url.removeprefix("sqlite:///"), isolation_level=None, check_same_thread=False
+    )
+    locker.execute("BEGIN IMMEDIATE")
+
+    async def scenario() -> list[Saved]:
+        first = asyncio.create_task(writer.save([unstamped()]))
+        while not hand_overs:
+            await asyncio.sleep(0.01)
+        during_pause = asyncio.create_task(writer.save([unstamped()]))
+        await asyncio.sleep(0.1)
+        assert not first.done() and not during_pause.done()  # the thread waits for the lock
+        locker.rollback()
+        stored = list(await asyncio.gather(first, during_pause))
+        await asyncio.sleep(PAUSE_S)
+        return [*stored, await writer.save([unstamped()])]
+
+    try:
+        assert asyncio.run(scenario()) == [Saved.STORED] * 3
+    finally:
+        locker.close()
+    lock_taken = writer.in_loop.lock_taken
+    assert lock_taken >= 2  # tried at iterations for 0.05 s, then not during the pause
+    assert hand_overs == [1, 1]
+    assert writer.transactions in (1, 2)  # the thread may take both groups in one
+    assert writer.in_loop.transactions == 1
+    assert len(stored_ids(writer)) == 3
+
+
+def test_a_request_alone_is_committed_at_once(writer: QuoteWriter) -> None:
+    """`commit_now` (no other request in progress): committed in the save call itself, with no
+    hand-over to a later iteration."""
+    assert writer.in_loop is not None
+
+    async def scenario() -> tuple[Saved, int]:
+        loop = asyncio.get_running_loop()
+        scheduled: list[object] = []
+        real_call_soon = loop.call_soon
+
+        def counting_call_soon(callback: Any, *args: Any, **kwargs: Any) -> Any:
+            scheduled.append(callback)
+            return real_call_soon(callback, *args, **kwargs)
+
+        loop.call_soon = counting_call_soon  # type: ignore[method-assign]
+        saved = await writer.save([unstamped()], commit_now=True)
+        return saved, len([c for c in scheduled if getattr(c, "__name__", "") == "_hand_over"])
+
+    assert asyncio.run(scenario()) == (Saved.STORED, 0)
+    assert writer.in_loop.transactions == 1 and writer.transactions == 0
+
+
+class CountingStore(QuoteStore):
+    def __init__(self, database: Database) -> None:
+        super().__init__(database)
+        self.engines: list[Engine] = []
+
+    def commit(
+        self, quotes: Sequence[NewQuote], engine: Engine, release: Claim | None = None
+    ) -> None:
+        self.engines.append(engine)
+        super().commit(quotes, engine, release)
+
+
+def test_a_failing_database_pauses_commits_in_the_loop(sqlite_url: str) -> None:
+    """The loop's engine cannot open its file (a disk error, say): the quotes go to the thread
+    (whose engine can) and, for `pause_s`, the loop does not try again."""
+    database = Database(Settings(database_url=sqlite_url))
+    store = CountingStore(database)
+    assert database.in_loop_engine is not None
+    database.in_loop_engine.dispose()
+    broken = database.in_loop_engine = create_engine("sqlite:////proc/no-such-dir/quotes.sqlite3")
+    in_loop = InLoopCommits(store, pause_s=PAUSE_S)
+    writer = QuoteWriter(store, in_loop=in_loop)
+    writer.start()
+
+    async def scenario() -> list[Saved]:
+        failed = await writer.save([unstamped()])
+        paused = await writer.save([unstamped()])
+        await asyncio.sleep(PAUSE_S)
+        return [failed, paused, await writer.save([unstamped()])]
+
+    try:
+        assert asyncio.run(scenario()) == [Saved.STORED] * 3
+    finally:
+        writer.stop()
+        database.dispose()
+    tried = database.engine
+    assert store.engines == [broken, tried, tried, broken, tried]
+    assert in_loop.lock_taken == 0 and writer.transactions == 3
+
+
+def test_a_duplicate_key_goes_to_the_thread_which_fails_only_its_request(
+    writer: QuoteWriter,
+) -> None:
+    """The loop's transaction for the whole group breaks a constraint and writes nothing; the
+    thread stores the group's requests alone, so only the clashing one fails; a constraint
+    says nothing about the database's health, so the loop does not pause."""
+    assert writer.in_loop is not None
+    writer.store.save([unstamped("taken")])
+
+    async def scenario() -> list[BaseException | Saved]:
+        group = [writer.save([unstamped()]), writer.save([unstamped("taken")])]
+        together = list(await asyncio.gather(*group, return_exceptions=True))
+        return [*together, await writer.save([unstamped()])]
+
+    fine, clash, later = asyncio.run(scenario())
+    assert fine is Saved.STORED and later is Saved.STORED
+    assert isinstance(clash, DuplicateIdempotencyKey)
+    assert writer.in_loop.transactions == 1  # `later`, committed in the loop
+    assert len(stored_ids(writer)) == 3
+
+
+def test_only_sqlite_commits_in_the_loop(sqlite_url: str) -> None:
+    assert build_in_loop_engine(Settings(database_url=sqlite_url)) is not None
+    assert (
+        build_in_loop_engine(Settings(database_url=sqlite_url, sqlite_commit_in_loop=False)) is None
+    )
+    postgres = "postgresql+psycopg://quotes:quotes@127.0.0.1:1/quotes"  # never connected to
+    assert build_in_loop_engine(Settings(database_url=postgres)) is None
+
+
+def test_the_loops_connection_never_waits_for_a_lock(sqlite_url: str) -> None:
+    engine = build_in_loop_engine(Settings(database_url=sqlite_url, sqlite_busy_timeout_ms=2000))
+    assert engine is not None
+    with engine.connect() as connection:
+        assert connection.exec_driver_sql("PRAGMA busy_timeout").scalar() == 0
+        assert connection.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+    engine.dispose()
