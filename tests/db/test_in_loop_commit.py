@@ -77,6 +77,17 @@ def thread_hand_overs(writer: QuoteWriter) -> list[int]:
     return writer._queue.group_sizes
 
 
+def write_lock_held(writer: QuoteWriter, sqlite_url: str) -> sqlite3.Connection:
+    """Another connection holding the database's write lock (`BEGIN IMMEDIATE`) until its
+    `rollback()`; the file is put in WAL mode first, as the service has it."""
+    assert writer.store.database.is_reachable()
+    locker = sqlite3.connect(
+        sqlite_url.removeprefix("sqlite:///"), isolation_level=None, check_same_thread=False
+    )
+    locker.execute("BEGIN IMMEDIATE")
+    return locker
+
+
 def test_one_iterations_requests_are_committed_in_the_loop_together(writer: QuoteWriter) -> None:
     hand_overs = thread_hand_overs(writer)
     quotes = [[unstamped()], [unstamped(), unstamped()], [unstamped()]]
@@ -100,12 +111,8 @@ def test_a_lock_held_briefly_is_waited_for_in_the_loop_without_blocking_it(
     and committed in the loop once the lock is free; the thread is not involved."""
     assert writer.in_loop is not None
     writer.in_loop.lock_retry_s = 1.0
-    assert writer.store.database.is_reachable()  # the file is in WAL mode, as in service
     hand_overs = thread_hand_overs(writer)
-    locker = sqlite3.connect(
-        sqlite_url.removeprefix("sqlite:///"), isolation_level=None, check_same_thread=False
-    )
-    locker.execute("BEGIN IMMEDIATE")
+    locker = write_lock_held(writer, sqlite_url)
 
     async def scenario() -> list[Saved]:
         first = asyncio.create_task(writer.save([unstamped()]))
@@ -136,12 +143,8 @@ def test_a_lock_held_longer_sends_the_quotes_to_the_thread_and_pauses_the_loop(
     the next request to the thread without trying; after the pause it commits again."""
     assert writer.in_loop is not None
     writer.in_loop.lock_retry_s = 0.05
-    assert writer.store.database.is_reachable()
     hand_overs = thread_hand_overs(writer)
-    locker = sqlite3.connect(
-        sqlite_url.removeprefix("sqlite:///"), isolation_level=None, check_same_thread=False
-    )
-    locker.execute("BEGIN IMMEDIATE")
+    locker = write_lock_held(writer, sqlite_url)
 
     async def scenario() -> list[Saved]:
         first = asyncio.create_task(writer.save([unstamped()]))
