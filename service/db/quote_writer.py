@@ -97,16 +97,16 @@ class QuoteWriter:
         if not self._thread.is_alive():
             raise RuntimeError("the quote writer is not running")
         loop = asyncio.get_running_loop()
-        future: asyncio.Future[Saved] = loop.create_future()
-        pending = _Pending(quotes, future, loop, time.monotonic())
+        queued_at = time.monotonic()
         if (
             commit_now
             and self.in_loop is not None
             and loop not in self._outboxes  # else it is retried with a group in front of it
-            and self.in_loop.commit(quotes, pending.queued_at) is InLoop.COMMITTED
+            and self.in_loop.commit(quotes, queued_at) is InLoop.COMMITTED
         ):
-            return Saved.STORED
-        self._add_to_outbox(loop, [pending])
+            return Saved.STORED  # no future to wait on, no hand-over to schedule
+        future: asyncio.Future[Saved] = loop.create_future()
+        self._add_to_outbox(loop, [_Pending(quotes, future, loop, queued_at)])
         # Shielded: a client that goes away does not un-store its quote, nor lose the result.
         return await asyncio.shield(future)
 
