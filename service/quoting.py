@@ -143,7 +143,7 @@ class QuoteService:
             counts[answer.model_id, answer.gpu_id] += 1
             results.append(_Priced(item, request_fingerprint(item, verbose), answer))
         for (model, gpu), count in counts.items():
-            self.metrics.estimates.labels(model=model, gpu=gpu).inc(count)
+            self.metrics.count_estimates(model, gpu, count)
         priced = [r for r in results if isinstance(r, _Priced)]
         stored = iter(self._store(priced, tenant, None))
         return [next(stored) if isinstance(r, _Priced) else r for r in results]
@@ -166,7 +166,7 @@ class QuoteService:
         """Price with the calibration current for `tenant` (its own, else the global one)."""
         calibration = self.calibrations.for_tenant(tenant) if self.calibrations else None
         priced = self.estimator.estimate(request, verbose=verbose, calibration=calibration)
-        self.metrics.estimates.labels(model=priced.model_id, gpu=priced.gpu_id).inc()
+        self.metrics.count_estimates(priced.model_id, priced.gpu_id)
         return _Priced(request, request_fingerprint(request, verbose), priced)
 
     def _store(

@@ -65,6 +65,6 @@ class MetricsMiddleware:
             await self.app(scope, receive, send_with_status)
         finally:
             route = getattr(scope.get("route"), "path", "unmatched")
-            labels = {"route": route, "method": scope["method"], "status": str(status)}
-            self.metrics.requests.labels(**labels).inc()
-            self.metrics.latency.labels(**labels).observe(time.perf_counter() - started)
+            self.metrics.observe_request(
+                route, scope["method"], status, time.perf_counter() - started
+            )

@@ -8,7 +8,8 @@ p50 10.5 ms with the writer thread, 2.8 ms committing in the loop, p99 26.4 agai
 
 A SQLite commit in WAL mode with `synchronous=NORMAL` is a write to the page cache, tens of
 microseconds, so the loop can afford it as long as it never waits: its connection has a busy
-timeout of 0 and never sleeps on a lock. A commit that finds the write lock taken writes
+timeout of 0 and never sleeps on a lock. The loop holds that one connection and inserts on it
+directly (service/db/sqlite_quote_inserts.py), without SQLAlchemy's per-statement Python. A commit that finds the write lock taken writes
 nothing. Another worker's commit holds the lock for a fraction of a millisecond, so the group
 is tried again at the loop's next iteration (other requests are served in between), together
 with what that iteration adds, for up to `lock_retry_s` after its oldest request was queued.
@@ -29,10 +30,11 @@ import sqlite3
 import time
 from collections.abc import Sequence
 
-from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy.exc import SQLAlchemyError
 
 from service.db.models import NewQuote
 from service.db.quote_store import QuoteStore
+from service.db.sqlite_quote_inserts import SqliteQuoteInserts
 
 logger = logging.getLogger(__name__)
 
@@ -58,20 +60,21 @@ class InLoopCommits:
         self.transactions = 0  # committed in the loop, for tests and diagnostics
         self.lock_taken = 0  # attempts that found the write lock taken
         self._paused_until = 0.0  # time.monotonic() [s]
+        self._held_inserts: SqliteQuoteInserts | None = None
 
     def commit(self, quotes: Sequence[NewQuote], oldest_queued_at: float) -> InLoop:
         """Try to commit `quotes` (stamped as QuoteStore.commit), the oldest of which was queued
         at `oldest_queued_at` (time.monotonic() [s])."""
         now = time.monotonic()
-        engine = self.store.database.in_loop_engine
-        if engine is None or now < self._paused_until:
+        inserts = self._inserts()
+        if inserts is None or now < self._paused_until:
             return InLoop.WRITER
         try:
-            self.store.commit(quotes, engine)
-        except IntegrityError:
+            self.store.commit_sqlite(quotes, inserts)
+        except sqlite3.IntegrityError:
             return InLoop.WRITER  # one request's constraint: the writer stores the others alone
-        except SQLAlchemyError as error:
-            if _lock_taken(error):
+        except (sqlite3.Error, SQLAlchemyError) as error:  # SQLAlchemy's: while connecting
+            if isinstance(error, sqlite3.Error) and error.sqlite_errorcode == sqlite3.SQLITE_BUSY:
                 self.lock_taken += 1
                 if now - oldest_queued_at < self.lock_retry_s:
                     return InLoop.RETRY
@@ -81,8 +84,22 @@ class InLoopCommits:
         self.transactions += 1
         return InLoop.COMMITTED
 
+    def close(self) -> None:
+        """Give the held connection back (at shutdown)."""
+        if self._held_inserts is not None:
+            self._held_inserts.close()
+            self._held_inserts = None
 
-def _lock_taken(error: SQLAlchemyError) -> bool:
-    """Whether SQLite refused for a lock held by another connection (SQLITE_BUSY)."""
-    cause = getattr(error, "orig", None)
-    return isinstance(cause, sqlite3.Error) and cause.sqlite_errorcode == sqlite3.SQLITE_BUSY
+    def _inserts(self) -> SqliteQuoteInserts | None:
+        """The inserts on the database's current in-loop engine (None: there is none). A new
+        engine (the database swapped under it, as tests do) gets a new connection."""
+        engine = self.store.database.in_loop_engine
+        held = self._held_inserts
+        if held is not None and held.engine is not engine:
+            held.close(invalidate=True)
+            held = self._held_inserts = None
+        if engine is None:
+            return None
+        if held is None:
+            held = self._held_inserts = SqliteQuoteInserts(engine)
+        return held

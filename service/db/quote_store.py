@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -31,6 +32,7 @@ from service.db.repositories import (
     stored_response,
 )
 from service.db.spool import QuoteSpool
+from service.db.sqlite_quote_inserts import SqliteQuoteInserts
 
 logger = logging.getLogger(__name__)
 MAX_REMEMBERED_FACTOR_SETS = 4096  # a bound, as for the estimator's request contexts
@@ -124,9 +126,24 @@ class QuoteStore:
             # stored again, as no-ops where they are there, rather than trusted from memory.
             self._stored_factor_sets.clear()
             raise
+        self._remember(new_sets)
+
+    def commit_sqlite(self, quotes: Sequence[NewQuote], inserts: SqliteQuoteInserts) -> None:
+        """`commit` on the held SQLite connection of `inserts` (the event loop's, see
+        service/db/sqlite_quote_inserts.py); raises sqlite3.Error, with nothing written."""
+        try:
+            new_sets = inserts.commit(quotes, self._stored_factor_sets, lambda: _stamp_now(quotes))
+        except sqlite3.IntegrityError:
+            raise
+        except sqlite3.Error:
+            self._stored_factor_sets.clear()  # as in `commit`
+            raise
+        self._remember(new_sets)
+
+    def _remember(self, committed_sets: list[str]) -> None:
         if len(self._stored_factor_sets) > MAX_REMEMBERED_FACTOR_SETS:
             self._stored_factor_sets.clear()
-        self._stored_factor_sets.update(new_sets)
+        self._stored_factor_sets.update(committed_sets)
 
     def spool_instead(self, quotes: Sequence[NewQuote], reason: str) -> Saved:
         """Spool `quotes` without trying the database (which just refused them, for `reason`);
@@ -197,6 +214,12 @@ class QuoteStore:
 def _spooled(quote: Quote | None) -> StoredQuote | None:
     """A spooled quote (spooled whole, factors in) as an idempotent retry reads it."""
     return None if quote is None else StoredQuote(quote.request_hash, quote.response)
+
+
+def _stamp_now(quotes: Sequence[NewQuote]) -> datetime:
+    now = utc_now()
+    _stamp(quotes, now)
+    return now
 
 
 def _stamp(quotes: Sequence[NewQuote], now: datetime) -> None:

@@ -86,6 +86,8 @@ class QuoteWriter:
         if self._thread.is_alive():
             self._queue.put(_STOP)
             self._thread.join(timeout_s)
+        if self.in_loop is not None:
+            self.in_loop.close()
 
     async def save(self, quotes: Sequence[NewQuote], *, commit_now: bool = False) -> Saved:
         """Commit (or spool) `quotes` together with other waiting requests' quotes, stamping

@@ -370,10 +370,11 @@ def _global_vector(
         e.memory.required_bytes_per_gpu / e.memory.capacity_bytes_per_gpu,
     ]
     for phase in raw:
+        sums = phase.sum(axis=0).tolist()  # every column's total over the kernels, at once
         values += [
-            math.log1p(float(phase[:, _RAW["tensor_flops"]].sum())),
-            math.log1p(float(phase[:, _MEMORY].sum())),
-            math.log1p(float(phase[:, _RAW["network_bytes"]].sum())),
+            math.log1p(sums[_RAW["tensor_flops"]]),
+            math.log1p(sum(sums[i] for i in _MEMORY)),
+            math.log1p(sums[_RAW["network_bytes"]]),
         ]
     values += [
         *(safe_log(j) for j in (e.gpu_j, e.prefill.gpu_j, e.decode.gpu_j)),

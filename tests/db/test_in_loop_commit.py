@@ -22,6 +22,7 @@ from service.db.in_loop_commit import InLoopCommits
 from service.db.models import NewQuote, Quote
 from service.db.quote_store import Claim, DuplicateIdempotencyKey, QuoteStore, Saved
 from service.db.quote_writer import QuoteWriter
+from service.db.sqlite_quote_inserts import SqliteQuoteInserts
 
 THREAD_BUSY_TIMEOUT_MS = 3000
 PAUSE_S = 0.3
@@ -202,6 +203,10 @@ class CountingStore(QuoteStore):
     ) -> None:
         self.engines.append(engine)
         super().commit(quotes, engine, release)
+
+    def commit_sqlite(self, quotes: Sequence[NewQuote], inserts: SqliteQuoteInserts) -> None:
+        self.engines.append(inserts.engine)
+        super().commit_sqlite(quotes, inserts)
 
 
 def test_a_failing_database_pauses_commits_in_the_loop(sqlite_url: str) -> None:

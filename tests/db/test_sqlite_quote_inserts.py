@@ -1,0 +1,158 @@
+"""SQLite: the event loop's held-connection inserts (service/db/sqlite_quote_inserts.py) write
+exactly the rows SQLAlchemy's `insert_quotes` writes, and fail as the in-loop commits expect."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from db_support import quote, quote_row
+from sqlalchemy import Engine, create_engine
+
+from service.config import Settings
+from service.db import migrate
+from service.db.engine import build_engine, build_in_loop_engine
+from service.db.models import NewQuote
+from service.db.quote_document import CarbonFactorSet, QuoteDocument
+from service.db.repositories import insert_quotes
+from service.db.sqlite_quote_inserts import SqliteQuoteInserts
+
+STAMP = datetime(2026, 11, 25, 6, 30, 15, 123456, tzinfo=UTC)
+PLACEHOLDER = datetime(2000, 1, 1, tzinfo=UTC)  # overwritten by the stamp
+SET_A = CarbonFactorSet.of('{"grid":{"value":250.0,"source":"a"}}')
+SET_B = CarbonFactorSet.of('{"grid":{"value":480.5,"source":"b"}}')
+
+
+def document(gpu_j: float, factors: CarbonFactorSet) -> QuoteDocument:
+    members = f'{{"energy":{{"gpu_j":{gpu_j}}},"carbon":{{"pue":1.2,"factors":null}}}}'
+    return QuoteDocument.written(members, PLACEHOLDER, factors)
+
+
+def group() -> list[NewQuote]:
+    """Two quotes sharing a factor set, one with another set and an idempotency key, and an
+    ORM quote with a plain dict document (no set)."""
+    keyed = quote_row("q-3", document(3.0, SET_B), PLACEHOLDER)
+    keyed.idempotency_key = "retry-1"
+    plain = quote(key=None, created_at=None)
+    plain.id = "q-4"
+    return [
+        quote_row("q-1", document(1.5, SET_A), PLACEHOLDER),
+        quote_row("q-2", document(2.25, SET_A), PLACEHOLDER),
+        keyed,
+        plain,
+    ]
+
+
+def stamp_with(quotes: list[NewQuote]) -> datetime:
+    for new in quotes:
+        new.created_at = STAMP
+    return STAMP
+
+
+def table_rows(path: Path, table: str) -> list[tuple[object, ...]]:
+    with sqlite3.connect(path) as connection:
+        return connection.execute(f"SELECT * FROM {table} ORDER BY id").fetchall()
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> tuple[Path, Path]:
+    paths = tmp_path / "core.sqlite3", tmp_path / "held.sqlite3"
+    for path in paths:
+        migrate.upgrade(f"sqlite:///{path}")
+        with sqlite3.connect(path) as connection:  # as the service's engines leave it
+            connection.execute("PRAGMA journal_mode=WAL")
+    return paths
+
+
+@pytest.fixture
+def held(files: tuple[Path, Path]) -> Iterator[SqliteQuoteInserts]:
+    engine = build_in_loop_engine(Settings(database_url=f"sqlite:///{files[1]}"))
+    assert engine is not None
+    inserts = SqliteQuoteInserts(engine)
+    yield inserts
+    inserts.close()
+    engine.dispose()
+
+
+def test_the_rows_are_those_sqlalchemy_writes(
+    files: tuple[Path, Path], held: SqliteQuoteInserts
+) -> None:
+    core_engine = build_engine(Settings(database_url=f"sqlite:///{files[0]}"))
+    through_core = group()
+    stamp_with(through_core)
+    with core_engine.begin() as connection:
+        core_sets = insert_quotes(connection, through_core)
+    core_engine.dispose()
+    through_held = group()
+
+    held_sets = held.commit(through_held, set(), lambda: stamp_with(through_held))
+
+    assert held_sets == core_sets == [SET_A.id, SET_B.id]
+    for table in ("quotes", "carbon_factor_sets"):
+        assert table_rows(files[1], table) == table_rows(files[0], table)
+    stored = {row[0]: row for row in table_rows(files[1], "quotes")}
+    assert len(stored) == 4 and stored["q-3"][2] == "retry-1"
+    assert stored["q-1"][11] == "2026-11-25 06:30:15.123456"  # naive UTC text, as SQLAlchemy
+
+
+def test_sets_stored_already_are_not_inserted_again(
+    files: tuple[Path, Path], held: SqliteQuoteInserts
+) -> None:
+    quotes = group()
+    assert held.commit(quotes, {SET_A.id}, lambda: stamp_with(quotes)) == [SET_B.id]
+    assert [row[0] for row in table_rows(files[1], "carbon_factor_sets")] == [SET_B.id]
+
+
+def test_a_taken_lock_writes_nothing_stamps_nothing_and_keeps_the_connection(
+    files: tuple[Path, Path], held: SqliteQuoteInserts
+) -> None:
+    other = sqlite3.connect(files[1], isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    stamped: list[datetime] = []
+    quotes = group()
+    with pytest.raises(sqlite3.OperationalError) as refused:
+        held.commit(quotes, set(), lambda: stamped.append(STAMP) or STAMP)
+    assert refused.value.sqlite_errorcode == sqlite3.SQLITE_BUSY
+    assert stamped == [] and quotes[0].created_at == PLACEHOLDER
+    connection = held._held
+    other.execute("ROLLBACK")
+    other.close()
+
+    held.commit(quotes, set(), lambda: stamp_with(quotes))
+
+    assert held._held is connection  # the same connection, not reopened
+    assert len(table_rows(files[1], "quotes")) == 4
+
+
+def test_a_constraint_fails_the_whole_group_and_the_next_commits(
+    files: tuple[Path, Path], held: SqliteQuoteInserts
+) -> None:
+    first = group()
+    held.commit(first[2:3], set(), lambda: stamp_with(first))  # "retry-1" stored
+    clashing = group()
+    clashing[2].id = "q-3-again"  # same idempotency key, new id
+    with pytest.raises(sqlite3.IntegrityError):
+        held.commit(clashing, set(), lambda: stamp_with(clashing))
+    assert [row[0] for row in table_rows(files[1], "quotes")] == ["q-3"]
+
+    fine = group()[:2]
+    held.commit(fine, set(), lambda: stamp_with(fine))
+    assert [row[0] for row in table_rows(files[1], "quotes")] == ["q-1", "q-2", "q-3"]
+
+
+def test_a_file_error_drops_the_connection(tmp_path: Path) -> None:
+    engine = create_engine(f"sqlite:///{tmp_path / 'missing-dir' / 'quotes.sqlite3'}")
+    inserts = SqliteQuoteInserts(engine)
+    quotes = group()
+    with pytest.raises(sqlite3.OperationalError):
+        inserts.commit(quotes, set(), lambda: stamp_with(quotes))
+    assert inserts._held is None
+
+
+def test_only_sqlite(tmp_path: Path) -> None:
+    engine: Engine = create_engine("postgresql+psycopg://user:secret@127.0.0.1:1/none")
+    with pytest.raises(ValueError, match="SQLite"):
+        SqliteQuoteInserts(engine)
