@@ -38,6 +38,14 @@ class Settings(BaseSettings):
     db_pool_timeout_s: PositiveFloat = 2.0
     db_statement_timeout_ms: PositiveInt = 5000
     sqlite_busy_timeout_ms: PositiveInt = 2000
+    sqlite_checkpoint_interval_s: float = Field(
+        default=0.1,
+        ge=0,
+        description="SQLite with `sqlite_commit_in_loop`: a background thread checkpoints the "
+        "WAL this often [s], so that the event loop's commits do not (service/db/"
+        "wal_checkpoints.py); 0 leaves checkpoints to SQLite, inside the commit that takes the "
+        "WAL past 1,000 pages.",
+    )
     sqlite_commit_in_loop: bool = Field(
         default=True,
         description="SQLite: commit the hot path's quotes in the event loop thread itself, one "

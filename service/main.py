@@ -28,6 +28,7 @@ from service.db.in_loop_commit import InLoopCommits
 from service.db.quote_store import QuoteStore
 from service.db.quote_writer import QuoteWriter
 from service.db.spool import QuoteSpool, SpoolReplayer
+from service.db.wal_checkpoints import wal_checkpointer_for
 from service.estimator import Estimator
 from service.idempotency import InFlightGuard
 from service.metrics import Metrics
@@ -111,6 +112,9 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     writer = services.quotes.writer
     if writer is not None:
         writer.start()
+    checkpointer = wal_checkpointer_for(settings)
+    if checkpointer is not None:
+        checkpointer.start()
     spool = services.quotes.store.spool
     replayer = None
     if spool is not None:
@@ -131,6 +135,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             writer.stop()  # after uvicorn drained the requests: stores what they queued
         if replayer is not None:
             replayer.stop()
+        if checkpointer is not None:
+            checkpointer.stop()
         services.database.dispose()
 
 

@@ -17,6 +17,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.config import Settings
+from service.db.wal_checkpoints import BACKSTOP_PAGES, checkpoints_in_background
 
 logger = logging.getLogger(__name__)
 
@@ -123,10 +124,14 @@ def build_in_loop_engine(settings: Settings) -> Engine | None:
     url = make_url(settings.database_url)
     if url.get_backend_name() != "sqlite" or not settings.sqlite_commit_in_loop:
         return None
-    return _sqlite_engine(settings, busy_timeout_ms=0)
+    # With a WalCheckpointer running, the loop's commits checkpoint only as a backstop.
+    autocheckpoint = BACKSTOP_PAGES if checkpoints_in_background(settings) else None
+    return _sqlite_engine(settings, busy_timeout_ms=0, autocheckpoint_pages=autocheckpoint)
 
 
-def _sqlite_engine(settings: Settings, busy_timeout_ms: int) -> Engine:
+def _sqlite_engine(
+    settings: Settings, busy_timeout_ms: int, autocheckpoint_pages: int | None = None
+) -> Engine:
     engine = create_engine(
         settings.database_url,
         connect_args={"timeout": busy_timeout_ms / 1000},
@@ -134,11 +139,13 @@ def _sqlite_engine(settings: Settings, busy_timeout_ms: int) -> Engine:
         json_serializer=dump_json,
         json_deserializer=orjson.loads,
     )
-    _configure_sqlite(engine, busy_timeout_ms)
+    _configure_sqlite(engine, busy_timeout_ms, autocheckpoint_pages)
     return engine
 
 
-def _configure_sqlite(engine: Engine, busy_timeout_ms: int) -> None:
+def _configure_sqlite(
+    engine: Engine, busy_timeout_ms: int, autocheckpoint_pages: int | None
+) -> None:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: sqlite3.Connection, _record: object) -> None:
         cursor = dbapi_connection.cursor()
@@ -146,6 +153,8 @@ def _configure_sqlite(engine: Engine, busy_timeout_ms: int) -> None:
         cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA synchronous=NORMAL")
+        if autocheckpoint_pages is not None:  # else SQLite's default, 1,000 pages
+            cursor.execute(f"PRAGMA wal_autocheckpoint={int(autocheckpoint_pages)}")
         cursor.close()
 
 

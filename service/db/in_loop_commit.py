@@ -9,14 +9,16 @@ p50 10.5 ms with the writer thread, 2.8 ms committing in the loop, p99 26.4 agai
 A SQLite commit in WAL mode with `synchronous=NORMAL` is a write to the page cache, tens of
 microseconds, so the loop can afford it as long as it never waits: its connection has a busy
 timeout of 0 and never sleeps on a lock. The loop holds that one connection and inserts on it
-directly (service/db/sqlite_quote_inserts.py), without SQLAlchemy's per-statement Python. A commit that finds the write lock taken writes
-nothing. Another worker's commit holds the lock for a fraction of a millisecond, so the group
-is tried again at the loop's next iteration (other requests are served in between), together
-with what that iteration adds, for up to `lock_retry_s` after its oldest request was queued.
-A lock held longer (a migration, a backup, an operator's `BEGIN IMMEDIATE`), or any other
-failure (a disk error, a missing file), sends the group to the writer thread, which waits for
-the lock and spools as before, and leaves commits to the writer for `pause_s`, so a database in
-trouble costs the loop one attempt per pause, not one per iteration.
+directly (service/db/sqlite_quote_inserts.py), without SQLAlchemy's per-statement Python; WAL
+checkpoints are a background thread's (service/db/wal_checkpoints.py). A commit that finds the
+write lock taken writes nothing. Another worker's commit holds the lock for a fraction of a
+millisecond, so the group is tried again at the loop's next iteration (other requests are
+served in between), together with what that iteration adds, for up to `lock_retry_s` after its
+oldest request was queued. A lock held longer (a migration, a backup, an operator's `BEGIN
+IMMEDIATE`), or any other failure (a disk error, a missing file), sends the group to the writer
+thread, which waits for the lock and spools as before, and leaves commits to the writer for
+`pause_s`, so a database in trouble costs the loop one attempt per pause, not one per
+iteration.
 
 PostgreSQL is not committed to from the loop: a commit there is a network round trip and a
 WAL flush on the server, and an unreachable server would stall the loop for a connect timeout.

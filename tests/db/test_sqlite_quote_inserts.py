@@ -153,6 +153,6 @@ def test_a_file_error_drops_the_connection(tmp_path: Path) -> None:
 
 
 def test_only_sqlite(tmp_path: Path) -> None:
-    engine: Engine = create_engine("postgresql+psycopg://user:secret@127.0.0.1:1/none")
+    engine: Engine = create_engine("postgresql+psycopg://quotes:quotes@127.0.0.1:1/quotes")
     with pytest.raises(ValueError, match="SQLite"):
         SqliteQuoteInserts(engine)
