@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_batch import items  # noqa: E402
-from instruction_counts import _asgi_post  # noqa: E402
+from instruction_counts import _asgi_post, started_app  # noqa: E402
 from report_file import opening, write_report  # noqa: E402
 
 from service.config import Settings  # noqa: E402
@@ -65,24 +65,12 @@ def timed_commits() -> Iterator[list[float]]:
 
 async def post_requests(settings: Settings, count: int) -> None:
     app = create_app(settings)
-    lifespan: asyncio.Queue[dict[str, str]] = asyncio.Queue()
-    started = asyncio.Event()
-
-    async def lifespan_send(message: dict[str, Any]) -> None:
-        if message["type"] == "lifespan.startup.complete":
-            started.set()
-
-    await lifespan.put({"type": "lifespan.startup"})
-    serving = asyncio.create_task(
-        app({"type": "lifespan", "asgi": {"version": "3.0"}}, lifespan.get, lifespan_send)
-    )
-    await started.wait()
+    shut_down = await started_app(app)
     bodies = [json.dumps(body).encode() for body in items(app.state.services.estimator, 100)]
     post = _asgi_post(app, "/v1/estimate")
     for i in range(count):
         await post(bodies[i % len(bodies)])
-    await lifespan.put({"type": "lifespan.shutdown"})
-    await serving
+    await shut_down()
 
 
 def measured(interval_s: float, count: int) -> str:

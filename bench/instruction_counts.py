@@ -98,18 +98,7 @@ async def _run_app(stage: str, count: int, database: Path) -> None:
         database_url=f"sqlite:///{database}", run_migrations_on_start=True, log_level="WARNING"
     )
     app = create_app(settings)
-    lifespan: asyncio.Queue[dict[str, str]] = asyncio.Queue()
-    started = asyncio.Event()
-
-    async def lifespan_send(message: dict[str, Any]) -> None:
-        if message["type"] == "lifespan.startup.complete":
-            started.set()
-
-    await lifespan.put({"type": "lifespan.startup"})
-    serving = asyncio.create_task(
-        app({"type": "lifespan", "asgi": {"version": "3.0"}}, lifespan.get, lifespan_send)
-    )
-    await started.wait()
+    shut_down = await started_app(app)
     bodies = items(app.state.services.estimator, BODIES)
     if stage == "post":
         post = _asgi_post(app, "/v1/estimate")
@@ -124,8 +113,30 @@ async def _run_app(stage: str, count: int, database: Path) -> None:
         await post(batch)
         for _ in range(count // BODIES):
             await post(batch)
-    await lifespan.put({"type": "lifespan.shutdown"})
-    await serving
+    await shut_down()
+
+
+async def started_app(app: Any) -> Callable[[], Awaitable[None]]:
+    """Run `app`'s lifespan startup (in a task, as a server would) and return a coroutine
+    function that shuts it down."""
+    lifespan: asyncio.Queue[dict[str, str]] = asyncio.Queue()
+    started = asyncio.Event()
+
+    async def lifespan_send(message: dict[str, Any]) -> None:
+        if message["type"] == "lifespan.startup.complete":
+            started.set()
+
+    await lifespan.put({"type": "lifespan.startup"})
+    serving = asyncio.create_task(
+        app({"type": "lifespan", "asgi": {"version": "3.0"}}, lifespan.get, lifespan_send)
+    )
+    await started.wait()
+
+    async def shut_down() -> None:
+        await lifespan.put({"type": "lifespan.shutdown"})
+        await serving
+
+    return shut_down
 
 
 def child(stage: str, count: int) -> None:
