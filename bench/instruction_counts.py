@@ -15,7 +15,7 @@ stage's instructions per request (start-up, imports and warm-up cancel out). Sta
 - `price`: `Estimator.estimate` (resolution, cost model, regressor features and onnxruntime,
   carbon, response object), the same 100 seeded request bodies as bench_batch.py in turn;
 - `post`: `POST /v1/estimate` through the whole ASGI app in process (middleware, the fast path,
-  validation, pricing, the quote committed to a fresh SQLite file by the writer thread, the JSON
+  validation, pricing, the quote committed to a fresh SQLite file in the event loop, the JSON
   answer), one request at a time, so each quote is its own transaction;
 - `batch`: `POST /v1/estimate/batch` with 100 items through the ASGI app (per item).
 
