@@ -23,7 +23,9 @@ prompts and outputs) is priced:
 
 Depths 1-3 run in this one thread and are timed `--repeat` times after a warm-up batch; the best
 and median wall-clock time per batch are turned into estimates per second. The endpoint's
-stages, timed one by one, show where its time goes. Results go to bench/results/batch.md.
+stages, timed one by one, show where its time goes. A batch of mixed deployments (groups of one
+or two) and the array form's cost by group size are measured too (bench/batch_groups.py).
+Results go to bench/results/batch.md.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from batch_groups import small_groups_section  # noqa: E402
 from fastapi.testclient import TestClient  # noqa: E402
 from load.batch_clients import BatchRun, run_batches  # noqa: E402
 from load.bodies import encoded_post  # noqa: E402
@@ -318,6 +321,7 @@ def main() -> None:
             wall_s(lambda: [estimator.estimate(r) for r in requests], args.repeat),
         )
     )
+    small_groups = small_groups_section(estimator, args.items, args.repeat)
     with (
         tempfile.TemporaryDirectory() as scratch,
         endpoint_client(Path(scratch) / "q.sqlite3") as client,
@@ -373,7 +377,8 @@ def main() -> None:
         "services (`quote_batch` is pricing plus storing). The "
         "endpoint's time beyond parse + validate + store + serialise is HTTP, ASGI and FastAPI "
         "(TestClient's transport, request body handling, dependencies).\n\n"
-        f"{stages}\n"
+        f"{stages}\n\n"
+        f"{small_groups}"
         f"{http}"
     )
     args.output.parent.mkdir(parents=True, exist_ok=True)

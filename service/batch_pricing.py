@@ -1,10 +1,11 @@
 """Pricing a batch of requests together: what `Estimator.estimate` answers for each, in order.
 
 Requests that resolve to the same model, deployment and engine coefficients share one array
-evaluation of the cost model (core `estimate_requests`) and of the regressor's features; every
-request of the batch then goes through the regressor together (onnxruntime runs them in slices
-of INFERENCE_SLICE). A request that fails (unknown
-name, invalid input, does not fit) comes back as its error, the others are priced as if alone.
+evaluation of the cost model (core `estimate_requests`) and of the regressor's features, when
+there are at least MIN_VECTOR_GROUP of them; fewer are priced one by one, as `Estimator.estimate`
+prices them. Every request of the batch then goes through the regressor together (onnxruntime
+runs them in slices of INFERENCE_SLICE). A request that fails (unknown name, invalid input, does
+not fit) comes back as its error, the others are priced as if alone.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from service.calibration import ActiveCalibration
 from service.core.architecture import ModelArchitecture
 from service.core.coefficients import CostModelCoefficients
 from service.core.errors import CostModelError
-from service.core.estimate import estimate_requests
+from service.core.estimate import estimate_request, estimate_requests
 from service.core.estimate_many import BatchEstimate
+from service.core.results import RequestEstimate
 from service.core.workload import Deployment
 from service.errors import ServiceError
 from service.estimate_parts import Latency, invalid_request, roofline_energy
@@ -29,6 +31,10 @@ from service.resolve import ResolvedRequest
 from service.schemas.estimate_request import EstimateRequest
 
 logger = logging.getLogger("service.estimator")
+# The array form's fixed cost is that of a few hundred numpy calls. Cost model and features
+# per request, one by one against the array form (bench/results/batch.md, "Small groups"):
+# 165 / 416 µs for one request, 156 / 203 for two, 150 / 136 for three, 153 / 107 for four.
+MIN_VECTOR_GROUP = 3
 REGRESSOR_FAILED_NOTE = (
     "the learned regressor failed on this request: energy is the analytical roofline estimate"
 )
@@ -43,6 +49,16 @@ class _Group:
     coefficients: CostModelCoefficients
     estimates: BatchEstimate
     errors: dict[int, CostModelError]
+
+
+@dataclass(frozen=True, slots=True)
+class _Single:
+    """A request of a group too small for the array evaluation, priced alone."""
+
+    index: int
+    resolved: ResolvedRequest
+    coefficients: CostModelCoefficients
+    estimate: RequestEstimate
 
 
 def price_batch(
@@ -70,9 +86,20 @@ def price_batch(
         indices, resolved_list = members.setdefault(key, ([], []))
         indices.append(index)
         resolved_list.append(resolved)
-    groups = []
+    groups: list[_Group] = []
+    singles: list[_Single] = []
     for (arch, deployment, engine), (indices, resolved_list) in members.items():
         coefficients = estimator.engine_coefficients.get(engine, estimator.coefficients)
+        if len(indices) < MIN_VECTOR_GROUP:
+            for index, resolved in zip(indices, resolved_list, strict=True):
+                try:
+                    estimate = estimate_request(arch, resolved.workload, deployment, coefficients)
+                except CostModelError as error:
+                    custom = requests[index].architecture is not None
+                    results[index] = invalid_request(error, custom=custom)
+                    continue
+                singles.append(_Single(index, resolved, coefficients, estimate))
+            continue
         try:
             estimates, errors = estimate_requests(
                 arch, [r.workload for r in resolved_list], deployment, coefficients
@@ -85,8 +112,8 @@ def price_batch(
             custom = requests[indices[position]].architecture is not None
             results[indices[position]] = invalid_request(failure, custom=custom)
         groups.append(_Group(indices, resolved_list, coefficients, estimates, errors))
-    energies = _energies(estimator, groups)
-    for group, energy in zip(groups, energies, strict=True):
+    energies = _energies(estimator, groups, singles)
+    for group, energy in zip(groups, energies[: len(groups)], strict=True):
         estimates = group.estimates
         phase_s = estimates.phase_s.T.tolist()
         for j, position in enumerate(estimates.positions):
@@ -112,6 +139,14 @@ def price_batch(
                 estimates.item(j) if verbose else None,
                 calibration,
             )
+    for single, energy in zip(singles, energies[len(groups) :], strict=True):
+        results[single.index] = estimator.priced(
+            single.resolved,
+            Latency.of(single.estimate),
+            energy[0],
+            single.estimate if verbose else None,
+            calibration,
+        )
     return [_done(result) for result in results]
 
 
@@ -132,11 +167,14 @@ def _alone(
         return error
 
 
-def _energies(estimator: Estimator, groups: list[_Group]) -> list[list[EnergyPrediction]]:
-    """Per group, each priced request's GPU energy: the regressor's (one pass for the
-    whole batch) or, without one or if it fails, the roofline's."""
+def _energies(
+    estimator: Estimator, groups: list[_Group], singles: list[_Single]
+) -> list[list[EnergyPrediction]]:
+    """Each group's priced requests' GPU energies, then each single's (a list of one): the
+    regressor's (one pass for the whole batch) or, without one or if it fails, the
+    roofline's."""
     regressor = estimator.regressor
-    if regressor is not None and groups:
+    if regressor is not None and (groups or singles):
         try:
             features: list[BatchFeatures] = [
                 batch_features(
@@ -144,16 +182,35 @@ def _energies(estimator: Estimator, groups: list[_Group]) -> list[list[EnergyPre
                 )
                 for group in groups
             ]
+            for single in singles:
+                resolved = single.resolved
+                one = regressor.features(
+                    resolved.architecture,
+                    resolved.workload,
+                    resolved.deployment,
+                    single.coefficients,
+                    single.estimate,
+                )
+                features.append(BatchFeatures.of_one(one))
             return regressor.predict_batches(features)
         except Exception:
             logger.exception("learned regressor failed; answering with the roofline energy")
             for group in groups:
                 for resolved in group.resolved:
                     resolved.notes.append(REGRESSOR_FAILED_NOTE)
+            for single in singles:
+                single.resolved.notes.append(REGRESSOR_FAILED_NOTE)
     return [
         [
             roofline_energy(prefill_j, decode_j, group.coefficients)
             for prefill_j, decode_j in group.estimates.phase_gpu_j.T.tolist()
         ]
         for group in groups
+    ] + [
+        [
+            roofline_energy(
+                single.estimate.prefill.gpu_j, single.estimate.decode.gpu_j, single.coefficients
+            )
+        ]
+        for single in singles
     ]

@@ -7,10 +7,19 @@ segments on which one line is on top; its sum over a segment is an arithmetic se
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 import numpy.typing as npt
 
 FloatArray = npt.NDArray[np.float64]
+
+
+@lru_cache(maxsize=16)
+def _pairs(lines: int) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
+    """Indices (i, j), i < j, of every pair of `lines` lines, in row-major order."""
+    first_i, second_i = np.triu_indices(lines, 1)
+    return first_i, second_i
 
 
 def sum_affine_many(
@@ -30,26 +39,26 @@ def sum_max_affine_many(
     `intercepts` and `slopes` are [..., lines]; `first` and `last` [...] integer-valued; an
     empty range (last < first) sums to 0.
     """
-    lines = intercepts.shape[-1]
+    first_i, second_i = _pairs(intercepts.shape[-1])
     upper = np.maximum(last + 1.0, first)  # an empty range: every cut at `first`
-    cuts = [first, upper]
-    for i in range(lines):
-        for j in range(i + 1, lines):
-            d_slope = slopes[..., i] - slopes[..., j]
-            with np.errstate(divide="ignore", invalid="ignore"):
-                x = (intercepts[..., j] - intercepts[..., i]) / d_slope
-            inside = (d_slope != 0.0) & (x > first) & (x < upper)
-            cuts.append(np.where(inside, x, first))  # a cut at `first` adds an empty segment
-    ordered = np.sort(np.stack(cuts, axis=-1), axis=-1)
+    # Every pair of lines crosses once (unless parallel): all pairs in one set of operations.
+    d_slope = slopes[..., first_i] - slopes[..., second_i]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        x = (intercepts[..., second_i] - intercepts[..., first_i]) / d_slope
+    low, high = first[..., None], upper[..., None]
+    inside = (d_slope != 0.0) & (x > low) & (x < high)
+    crossings = np.where(inside, x, low)  # a cut at `first` adds an empty segment
+    cuts = np.concatenate([low, high, crossings], axis=-1)
+    ordered = np.sort(cuts, axis=-1)
     lo = np.ceil(ordered[..., :-1])
     hi = np.ceil(ordered[..., 1:]) - 1.0
     count = np.maximum(hi - lo + 1.0, 0.0)
     mid = (lo + hi) / 2.0
     # [..., segments, lines]: each line's value at each segment's midpoint.
     at_mid = intercepts[..., None, :] + slopes[..., None, :] * mid[..., None]
-    top = at_mid.argmax(axis=-1)[..., None]
-    a = np.take_along_axis(np.broadcast_to(intercepts[..., None, :], at_mid.shape), top, -1)
-    b = np.take_along_axis(np.broadcast_to(slopes[..., None, :], at_mid.shape), top, -1)
-    series = a[..., 0] * count + b[..., 0] * (lo + hi) * count / 2.0
+    top = at_mid.argmax(axis=-1)  # [..., segments]: the line on top of each segment
+    a = np.take_along_axis(intercepts, top, -1)
+    b = np.take_along_axis(slopes, top, -1)
+    series = a * count + b * (lo + hi) * count / 2.0
     result: FloatArray = series.sum(axis=-1)
     return result

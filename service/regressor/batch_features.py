@@ -47,6 +47,16 @@ class BatchFeatures:
     global_x: FloatArray
     log_analytical_j: FloatArray
 
+    @classmethod
+    def of_one(cls, features: RequestFeatures) -> BatchFeatures:
+        """One request's features as a batch of one."""
+        return cls(
+            features.node_x[None],
+            features.adjacency,
+            features.global_x[None],
+            features.log_analytical_j[None],
+        )
+
     def item(self, j: int) -> RequestFeatures:
         return RequestFeatures(
             self.node_x[j], self.adjacency, self.global_x[j], self.log_analytical_j[j]
