@@ -67,8 +67,13 @@ def price_batch(
     *,
     verbose: bool,
     calibration: ActiveCalibration | None,
+    array_groups: bool = True,
 ) -> list[PricedRequest | ServiceError]:
-    """`estimator.estimate` of each request (its error if it fails), in the same order."""
+    """`estimator.estimate` of each request (its error if it fails), in the same order.
+
+    `array_groups=False` prices every request with the one-request functions (one onnxruntime
+    pass all the same), so that each answer is exactly the one it would get alone; the array
+    form agrees to float32 rounding of the regressor's inputs (~1e-6)."""
     results: list[PricedRequest | ServiceError | None] = [None] * len(requests)
     members: dict[
         tuple[ModelArchitecture, Deployment, str], tuple[list[int], list[ResolvedRequest]]
@@ -90,7 +95,7 @@ def price_batch(
     singles: list[_Single] = []
     for (arch, deployment, engine), (indices, resolved_list) in members.items():
         coefficients = estimator.engine_coefficients.get(engine, estimator.coefficients)
-        if len(indices) < MIN_VECTOR_GROUP:
+        if not array_groups or len(indices) < MIN_VECTOR_GROUP:
             for index, resolved in zip(indices, resolved_list, strict=True):
                 try:
                     estimate = estimate_request(arch, resolved.workload, deployment, coefficients)

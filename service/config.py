@@ -109,6 +109,12 @@ class Settings(BaseSettings):
         "by group commit (service/api/fast_estimate.py); false sends every request through "
         "the FastAPI route.",
     )
+    price_together: bool = Field(
+        default=True,
+        description="Hot path: price the estimates that arrive in one event loop iteration "
+        "together at the next (one regressor pass; service/pricing_queue.py); false prices "
+        "each at once.",
+    )
     onnx_model_path: Path | None = None
     onnx_metadata_path: Path | None = None
     onnx_intra_op_threads: PositiveInt = 1

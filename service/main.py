@@ -88,7 +88,15 @@ def build_services(settings: Settings, metrics: Metrics) -> AppServices:
     if settings.fast_estimate_path:
         in_loop = InLoopCommits(store) if database.in_loop_engine is not None else None
         writer = QuoteWriter(store, in_loop=in_loop)
-    quotes = QuoteService(estimator, store, InFlightGuard(), metrics, registry, writer)
+    quotes = QuoteService(
+        estimator,
+        store,
+        InFlightGuard(),
+        metrics,
+        registry,
+        writer,
+        price_together=settings.price_together,
+    )
     return AppServices(settings, database, estimator, keys, quotes, metrics, registry)
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from service.auth import Principal
@@ -26,6 +26,7 @@ from service.estimator import Estimator, PricedRequest
 from service.idempotency import InFlightGuard, fingerprint
 from service.ids import new_quote_id
 from service.metrics import Metrics
+from service.pricing_queue import PricingQueue
 from service.schemas.estimate_request import EstimateRequest
 from service.schemas.estimate_response import EstimateResponse
 
@@ -68,6 +69,8 @@ class QuoteService:
         metrics: Metrics,
         calibrations: CalibrationRegistry | None = None,
         writer: QuoteWriter | None = None,
+        *,
+        price_together: bool = True,
     ) -> None:
         self.estimator = estimator
         self.writer = writer
@@ -75,6 +78,9 @@ class QuoteService:
         self.guard = guard
         self.metrics = metrics
         self.calibrations = calibrations
+        self.pricing: PricingQueue[_Priced] | None = (
+            PricingQueue(self._price_together) if price_together else None
+        )
 
     def quote(
         self,
@@ -169,6 +175,29 @@ class QuoteService:
         self.metrics.count_estimates(priced.model_id, priced.gpu_id)
         return _Priced(request, request_fingerprint(request, verbose), priced)
 
+    def _price_together(
+        self, requests: Sequence[EstimateRequest], tenant: str
+    ) -> list[_Priced | ServiceError]:
+        """`_price` of each request (not verbose), the requests priced together: one
+        regressor pass, every answer exactly as priced alone."""
+        if len(requests) == 1:
+            try:
+                return [self._price(requests[0], False, tenant)]
+            except ServiceError as error:
+                return [error]
+        calibration = self.calibrations.for_tenant(tenant) if self.calibrations else None
+        answers = price_batch(
+            self.estimator, requests, verbose=False, calibration=calibration, array_groups=False
+        )
+        results: list[_Priced | ServiceError] = []
+        for request, answer in zip(requests, answers, strict=True):
+            if isinstance(answer, ServiceError):
+                results.append(answer)
+                continue
+            self.metrics.count_estimates(answer.model_id, answer.gpu_id)
+            results.append(_Priced(request, request_fingerprint(request, False), answer))
+        return results
+
     def _store(
         self,
         priced: Sequence[_Priced],
@@ -193,20 +222,27 @@ class QuoteService:
         *,
         principal: Principal,
         verbose: bool,
-        alone: bool = False,
+        together: bool = False,
+        alone: Callable[[], bool] = lambda: False,
     ) -> bytes:
-        """`quote` without an idempotency key, for a coroutine on the event loop: priced here,
-        stored by the group-committing writer (with other requests' quotes in one transaction;
-        `alone`: no other request is in progress, see QuoteWriter.save's `commit_now`).
+        """`quote` without an idempotency key, for a coroutine on the event loop: priced at
+        once, or with `together` (the worker is busy) with the other requests that arrive in
+        this loop iteration, at the next (service/pricing_queue.py; not when `price_together`
+        is off or `verbose`); stored by the group-committing writer with other requests'
+        quotes in one transaction. `alone()`: whether no other request is in progress once
+        this one is priced (see QuoteWriter.save's `commit_now`).
 
         The caller makes sure the tenant's calibrations are fresh (`calibrations_fresh`), as
         a refresh reads the database and must not block the event loop."""
         if self.writer is None:
             raise RuntimeError("no quote writer: use quote()")
-        priced = [self._price(request, verbose, principal.tenant)]
+        if self.pricing is None or verbose or not together:
+            priced = [self._price(request, verbose, principal.tenant)]
+        else:
+            priced = [await self.pricing.price(request, principal.tenant)]
         rows = [_quote_row(priced[0], new_quote_id(), principal.tenant, None)]
         try:
-            saved = await self.writer.save(rows, commit_now=alone)
+            saved = await self.writer.save(rows, commit_now=alone())
         except StoreFailed:
             return self._not_stored(priced)[0]
         return self._stored(priced, rows, saved)[0]

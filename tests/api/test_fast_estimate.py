@@ -6,12 +6,16 @@ counts the groups it stored (in the loop or by its thread), which tells which pa
 
 from __future__ import annotations
 
+import asyncio
+import json
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from api_support import bearer, create_key, example_body, running_client, services_of
 from fastapi.testclient import TestClient
+
+from service.api import fast_estimate
 
 # Fields that differ between any two quotes of the same request.
 PER_QUOTE = ("quote_id", "created_at")
@@ -202,3 +206,92 @@ def test_a_request_alone_in_its_worker_is_committed_at_once(
     monkeypatch.setattr(writer, "save", recording_save)
     assert fast.post("/v1/estimate", json=example_body(), headers=bearer(key)).status_code == 200
     assert asked == [True]
+
+
+async def asgi_post(app: Any, body: dict[str, Any], key: str) -> tuple[int, bytes]:
+    """POST /v1/estimate straight into the ASGI app, in the caller's event loop."""
+    raw = json.dumps(body).encode()
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": raw, "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/v1/estimate",
+        "raw_path": b"/v1/estimate",
+        "query_string": b"",
+        "root_path": "",
+        "headers": [
+            (b"content-type", b"application/json"),
+            (b"authorization", f"Bearer {key}".encode()),
+        ],
+        "client": ("127.0.0.1", 50000),
+        "server": ("testserver", 80),
+        "app": app,
+    }
+    await app(scope, receive, send)
+    return sent[0]["status"], b"".join(m.get("body", b"") for m in sent[1:])
+
+
+def test_requests_arriving_together_are_priced_together_as_if_alone(
+    database_url: str, routed: TestClient, key: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Five requests started in one loop iteration (one unknown model among them), in a worker
+    counted busy from the first request in progress on, reach the pricing queue together: one
+    `_price_together` call; each answers what the route answers for it alone, and every priced
+    one is stored. (The key cache is on, as in production, so that no request waits on a key
+    lookup in the thread pool.)"""
+    monkeypatch.setattr(fast_estimate, "PRICE_TOGETHER_FROM", 1)
+    with running_client(database_url, fast_estimate_path=True, api_key_cache_s=60.0) as fast:
+        assert (
+            fast.post("/v1/estimate", json=example_body(), headers=bearer(key)).status_code == 200
+        )
+        quotes = services_of(fast).quotes
+        together: list[int] = []
+        price_together = quotes._price_together
+
+        def recording(requests: Any, tenant: str) -> Any:
+            together.append(len(requests))
+            return price_together(requests, tenant)
+
+        monkeypatch.setattr(quotes.pricing, "_price_together", recording)
+        bodies = [*BODIES, example_body(model="no-such/model")]
+
+        async def all_at_once() -> list[tuple[int, bytes]]:
+            return await asyncio.gather(*(asgi_post(fast.app, body, key) for body in bodies))
+
+        assert fast.portal is not None
+        answers = fast.portal.call(all_at_once)
+        assert together == [len(bodies)]
+        for body, (status, content) in zip(bodies, answers, strict=True):
+            alone = routed.post("/v1/estimate", json=body, headers=bearer(key))
+            assert status == alone.status_code
+            answer = json.loads(content)
+            if status != 200:
+                assert answer == alone.json()
+                continue
+            assert without_ids(answer) == without_ids(alone.json())
+            stored = fast.get(f"/v1/quotes/{answer['quote_id']}", headers=bearer(key))
+            assert stored.json()["response"] == answer
+        assert [status for status, _ in answers] == [200, 200, 200, 200, 422]
+
+
+def test_a_worker_that_keeps_up_prices_each_request_at_once(
+    fast: TestClient, key: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Below PRICE_TOGETHER_FROM requests in progress nothing waits in the pricing queue."""
+    assert fast_estimate.PRICE_TOGETHER_FROM == 16
+    quotes = services_of(fast).quotes
+    together: list[int] = []
+    monkeypatch.setattr(quotes.pricing, "_price_together", lambda r, t: together.append(len(r)))
+    for body in BODIES:
+        assert fast.post("/v1/estimate", json=body, headers=bearer(key)).status_code == 200
+    assert together == []
