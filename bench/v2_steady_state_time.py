@@ -34,7 +34,6 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy.optimize import least_squares
 
 import service.fitting.cross_validation as cross_validation
 import service.fitting.end_to_end as end_to_end
@@ -99,13 +98,7 @@ def fit_overheads_total(
     prefill = np.array([r.measured_prefill_s or 0.0 for r in timed])
     fixed = prefill_overhead_s if not timed else None
 
-    def full(params: FloatArray) -> Overheads:
-        head = [fixed] if fixed is not None else []
-        tail = [] if per_worker else [0.0]
-        return end_to_end._overheads(np.concatenate([head, params, tail]))
-
-    def residuals(params: FloatArray) -> FloatArray:
-        overheads = full(params)
+    def residuals(overheads: Overheads) -> FloatArray:
         return np.concatenate(
             [
                 np.log(predicted_tpot_s(stepped, overheads) / tpot),
@@ -114,21 +107,8 @@ def fit_overheads_total(
             ]
         )
 
-    # Start, bounds and scales exactly as end_to_end.fit_overheads.
-    start = np.array([1e-3, 1e-3, 1e-6, 2e-6, 1e-4])
-    upper = np.array([0.5, 0.05, 1e-3, 2e-5, 0.05])
-    scale = np.array([1e-3, 1e-3, 1e-6, 1e-6, 1e-3])
-    first = 0 if fixed is None else 1
-    last = len(start) if per_worker else len(start) - 1
-    fit = least_squares(
-        residuals,
-        start[first:last],
-        bounds=(np.zeros(last - first), upper[first:last]),
-        loss="soft_l1",
-        f_scale=0.1,
-        x_scale=scale[first:last],
-    )
-    return full(fit.x)
+    # Start, bounds and scales exactly as end_to_end.fit_overheads: the same solver.
+    return end_to_end.fit_overheads_to(residuals, fixed, per_worker=per_worker)
 
 
 def _line(name: str, ratio: FloatArray) -> str:

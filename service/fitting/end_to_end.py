@@ -8,6 +8,7 @@ times kept, and the overheads and power coefficients are fitted on those arrays 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -257,13 +258,7 @@ def fit_overheads(
     prefill = np.array([r.measured_prefill_s or 0.0 for r in timed])
     fixed = prefill_overhead_s if not timed else None
 
-    def full(params: FloatArray) -> Overheads:
-        head = [fixed] if fixed is not None else []
-        tail = [] if per_worker else [0.0]
-        return _overheads(np.concatenate([head, params, tail]))
-
-    def residuals(params: FloatArray) -> FloatArray:
-        overheads = full(params)
+    def residuals(overheads: Overheads) -> FloatArray:
         return np.concatenate(
             [
                 np.log(predicted_tpot_s(rows, overheads) / tpot),
@@ -271,13 +266,32 @@ def fit_overheads(
             ]
         )
 
+    return fit_overheads_to(residuals, fixed, per_worker=per_worker)
+
+
+def fit_overheads_to(
+    residuals: Callable[[Overheads], FloatArray],
+    prefill_overhead_s: float | None,
+    *,
+    per_worker: bool,
+) -> Overheads:
+    """Host overheads [s] minimising the robust (soft L1) size of `residuals(overheads)`, log
+    errors of measured times. `prefill_overhead_s` holds the prefill overhead fixed (None: it is
+    fitted); without `per_worker` the time per worker is held at 0."""
+    fixed = prefill_overhead_s
+
+    def full(params: FloatArray) -> Overheads:
+        head = [fixed] if fixed is not None else []
+        tail = [] if per_worker else [0.0]
+        return _overheads(np.concatenate([head, params, tail]))
+
     start = np.array([1e-3, 1e-3, 1e-6, 2e-6, 1e-4])
     upper = np.array([0.5, 0.05, 1e-3, 2e-5, 0.05])
     scale = np.array([1e-3, 1e-3, 1e-6, 1e-6, 1e-3])
     first = 0 if fixed is None else 1
     last = len(start) if per_worker else len(start) - 1
     fit = least_squares(
-        residuals,
+        lambda params: residuals(full(params)),
         start[first:last],
         bounds=(np.zeros(last - first), upper[first:last]),
         loss="soft_l1",
