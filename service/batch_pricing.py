@@ -33,7 +33,7 @@ from service.schemas.estimate_request import EstimateRequest
 logger = logging.getLogger("service.estimator")
 # The array form's fixed cost is that of a few hundred numpy calls. Cost model and features
 # per request, one by one against the array form (bench/results/batch.md, "Small groups"):
-# 165 / 416 µs for one request, 156 / 203 for two, 150 / 136 for three, 153 / 107 for four.
+# 154 / 368 µs for one request, 150 / 195 for two, 148 / 131 for three, 149 / 102 for four.
 MIN_VECTOR_GROUP = 3
 REGRESSOR_FAILED_NOTE = (
     "the learned regressor failed on this request: energy is the analytical roofline estimate"

@@ -111,9 +111,10 @@ class Settings(BaseSettings):
     )
     price_together: bool = Field(
         default=True,
-        description="Hot path: price the estimates that arrive in one event loop iteration "
-        "together at the next (one regressor pass; service/pricing_queue.py); false prices "
-        "each at once.",
+        description="Hot path: a busy worker (PRICE_TOGETHER_FROM requests in progress or "
+        "waiting, service/api/fast_estimate.py) prices the estimates that arrive in one event "
+        "loop iteration together at the next (one regressor pass; service/pricing_queue.py); "
+        "false prices each at once.",
     )
     onnx_model_path: Path | None = None
     onnx_metadata_path: Path | None = None
