@@ -35,6 +35,7 @@ from load.server import (
     free_port,
     machine_busy_cpu_s,
     migrated_server_env,
+    processes_named,
     uvicorn_server,
 )
 from report_file import command_line
@@ -56,17 +57,30 @@ def request_pool(port: int, count: int, seed: int) -> list[bytes]:
 
 
 def measured_step(
-    step: Coroutine[Any, Any, StepResult], server_cpu_s: Callable[[], float]
+    step: Coroutine[Any, Any, StepResult],
+    server_cpu_s: Callable[[], float],
+    database_cpu_s: Callable[[], float] = lambda: 0.0,
 ) -> StepResult:
-    """Run `step` (a `run_step` coroutine) and fill in the CPU its server used (`server_cpu_s`
-    read before and after) and what the rest of the machine used meanwhile: busy time less
-    server and generator."""
-    server_before, machine_before = server_cpu_s(), machine_busy_cpu_s()
+    """Run `step` (a `run_step` coroutine) and fill in the CPU its server and database server
+    used (`server_cpu_s`, `database_cpu_s` read before and after) and what the rest of the
+    machine used meanwhile: busy time less server, database and generator."""
+    server_before, database_before = server_cpu_s(), database_cpu_s()
+    machine_before = machine_busy_cpu_s()
     result = asyncio.run(step)
     result.server_cpu_s = server_cpu_s() - server_before
+    result.database_cpu_s = max(0.0, database_cpu_s() - database_before)
     machine_s = machine_busy_cpu_s() - machine_before
-    result.other_cpu_s = max(0.0, machine_s - result.server_cpu_s - result.generator_cpu_s)
+    result.other_cpu_s = max(
+        0.0, machine_s - result.server_cpu_s - result.database_cpu_s - result.generator_cpu_s
+    )
     return result
+
+
+def postgres_cpu_s() -> float:
+    """CPU time [s] of PostgreSQL's processes (those named `postgres`): the live ones', and
+    the backends' that exited, which their parent, the postmaster, has reaped (its children's
+    time: a backend that ends during a step counts its whole life, a small overcount)."""
+    return cpu_seconds(processes_named("postgres"), with_reaped_children=True)
 
 
 def busiest_share(after: dict[int, float], before: dict[int, float], workers: int) -> float:
@@ -94,6 +108,7 @@ def run_database(label: str, url: str, args: argparse.Namespace, log: Path) -> l
             step = measured_step(
                 run_step(HOST, server.port, requests, rate, args.step_s, args.connections),
                 server.cpu_seconds,
+                postgres_cpu_s if url.startswith("postgresql") else lambda: 0.0,
             )
             step.busiest_worker_share = busiest_share(
                 server.worker_cpu_seconds(), workers_before, args.workers
@@ -166,12 +181,13 @@ def write_report(
         "from each request's due time on the fixed schedule, so requests delayed by a busy "
         "server are charged their wait. Percentiles are of the 200 answers; `shed` are 503 "
         "overloaded answers (Retry-After), `unsent` requests due that could not be sent before "
-        "the drain deadline. Server CPU is that of uvicorn's processes per answered request. "
+        "the drain deadline. Server CPU is that of uvicorn's processes per answered request, "
+        "database CPU that of PostgreSQL's processes (SQLite runs inside the server). "
         "`rest of machine CPU %` is the CPU the machine spent meanwhile on anything but the "
-        "server and the generator (100 % = one core; PostgreSQL's own server counts here): "
-        "more than a few per cent means a neighbour shared the two cores and the step "
-        "understates the service. `busiest worker %` is the busiest worker's share of the "
-        "workers' CPU (50 % with two workers is an even split). The generator opens its "
+        "server, the database and the generator (100 % = one core): more than a few per cent "
+        "means a neighbour shared the two cores and the step understates the service. "
+        "`busiest worker %` is the busiest worker's share of the workers' CPU (50 % with two "
+        "workers is an even split). The generator opens its "
         "connections one at a time, each answering a first request before the next is opened "
         "(see `bench/load/open_loop.py`).",
         "",
@@ -219,7 +235,8 @@ def write_report(
                 "p99_s": percentile(s.latencies_ok_s, 0.99),
                 "p999_s": percentile(s.latencies_ok_s, 0.999),
                 "server_cpu_s": s.server_cpu_s, "generator_cpu_s": s.generator_cpu_s,
-                "other_cpu_s": s.other_cpu_s, "busiest_worker_share": s.busiest_worker_share,
+                "database_cpu_s": s.database_cpu_s, "other_cpu_s": s.other_cpu_s,
+                "busiest_worker_share": s.busiest_worker_share,
                 "answered": len(s.latencies_all_s), "wall_s": s.wall_s,
             }
             for s in steps

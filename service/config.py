@@ -53,6 +53,14 @@ class Settings(BaseSettings):
         "commit that finds the write lock taken goes to the writer thread, which waits for it "
         "(service/db/in_loop_commit.py).",
     )
+    postgres_commit_in_loop: bool = Field(
+        default=True,
+        description="PostgreSQL: commit the hot path's quotes from the event loop on an asyncio "
+        "connection, one statement per group, the groups arriving meanwhile committed together "
+        "next, instead of handing them to the writer thread; a failed attempt hands the group "
+        "to the writer thread to spool and leaves it the next second's groups "
+        "(service/db/postgres_in_loop.py).",
+    )
     db_reconnect_backoff_s: PositiveFloat = Field(
         default=2.0,
         description="After a failed connection attempt, new ones fail at once for this long "

@@ -25,6 +25,7 @@ from service.config import Settings, get_settings
 from service.db import migrate
 from service.db.engine import Database
 from service.db.in_loop_commit import InLoopCommits
+from service.db.postgres_in_loop import PostgresInLoopCommits
 from service.db.quote_store import QuoteStore
 from service.db.quote_writer import QuoteWriter
 from service.db.spool import QuoteSpool, SpoolReplayer
@@ -87,7 +88,10 @@ def build_services(settings: Settings, metrics: Metrics) -> AppServices:
     writer = None
     if settings.fast_estimate_path:
         in_loop = InLoopCommits(store) if database.in_loop_engine is not None else None
-        writer = QuoteWriter(store, in_loop=in_loop)
+        from_loop = None
+        if database.backend == "postgresql" and settings.postgres_commit_in_loop:
+            from_loop = PostgresInLoopCommits(store)
+        writer = QuoteWriter(store, in_loop=in_loop, postgres_in_loop=from_loop)
     quotes = QuoteService(
         estimator,
         store,
@@ -140,7 +144,9 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     finally:
         gc.unfreeze()
         if writer is not None:
-            writer.stop()  # after uvicorn drained the requests: stores what they queued
+            # After uvicorn drained the requests: stores what they queued.
+            await writer.finish_in_loop()
+            writer.stop()
         if replayer is not None:
             replayer.stop()
         if checkpointer is not None:

@@ -32,8 +32,9 @@ class StepResult:
     stored: int = 0  # 200 with a quote id
     generator_cpu_s: float = 0.0
     server_cpu_s: float = 0.0
-    # Everything else on the machine (for PostgreSQL, its server too): a loaded machine
-    # shows here, so a slow step can be told from a busy neighbour.
+    database_cpu_s: float = 0.0  # PostgreSQL's server processes (SQLite's is the server's own)
+    # Everything else on the machine: a loaded machine shows here, so a slow step can be told
+    # from a busy neighbour.
     other_cpu_s: float = 0.0
     busiest_worker_share: float = float("nan")  # of the worker processes' CPU in the step
     wall_s: float = 0.0

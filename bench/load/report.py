@@ -58,19 +58,20 @@ def _percent(share: float) -> str:
 def step_table(steps: Sequence[StepResult]) -> list[str]:
     lines = [
         "| offered /s | achieved 200/s | p50 ms | p99 ms | p99.9 ms | max ms | 200 | stored "
-        "| shed 503 | errors | unsent | server CPU µs/req | generator CPU % "
-        "| rest of machine CPU % | busiest worker % |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| shed 503 | errors | unsent | server CPU µs/req | database CPU µs/req "
+        "| generator CPU % | rest of machine CPU % | busiest worker % |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for step in steps:
         answered = len(step.latencies_all_s)
         lat = step.latencies_ok_s
         server_us = step.server_cpu_s / answered * 1e6 if answered else float("nan")
+        database_us = step.database_cpu_s / answered * 1e6 if answered else float("nan")
         lines.append(
             f"| {step.offered_per_s:g} | {step.achieved_per_s:.0f} | {_ms(percentile(lat, 0.5))} "
             f"| {_ms(percentile(lat, 0.99))} | {_ms(percentile(lat, 0.999))} "
             f"| {_ms(max(lat, default=math.nan))} | {step.ok} | {step.stored} | {step.shed} "
-            f"| {_errors(step)} | {step.unsent} | {server_us:.0f} "
+            f"| {_errors(step)} | {step.unsent} | {server_us:.0f} | {database_us:.0f} "
             f"| {100 * step.generator_cpu_s / step.wall_s:.0f} "
             f"| {100 * step.other_cpu_s / step.wall_s:.0f} "
             f"| {_percent(step.busiest_worker_share)} |"

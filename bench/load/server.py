@@ -44,8 +44,10 @@ def process_tree(root_pid: int) -> list[int]:
         return [root_pid]
 
 
-def cpu_seconds(pids: list[int]) -> float:
-    """User + system CPU time [s] of the given processes (from /proc/<pid>/stat)."""
+def cpu_seconds(pids: list[int], *, with_reaped_children: bool = False) -> float:
+    """User + system CPU time [s] of the given processes (from /proc/<pid>/stat); with
+    `with_reaped_children`, also that of their children which have exited and been waited for
+    (cutime, cstime) whose parent is not itself in `pids` (else it would count twice)."""
     total = 0
     for pid in pids:
         try:
@@ -53,7 +55,23 @@ def cpu_seconds(pids: list[int]) -> float:
         except FileNotFoundError:
             continue
         total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14, 15 of stat)
+        if with_reaped_children and int(fields[1]) not in pids:  # ppid (field 4)
+            total += int(fields[13]) + int(fields[14])  # cutime, cstime (fields 16, 17)
     return total / CLOCK_TICKS_PER_S
+
+
+def processes_named(name: str) -> list[int]:
+    """The processes whose command name is `name` (from /proc/<pid>/comm), e.g. "postgres":
+    PostgreSQL's server and its backends."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "comm").read_text().strip() == name:
+                    found.append(int(entry.name))
+            except (FileNotFoundError, ProcessLookupError):
+                continue
+    return found
 
 
 def machine_busy_cpu_s() -> float:

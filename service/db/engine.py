@@ -45,9 +45,22 @@ def build_engine(settings: Settings) -> Engine:
     if url.get_backend_name() == "sqlite":
         ensure_sqlite_directory(settings.database_url)
         return _sqlite_engine(settings, settings.sqlite_busy_timeout_ms)
+    return create_engine(
+        url,
+        connect_args=postgres_connect_args(settings),
+        pool_pre_ping=True,
+        pool_timeout=settings.db_pool_timeout_s,
+        json_serializer=dump_json,
+        json_deserializer=orjson.loads,
+    )
+
+
+def postgres_connect_args(settings: Settings) -> dict[str, Any]:
+    """psycopg connection parameters bounding every wait on PostgreSQL (connect, statement,
+    lock, a vanished server), beyond those of the URL."""
     options = f"-c statement_timeout={settings.db_statement_timeout_ms}"
     options += f" -c lock_timeout={settings.db_statement_timeout_ms}"
-    connect_args: dict[str, Any] = {
+    return {
         "connect_timeout": max(1, round(settings.db_connect_timeout_s)),
         "options": options,
         # A server that vanished without closing the connection (network partition) is noticed
@@ -59,14 +72,6 @@ def build_engine(settings: Settings) -> Engine:
         "keepalives_count": 3,
         "tcp_user_timeout": max(1000, round(settings.db_connect_timeout_s * 1000)),
     }
-    return create_engine(
-        url,
-        connect_args=connect_args,
-        pool_pre_ping=True,
-        pool_timeout=settings.db_pool_timeout_s,
-        json_serializer=dump_json,
-        json_deserializer=orjson.loads,
-    )
 
 
 class ReconnectBackoff:

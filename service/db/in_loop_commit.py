@@ -4,7 +4,7 @@ The writer thread (service/db/quote_writer.py) keeps the event loop from waiting
 database, but each hand-over costs two thread wake-ups, and the writer's Python code competes
 with the loop for the GIL. On the two-core benchmark machine, two workers at 1,000 estimates/s:
 p50 10.5 ms with the writer thread, 2.8 ms committing in the loop, p99 26.4 against 21.3 ms
-(`bench/results/load_writer_thread.md`, `bench/results/load.md`).
+(`bench/results/load_writer_thread.md`, `bench/results/load.md` as of 8401a85).
 
 A SQLite commit in WAL mode with `synchronous=NORMAL` is a write to the page cache, tens of
 microseconds, so the loop can afford it as long as it never waits: its connection has a busy
@@ -20,8 +20,8 @@ thread, which waits for the lock and spools as before, and leaves commits to the
 `pause_s`, so a database in trouble costs the loop one attempt per pause, not one per
 iteration.
 
-PostgreSQL is not committed to from the loop: a commit there is a network round trip and a
-WAL flush on the server, and an unreachable server would stall the loop for a connect timeout.
+PostgreSQL is committed to from the loop too, but asynchronously: a commit there is a network
+round trip and a WAL flush on the server (service/db/postgres_in_loop.py).
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ class InLoop(enum.Enum):
     COMMITTED = "committed"
     RETRY = "retry"  # the lock was taken: try again at the next iteration
     WRITER = "writer"  # nothing written: the writer thread is to store the group
+    REFUSED = "refused"  # the database refused the attempt: the writer spools, not trying again
 
 
 class InLoopCommits:

@@ -17,12 +17,14 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
+import psycopg
 from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from service.db.base import utc_now
 from service.db.engine import Database
 from service.db.models import IdempotencyClaim, NewQuote, Quote
+from service.db.postgres_quote_inserts import PostgresQuoteInserts
 from service.db.quote_document import QuoteDocument, json_time
 from service.db.repositories import (
     IdempotencyClaimRepository,
@@ -136,6 +138,22 @@ class QuoteStore:
         except sqlite3.IntegrityError:
             raise
         except sqlite3.Error:
+            self._stored_factor_sets.clear()  # as in `commit`
+            raise
+        self._remember(new_sets)
+
+    async def commit_postgres(
+        self, quotes: Sequence[NewQuote], inserts: PostgresQuoteInserts
+    ) -> None:
+        """`commit` by one statement on the event loop's asyncio connection held by `inserts`
+        (service/db/postgres_quote_inserts.py); raises as PostgresQuoteInserts.commit."""
+        try:
+            new_sets = await inserts.commit(
+                quotes, self._stored_factor_sets, lambda: _stamp_now(quotes)
+            )
+        except psycopg.IntegrityError:
+            raise
+        except BaseException:
             self._stored_factor_sets.clear()  # as in `commit`
             raise
         self._remember(new_sets)

@@ -7,10 +7,8 @@ parameter processing, result set, reset on return) around ~100 µs of SQLite; he
 keeps one connection checked out of the in-loop engine for good and runs two prepared
 statements on it.
 
-The rows are what `insert_quotes` writes: the same columns, and each value passed through the
-bind processor SQLAlchemy's SQLite dialect would apply to it (the JSON columns' serialiser, the
-UTC timestamps' text), taken from the table's own column types, so the two paths cannot drift
-(tests/db/test_sqlite_quote_inserts.py compares their rows).
+The rows are those `insert_quotes` writes (service/db/quote_insert_rows.py;
+tests/db/test_sqlite_quote_inserts.py compares them).
 """
 
 from __future__ import annotations
@@ -18,19 +16,20 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Collection, Sequence
 from datetime import datetime
-from operator import attrgetter
-from typing import Any, cast
+from typing import cast
 
-from sqlalchemy import Engine, Table
+from sqlalchemy import Engine
 from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.pool import PoolProxiedConnection
 
-from service.db.models import NewQuote, Quote, StoredFactorSet
-from service.db.quote_document import QuoteDocument
-
-_QUOTES = cast(Table, Quote.__table__)
-_FACTOR_SETS = cast(Table, StoredFactorSet.__table__)
-BindProcessor = Callable[[Any], Any] | None
+from service.db.models import NewQuote
+from service.db.quote_insert_rows import (
+    FACTOR_SETS,
+    QUOTES,
+    InsertRows,
+    new_factor_sets,
+    quote_values,
+)
 
 
 class SqliteQuoteInserts:
@@ -45,11 +44,11 @@ class SqliteQuoteInserts:
             raise ValueError(f"SqliteQuoteInserts needs a SQLite engine, not {engine.dialect.name}")
         self.engine = engine
         self._held: PoolProxiedConnection | None = None
-        self._quote_sql, self._quote_processors = _insert_sql(engine, _QUOTES)
-        self._set_sql, self._set_processors = _insert_sql(engine, _FACTOR_SETS)
-        self._set_sql += " ON CONFLICT DO NOTHING"  # a set stored already is the same set
-        # A quote's column values in table order, as a tuple.
-        self._quote_values = attrgetter(*(column.key for column in _QUOTES.columns))
+        self._quote_rows = InsertRows(engine.dialect, QUOTES)
+        self._set_rows = InsertRows(engine.dialect, FACTOR_SETS)
+        self._quote_sql = _insert_sql(self._quote_rows)
+        # A set stored already is the same set (its id is its content's sha256).
+        self._set_sql = _insert_sql(self._set_rows) + " ON CONFLICT DO NOTHING"
 
     def commit(
         self,
@@ -71,12 +70,12 @@ class SqliteQuoteInserts:
             connection.execute("BEGIN IMMEDIATE")
             try:
                 now = stamp()
-                sets = _new_factor_sets(quotes, stored_sets)
+                sets = new_factor_sets(quotes, stored_sets)
                 if sets:
                     rows = [(factors.id, factors, now) for factors in sets]
-                    connection.executemany(self._set_sql, _processed(rows, self._set_processors))
-                rows = [self._quote_values(quote) for quote in quotes]
-                connection.executemany(self._quote_sql, _processed(rows, self._quote_processors))
+                    connection.executemany(self._set_sql, self._set_rows.processed(rows))
+                rows = [quote_values(quote) for quote in quotes]
+                connection.executemany(self._quote_sql, self._quote_rows.processed(rows))
                 connection.execute("COMMIT")
             except BaseException:
                 connection.execute("ROLLBACK")
@@ -107,35 +106,7 @@ class SqliteQuoteInserts:
         return connection
 
 
-def _insert_sql(engine: Engine, table: Table) -> tuple[str, list[BindProcessor]]:
-    """`INSERT INTO table (every column) VALUES (?, ...)` and each column's bind processor in
-    the engine's dialect (None where a value is passed as it is)."""
-    dialect = engine.dialect
-    names = ", ".join(column.name for column in table.columns)
-    marks = ", ".join("?" for _ in table.columns)
-    processors: list[BindProcessor] = [
-        column.type.dialect_impl(dialect).bind_processor(dialect) for column in table.columns
-    ]
-    return f"INSERT INTO {table.name} ({names}) VALUES ({marks})", processors
-
-
-def _processed(rows: list[tuple[Any, ...]], processors: list[BindProcessor]) -> list[list[Any]]:
-    """`rows` with each value passed through its column's processor (None too, as SQLAlchemy
-    does: a JSON column stores None as JSON `null`)."""
-    processed = [list(row) for row in rows]
-    for column, process in enumerate(processors):
-        if process is not None:
-            for row in processed:
-                row[column] = process(row[column])
-    return processed
-
-
-def _new_factor_sets(quotes: Sequence[NewQuote], stored_sets: Collection[str]) -> list[Any]:
-    """The distinct carbon factor sets `quotes`' documents name that are not in `stored_sets`,
-    in order of first appearance."""
-    found: dict[str, Any] = {}
-    for quote in quotes:
-        document = quote.response
-        if isinstance(document, QuoteDocument) and document.factors.id not in stored_sets:
-            found.setdefault(document.factors.id, document.factors)
-    return list(found.values())
+def _insert_sql(rows: InsertRows) -> str:
+    """`INSERT INTO table (every column) VALUES (?, ...)`."""
+    marks = ", ".join("?" for _ in range(rows.width))
+    return f"INSERT INTO {rows.table} ({rows.columns}) VALUES ({marks})"

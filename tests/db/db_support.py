@@ -5,11 +5,17 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from service.db.models import Quote, QuoteRow
-from service.db.quote_document import QuoteDocument
+from sqlalchemy import Engine, text
+
+from service.db.models import NewQuote, Quote, QuoteRow
+from service.db.quote_document import CarbonFactorSet, QuoteDocument
 from service.ids import new_quote_id
 
 STAMPED = object()  # `created_at` default: now, as the quote service stamps a priced quote
+STAMP = datetime(2026, 11, 25, 6, 30, 15, 123456, tzinfo=UTC)
+PLACEHOLDER = datetime(2000, 1, 1, tzinfo=UTC)  # overwritten by the stamp
+SET_A = CarbonFactorSet.of('{"grid":{"value":250.0,"source":"a"}}')
+SET_B = CarbonFactorSet.of('{"grid":{"value":480.5,"source":"b"}}')
 
 
 def _columns(
@@ -45,3 +51,38 @@ def quote_row(
 ) -> QuoteRow:
     """A minimal new quote as the quote service inserts it (not an ORM instance)."""
     return QuoteRow(**_columns(quote_id, "acme", None, response, created_at))
+
+
+def document(gpu_j: float, factors: CarbonFactorSet) -> QuoteDocument:
+    members = f'{{"energy":{{"gpu_j":{gpu_j}}},"carbon":{{"pue":1.2,"factors":null}}}}'
+    return QuoteDocument.written(members, PLACEHOLDER, factors)
+
+
+def mixed_group() -> list[NewQuote]:
+    """Two quotes sharing a factor set, one with another set and an idempotency key, and an
+    ORM quote with a plain dict document (no set): ids q-1 to q-4."""
+    keyed = quote_row("q-3", document(3.0, SET_B), PLACEHOLDER)
+    keyed.idempotency_key = "retry-1"
+    plain = quote(key=None, created_at=None)
+    plain.id = "q-4"
+    return [
+        quote_row("q-1", document(1.5, SET_A), PLACEHOLDER),
+        quote_row("q-2", document(2.25, SET_A), PLACEHOLDER),
+        keyed,
+        plain,
+    ]
+
+
+def stamp_with(quotes: list[NewQuote]) -> datetime:
+    """Stamp `quotes` with STAMP, as the store stamps them with the time."""
+    for new in quotes:
+        new.created_at = STAMP
+    return STAMP
+
+
+def empty(engine: Engine) -> None:
+    """Delete every quote and carbon factor set, and dispose of `engine`."""
+    with engine.begin() as connection:
+        connection.execute(text("DELETE FROM quotes"))
+        connection.execute(text("DELETE FROM carbon_factor_sets"))
+    engine.dispose()

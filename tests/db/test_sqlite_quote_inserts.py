@@ -5,51 +5,18 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 import pytest
-from db_support import quote, quote_row
+from db_support import PLACEHOLDER, SET_A, SET_B, STAMP, mixed_group, stamp_with
 from sqlalchemy import Engine, create_engine
 
 from service.config import Settings
 from service.db import migrate
 from service.db.engine import build_engine, build_in_loop_engine
-from service.db.models import NewQuote
-from service.db.quote_document import CarbonFactorSet, QuoteDocument
 from service.db.repositories import insert_quotes
 from service.db.sqlite_quote_inserts import SqliteQuoteInserts
-
-STAMP = datetime(2026, 11, 25, 6, 30, 15, 123456, tzinfo=UTC)
-PLACEHOLDER = datetime(2000, 1, 1, tzinfo=UTC)  # overwritten by the stamp
-SET_A = CarbonFactorSet.of('{"grid":{"value":250.0,"source":"a"}}')
-SET_B = CarbonFactorSet.of('{"grid":{"value":480.5,"source":"b"}}')
-
-
-def document(gpu_j: float, factors: CarbonFactorSet) -> QuoteDocument:
-    members = f'{{"energy":{{"gpu_j":{gpu_j}}},"carbon":{{"pue":1.2,"factors":null}}}}'
-    return QuoteDocument.written(members, PLACEHOLDER, factors)
-
-
-def group() -> list[NewQuote]:
-    """Two quotes sharing a factor set, one with another set and an idempotency key, and an
-    ORM quote with a plain dict document (no set)."""
-    keyed = quote_row("q-3", document(3.0, SET_B), PLACEHOLDER)
-    keyed.idempotency_key = "retry-1"
-    plain = quote(key=None, created_at=None)
-    plain.id = "q-4"
-    return [
-        quote_row("q-1", document(1.5, SET_A), PLACEHOLDER),
-        quote_row("q-2", document(2.25, SET_A), PLACEHOLDER),
-        keyed,
-        plain,
-    ]
-
-
-def stamp_with(quotes: list[NewQuote]) -> datetime:
-    for new in quotes:
-        new.created_at = STAMP
-    return STAMP
 
 
 def table_rows(path: Path, table: str) -> list[tuple[object, ...]]:
@@ -81,12 +48,12 @@ def test_the_rows_are_those_sqlalchemy_writes(
     files: tuple[Path, Path], held: SqliteQuoteInserts
 ) -> None:
     core_engine = build_engine(Settings(database_url=f"sqlite:///{files[0]}"))
-    through_core = group()
+    through_core = mixed_group()
     stamp_with(through_core)
     with core_engine.begin() as connection:
         core_sets = insert_quotes(connection, through_core)
     core_engine.dispose()
-    through_held = group()
+    through_held = mixed_group()
 
     held_sets = held.commit(through_held, set(), lambda: stamp_with(through_held))
 
@@ -101,7 +68,7 @@ def test_the_rows_are_those_sqlalchemy_writes(
 def test_sets_stored_already_are_not_inserted_again(
     files: tuple[Path, Path], held: SqliteQuoteInserts
 ) -> None:
-    quotes = group()
+    quotes = mixed_group()
     assert held.commit(quotes, {SET_A.id}, lambda: stamp_with(quotes)) == [SET_B.id]
     assert [row[0] for row in table_rows(files[1], "carbon_factor_sets")] == [SET_B.id]
 
@@ -112,7 +79,7 @@ def test_a_taken_lock_writes_nothing_stamps_nothing_and_keeps_the_connection(
     other = sqlite3.connect(files[1], isolation_level=None)
     other.execute("BEGIN IMMEDIATE")
     stamped: list[datetime] = []
-    quotes = group()
+    quotes = mixed_group()
     with pytest.raises(sqlite3.OperationalError) as refused:
         held.commit(quotes, set(), lambda: stamped.append(STAMP) or STAMP)
     assert refused.value.sqlite_errorcode == sqlite3.SQLITE_BUSY
@@ -130,15 +97,15 @@ def test_a_taken_lock_writes_nothing_stamps_nothing_and_keeps_the_connection(
 def test_a_constraint_fails_the_whole_group_and_the_next_commits(
     files: tuple[Path, Path], held: SqliteQuoteInserts
 ) -> None:
-    first = group()
+    first = mixed_group()
     held.commit(first[2:3], set(), lambda: stamp_with(first))  # "retry-1" stored
-    clashing = group()
+    clashing = mixed_group()
     clashing[2].id = "q-3-again"  # same idempotency key, new id
     with pytest.raises(sqlite3.IntegrityError):
         held.commit(clashing, set(), lambda: stamp_with(clashing))
     assert [row[0] for row in table_rows(files[1], "quotes")] == ["q-3"]
 
-    fine = group()[:2]
+    fine = mixed_group()[:2]
     held.commit(fine, set(), lambda: stamp_with(fine))
     assert [row[0] for row in table_rows(files[1], "quotes")] == ["q-1", "q-2", "q-3"]
 
@@ -146,7 +113,7 @@ def test_a_constraint_fails_the_whole_group_and_the_next_commits(
 def test_a_file_error_drops_the_connection(tmp_path: Path) -> None:
     engine = create_engine(f"sqlite:///{tmp_path / 'missing-dir' / 'quotes.sqlite3'}")
     inserts = SqliteQuoteInserts(engine)
-    quotes = group()
+    quotes = mixed_group()
     with pytest.raises(sqlite3.OperationalError):
         inserts.commit(quotes, set(), lambda: stamp_with(quotes))
     assert inserts._held is None

@@ -1,0 +1,154 @@
+"""PostgreSQL: a group of quotes inserted and committed by one statement on an asyncio
+connection of the event loop's.
+
+The writer thread's commit through SQLAlchemy costs ~450 µs of Python for a one-quote
+transaction (BEGIN, INSERT, COMMIT: three round trips), and the thread competes with the loop
+for the GIL; the hand-over costs two thread wake-ups. Here the connection is in autocommit
+mode and a group is one multi-row `INSERT` (its carbon factor sets inserted by a data-modifying
+`WITH` in the same statement): one round trip, one implicit transaction, all of the group or
+nothing, ~150 µs of Python, and while the server works the loop serves other requests
+(bench/results/postgres_in_loop.md). psycopg prepares a statement text it has run five times,
+so the group sizes that recur are parsed once per connection.
+
+The rows are those `insert_quotes` writes (service/db/quote_insert_rows.py;
+tests/db/test_postgres_quote_inserts.py compares them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Collection, Sequence
+from datetime import datetime
+from typing import Any
+
+import psycopg
+from sqlalchemy import Engine
+
+from service.config import Settings
+from service.db.engine import postgres_connect_args
+from service.db.models import NewQuote
+from service.db.quote_insert_rows import (
+    FACTOR_SETS,
+    QUOTES,
+    InsertRows,
+    new_factor_sets,
+    quote_values,
+)
+
+MAX_PARAMETERS = 65_535  # PostgreSQL's limit on one statement's bind parameters
+MAX_REMEMBERED_STATEMENTS = 256  # statement texts by group size, a bound
+NETWORK_MARGIN_S = 1.0  # beyond the server's statement timeout, for the round trip
+
+
+class PostgresQuoteInserts:
+    """Commits groups of quotes on one asyncio psycopg connection to `engine`'s database (a
+    PostgreSQL engine), opened at the first commit and kept until a failure or `close`.
+
+    Not thread-safe: one event loop uses it (a commit from another loop opens a new
+    connection, the old one being closed).
+    """
+
+    def __init__(self, engine: Engine, settings: Settings) -> None:
+        if engine.dialect.name != "postgresql":
+            raise ValueError(f"PostgresQuoteInserts needs PostgreSQL, not {engine.dialect.name}")
+        self.engine = engine
+        cargs, cparams = engine.dialect.create_connect_args(engine.url)
+        self._connect_args: tuple[list[Any], dict[str, Any]] = (
+            list(cargs),
+            {**cparams, **postgres_connect_args(settings)},
+        )
+        self._connect_timeout_s = float(self._connect_args[1]["connect_timeout"])
+        self._statement_timeout_s = settings.db_statement_timeout_ms / 1000
+        self._quote_rows = InsertRows(engine.dialect, QUOTES)
+        self._set_rows = InsertRows(engine.dialect, FACTOR_SETS)
+        self._statements: dict[tuple[int, int], str] = {}
+        self._held: psycopg.AsyncConnection[Any] | None = None
+        self._held_loop: asyncio.AbstractEventLoop | None = None
+
+    def fits(self, quotes: Sequence[NewQuote]) -> bool:
+        """Whether `quotes` (with as many factor sets) fit in one statement's parameters."""
+        width = self._quote_rows.width + self._set_rows.width
+        return len(quotes) * width <= MAX_PARAMETERS
+
+    async def commit(
+        self,
+        quotes: Sequence[NewQuote],
+        stored_sets: Collection[str],
+        stamp: Callable[[], datetime],
+    ) -> list[str]:
+        """Insert `quotes` in one statement (one transaction); returns the ids of the carbon
+        factor sets inserted with them (those their documents name that are not in
+        `stored_sets`).
+
+        `stamp()` sets the quotes' `created_at` and returns it once a connection is held, so
+        a quote commits within the server's statement timeout of its `created_at`, as through
+        the engine. Raises psycopg.Error (psycopg.IntegrityError for a constraint: a duplicate
+        idempotency key), OSError or TimeoutError, with nothing written, or, for a connection
+        lost during the statement, written or not (a spooled quote is replayed only if its id
+        is not stored: service/db/spool.py); the connection is closed after any failure but a
+        constraint's.
+        """
+        try:
+            connection = await self._connection()
+            now = stamp()
+            sets = new_factor_sets(quotes, stored_sets)
+            parameters = [
+                value
+                for row in self._set_rows.processed([(s.id, s, now) for s in sets])
+                for value in row
+            ]
+            parameters += [
+                value
+                for row in self._quote_rows.processed([quote_values(quote) for quote in quotes])
+                for value in row
+            ]
+            async with asyncio.timeout(self._statement_timeout_s + NETWORK_MARGIN_S):
+                await connection.execute(self._statement(len(quotes), len(sets)), parameters)
+        except psycopg.IntegrityError:
+            raise
+        except BaseException:  # cancelled too: mid-statement, the connection's state is unknown
+            self.close()
+            raise
+        return [factors.id for factors in sets]
+
+    def close(self) -> None:
+        """Close the connection (at shutdown, or after a failure); a later commit reconnects.
+
+        Closes the socket at once, without a round trip: safe from any loop, or none."""
+        held, self._held, self._held_loop = self._held, None, None
+        if held is not None:
+            held.pgconn.finish()
+
+    async def _connection(self) -> psycopg.AsyncConnection[Any]:
+        loop = asyncio.get_running_loop()
+        if self._held is not None and (self._held_loop is not loop or self._held.closed):
+            self.close()
+        if self._held is None:
+            cargs, cparams = self._connect_args
+            async with asyncio.timeout(self._connect_timeout_s + NETWORK_MARGIN_S):
+                self._held = await psycopg.AsyncConnection.connect(
+                    *cargs, **cparams, autocommit=True
+                )
+            self._held_loop = loop
+        return self._held
+
+    def _statement(self, quote_count: int, set_count: int) -> str:
+        """The INSERT of `quote_count` quotes after `set_count` factor sets (none stored
+        twice: a set's id is its content's sha256, so one stored already is the same set)."""
+        key = (quote_count, set_count)
+        statement = self._statements.get(key)
+        if statement is None:
+            statement = _values_insert(self._quote_rows, quote_count)
+            if set_count:
+                sets = _values_insert(self._set_rows, set_count)
+                statement = f"WITH new_sets AS ({sets} ON CONFLICT DO NOTHING) {statement}"
+            if len(self._statements) >= MAX_REMEMBERED_STATEMENTS:
+                self._statements.clear()
+            self._statements[key] = statement
+        return statement
+
+
+def _values_insert(rows: InsertRows, count: int) -> str:
+    """`INSERT INTO table (every column) VALUES (%s, ...), ...` for `count` rows."""
+    row = "(" + ", ".join(["%s"] * rows.width) + ")"
+    return f"INSERT INTO {rows.table} ({rows.columns}) VALUES " + ", ".join([row] * count)

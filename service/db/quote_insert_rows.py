@@ -1,0 +1,64 @@
+"""Quote and carbon factor set rows as a database driver takes them, for the hot path's inserts
+that skip SQLAlchemy's per-statement Python (SQLite: service/db/sqlite_quote_inserts.py;
+PostgreSQL: service/db/postgres_quote_inserts.py).
+
+The rows are what `insert_quotes` writes: the same columns, and each value passed through the
+bind processor SQLAlchemy's dialect would apply to it (the JSON columns' serialiser, the UTC
+timestamps' conversion), taken from the table's own column types, so the paths cannot drift
+(tests/db/test_sqlite_quote_inserts.py and test_postgres_quote_inserts.py compare their rows).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Sequence
+from operator import attrgetter
+from typing import Any, cast
+
+from sqlalchemy import Table
+from sqlalchemy.engine import Dialect
+
+from service.db.models import NewQuote, Quote, StoredFactorSet
+from service.db.quote_document import CarbonFactorSet, QuoteDocument
+
+QUOTES = cast(Table, Quote.__table__)
+FACTOR_SETS = cast(Table, StoredFactorSet.__table__)
+BindProcessor = Callable[[Any], Any] | None
+
+
+class InsertRows:
+    """Every column of `table`: their names and each one's bind processor in `dialect`."""
+
+    def __init__(self, dialect: Dialect, table: Table) -> None:
+        self.table = table.name
+        self.columns = ", ".join(column.name for column in table.columns)
+        self.width = len(table.columns)
+        self.processors: list[BindProcessor] = [
+            column.type.dialect_impl(dialect).bind_processor(dialect) for column in table.columns
+        ]
+
+    def processed(self, rows: list[tuple[Any, ...]]) -> list[list[Any]]:
+        """`rows` (values in column order) with each value passed through its column's
+        processor (None too, as SQLAlchemy does: a JSON column stores None as JSON `null`)."""
+        processed = [list(row) for row in rows]
+        for column, process in enumerate(self.processors):
+            if process is not None:
+                for row in processed:
+                    row[column] = process(row[column])
+        return processed
+
+
+# A quote's column values in table order, as a tuple.
+quote_values = attrgetter(*(column.key for column in QUOTES.columns))
+
+
+def new_factor_sets(
+    quotes: Sequence[NewQuote], stored_sets: Collection[str]
+) -> list[CarbonFactorSet]:
+    """The distinct carbon factor sets `quotes`' documents name that are not in `stored_sets`,
+    in order of first appearance."""
+    found: dict[str, CarbonFactorSet] = {}
+    for quote in quotes:
+        document = quote.response
+        if isinstance(document, QuoteDocument) and document.factors.id not in stored_sets:
+            found.setdefault(document.factors.id, document.factors)
+    return list(found.values())

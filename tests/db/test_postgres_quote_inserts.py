@@ -1,0 +1,173 @@
+"""PostgreSQL: the event loop's one-statement inserts (service/db/postgres_quote_inserts.py)
+write exactly the rows SQLAlchemy's `insert_quotes` writes, all of a group or nothing, and fail
+as the commits from the loop expect."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+import psycopg
+import pytest
+from db_support import PLACEHOLDER, SET_A, SET_B, STAMP, empty, mixed_group, quote_row, stamp_with
+from sqlalchemy import Engine, create_engine, text
+
+from service.config import Settings
+from service.db.engine import build_engine
+from service.db.postgres_quote_inserts import MAX_PARAMETERS, PostgresQuoteInserts
+from service.db.repositories import insert_quotes
+
+
+@pytest.fixture
+def engine(postgres_url: str) -> Iterator[Engine]:
+    """The service's engine on an emptied database, with a 300 ms statement/lock timeout."""
+    engine = build_engine(Settings(database_url=postgres_url, db_statement_timeout_ms=300))
+    empty(create_engine(postgres_url))
+    yield engine
+    engine.dispose()
+
+
+def table_rows(engine: Engine, table: str) -> list[tuple[Any, ...]]:
+    with engine.connect() as connection:
+        return [
+            tuple(row) for row in connection.execute(text(f"SELECT * FROM {table} ORDER BY id"))
+        ]
+
+
+def inserts_for(engine: Engine) -> PostgresQuoteInserts:
+    return PostgresQuoteInserts(
+        engine, Settings(database_url=str(engine.url), db_statement_timeout_ms=300)
+    )
+
+
+def commit(inserts: PostgresQuoteInserts, quotes: list[Any], stored: set[str]) -> list[str]:
+    async def run() -> list[str]:
+        try:
+            return await inserts.commit(quotes, stored, lambda: stamp_with(quotes))
+        finally:
+            inserts.close()  # this loop ends with the call
+
+    return asyncio.run(run())
+
+
+@pytest.mark.postgres
+def test_the_rows_are_those_sqlalchemy_writes(engine: Engine) -> None:
+    through_core = mixed_group()
+    stamp_with(through_core)
+    with engine.begin() as connection:
+        core_sets = insert_quotes(connection, through_core)
+    core_rows = {table: table_rows(engine, table) for table in ("quotes", "carbon_factor_sets")}
+    with engine.begin() as connection:
+        connection.execute(text("DELETE FROM quotes"))
+        connection.execute(text("DELETE FROM carbon_factor_sets"))
+
+    held_sets = commit(inserts_for(engine), mixed_group(), set())
+
+    assert held_sets == core_sets == [SET_A.id, SET_B.id]
+    for table, rows in core_rows.items():
+        assert table_rows(engine, table) == rows
+    stored = {row[0]: row for row in core_rows["quotes"]}
+    assert sorted(stored) == ["q-1", "q-2", "q-3", "q-4"] and stored["q-3"][2] == "retry-1"
+    assert stored["q-1"][11] == STAMP  # timestamptz, read back as the aware stamp
+
+
+@pytest.mark.postgres
+def test_sets_stored_already_are_skipped_or_left_as_they_are(engine: Engine) -> None:
+    """A set the caller saw committed is not sent; one stored by another writer meanwhile (not
+    in `stored_sets`) is a conflict ignored, not an error."""
+    first = [quote_row("q-0", mixed_group()[0].response, PLACEHOLDER)]  # type: ignore[arg-type]
+    assert commit(inserts_for(engine), first, set()) == [SET_A.id]
+
+    assert commit(inserts_for(engine), mixed_group(), set()) == [SET_A.id, SET_B.id]
+    assert [row[0] for row in table_rows(engine, "carbon_factor_sets")] == sorted(
+        [SET_A.id, SET_B.id]
+    )
+    assert len(table_rows(engine, "quotes")) == 5
+
+
+@pytest.mark.postgres
+def test_a_constraint_writes_nothing_of_the_group_and_keeps_the_connection(
+    engine: Engine,
+) -> None:
+    inserts = inserts_for(engine)
+
+    async def run() -> tuple[bool, list[str]]:
+        first = mixed_group()
+        await inserts.commit(first[2:3], set(), lambda: stamp_with(first))  # "retry-1" stored
+        connection = inserts._held
+        clashing = mixed_group()
+        clashing[2].id = "q-3-again"  # same idempotency key, new id
+        with pytest.raises(psycopg.IntegrityError):
+            await inserts.commit(clashing, set(), lambda: stamp_with(clashing))
+        kept = inserts._held is connection
+        fine = mixed_group()[:2]
+        sets = await inserts.commit(fine, set(), lambda: stamp_with(fine))
+        inserts.close()
+        return kept, sets
+
+    kept, sets = asyncio.run(run())
+    assert kept
+    assert sets == [SET_A.id]
+    assert [row[0] for row in table_rows(engine, "quotes")] == ["q-1", "q-2", "q-3"]
+
+
+@pytest.mark.postgres
+def test_a_lock_held_past_the_statement_timeout_fails_and_drops_the_connection(
+    engine: Engine, postgres_url: str
+) -> None:
+    """Another transaction holds the table (an operator's LOCK TABLE): the insert gives up
+    after the 300 ms statement/lock timeout, writes nothing and reconnects next time."""
+    inserts = inserts_for(engine)
+    blocker = create_engine(postgres_url)
+
+    async def run() -> type[BaseException]:
+        with blocker.begin() as connection:
+            connection.execute(text("LOCK TABLE quotes IN EXCLUSIVE MODE"))
+            quotes = mixed_group()
+            try:
+                await inserts.commit(quotes, set(), lambda: stamp_with(quotes))
+            except (psycopg.Error, TimeoutError) as error:
+                failure = type(error)
+            assert inserts._held is None
+        quotes = mixed_group()
+        await inserts.commit(quotes, set(), lambda: stamp_with(quotes))
+        inserts.close()
+        return failure
+
+    failure = asyncio.run(run())
+    blocker.dispose()
+    # the statement or the lock timeout, whichever the server checks first (both 300 ms)
+    assert issubclass(failure, (psycopg.errors.QueryCanceled, psycopg.errors.LockNotAvailable))
+    assert len(table_rows(engine, "quotes")) == 4  # the second attempt's, once
+
+
+def test_an_unreachable_server_fails_before_stamping() -> None:
+    engine = create_engine("postgresql+psycopg://quotes:quotes@127.0.0.1:1/quotes")
+    inserts = PostgresQuoteInserts(engine, Settings(database_url=str(engine.url)))
+    stamped: list[datetime] = []
+    quotes = mixed_group()
+
+    async def run() -> None:
+        await inserts.commit(quotes, set(), lambda: stamped.append(STAMP) or STAMP)
+
+    with pytest.raises(psycopg.OperationalError):
+        asyncio.run(run())
+    assert stamped == [] and quotes[0].created_at == PLACEHOLDER
+
+
+def test_a_group_fits_in_one_statement_up_to_postgres_parameter_limit() -> None:
+    """13 quote columns and 3 factor set columns: 16 parameters per quote at most (a quote
+    naming a new set), so 65,535 // 16 = 4,095 quotes fit one statement, 4,096 do not."""
+    engine = create_engine("postgresql+psycopg://quotes:quotes@127.0.0.1:1/quotes")
+    inserts = PostgresQuoteInserts(engine, Settings(database_url=str(engine.url)))
+    assert MAX_PARAMETERS == 65_535
+    assert inserts.fits(mixed_group() * 1023 + mixed_group()[:3])  # 4,095
+    assert not inserts.fits(mixed_group() * 1024)  # 4,096
+
+
+def test_only_postgres() -> None:
+    engine = create_engine("sqlite://")
+    with pytest.raises(ValueError, match="PostgreSQL"):
+        PostgresQuoteInserts(engine, Settings(database_url="sqlite://"))
