@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from service.carbon_accounting import CarbonInputs, resolve_carbon_inputs
-from service.catalog.coefficients import DEFAULT_ENGINE
+from service.catalog.coefficients import DEFAULT_ENGINE, unfused_norms
 from service.catalog.facilities import FacilityCatalog, load_facility_catalog
 from service.catalog.gpus import GpuCatalog, GpuRecord, UnknownGpu
 from service.catalog.models import ModelCatalog, UnknownModel
@@ -80,12 +80,10 @@ def resolve_request(
     else:
         par = hardware.parallelism
         parallelism = Parallelism(par.tensor, par.expert, par.pipeline)
-    deployment = Deployment(
-        gpu=gpu.spec,
-        parallelism=parallelism,
-        precision=_precision(request, published, gpu, defaulted, notes),
-        flash_attention=_flash_attention(request, defaulted),
-    )
+    # Resolved in the order they are reported as defaulted (precision, flash attention, region,
+    # datacenter, engine); the engine decides how the norms run.
+    precision = _precision(request, published, gpu, defaulted, notes)
+    flash_attention = _flash_attention(request, defaulted)
     workload = Workload(
         request.workload.batch_size, request.workload.prompt_tokens, request.workload.output_tokens
     )
@@ -98,6 +96,14 @@ def resolve_request(
         servers or load_server_catalog(),
         defaulted,
     )
+    engine = _engine(request, defaulted)
+    deployment = Deployment(
+        gpu=gpu.spec,
+        parallelism=parallelism,
+        precision=precision,
+        flash_attention=flash_attention,
+        unfused_norms=unfused_norms(architecture, engine),
+    )
     return ResolvedRequest(
         model_id,
         architecture,
@@ -108,7 +114,7 @@ def resolve_request(
         notes,
         defaulted,
         is_custom=request.model is None,
-        engine=_engine(request, defaulted),
+        engine=engine,
     )
 
 

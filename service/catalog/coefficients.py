@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from service.catalog.lookup import DATA_DIR
+from service.core.architecture import ModelArchitecture
 from service.core.coefficients import (
     CostModelCoefficients,
     EnergyInterval,
@@ -33,6 +34,22 @@ ENGINE_DESCRIPTIONS = {
     "vllm-v0": "vLLM <= 0.6 (V0 engine, host work per running sequence); fitted on ML.ENERGY v2 "
     "(vLLM 0.5.4)",
 }
+
+UNFUSED_UNIT_OFFSET_NORM_ENGINES = frozenset({"vllm-v0"})
+"""Engines that run a (1 + weight) RMSNorm (Gemma's, `ModelArchitecture.norm_unit_offset`) as
+separate PyTorch ops rather than one kernel. vLLM 0.5.4, whose ML.ENERGY v2 measurements the
+vllm-v0 profile is fitted on, had no kernel for it: GemmaRMSNorm.forward_cuda called
+forward_native ("TODO(woosuk): Implement an optimized kernel for GemmaRMSNorm") until vLLM PR
+#7642 (https://github.com/vllm-project/vllm/pull/7642, "Use torch.compile for GemmaRMSNorm ... a
+temporary solution to accelerate Gemma models", opened 2024-08-19, after PR #7139 bumped the
+version to v0.5.4 on 2024-08-05) compiled it; vLLM 0.11 (vllm-v1) compiles the whole model. Every
+other norm of the catalogue runs as one kernel in both (vLLM's rms_norm / fused_add_rms_norm,
+PyTorch's layer_norm)."""
+
+
+def unfused_norms(arch: ModelArchitecture, engine: str) -> bool:
+    """Whether `engine` runs `arch`'s norms as separate ops (`Deployment.unfused_norms`)."""
+    return arch.norm_unit_offset and engine in UNFUSED_UNIT_OFFSET_NORM_ENGINES
 
 
 def coefficients_from_document(document: dict[str, Any]) -> CostModelCoefficients:

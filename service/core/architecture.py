@@ -35,6 +35,11 @@ class ModelArchitecture:
     `fp8_block_scaled` marks a checkpoint whose FP8 weights carry one scale per 128 x 128 block
     (Hugging Face `quantization_config.weight_block_size`), which serving engines run with
     block-scaled kernels of their own (see `shards.expert_stream_bytes`).
+    `sandwich_norms` marks layers that also normalise each sub-layer's output before its
+    residual add (Gemma 2 and 3: post_attention_layernorm and post_feedforward_layernorm beside
+    the two pre-norms), 4 norms per layer instead of 2. `norm_unit_offset` marks an RMSNorm that
+    scales by (1 + weight) (Gemma's GemmaRMSNorm), which some engines have no fused kernel for
+    (see `workload.Deployment.unfused_norms`).
     """
 
     hidden_size: int
@@ -62,6 +67,8 @@ class ModelArchitecture:
     shared_expert_intermediate_size: int | None = None
     mla: MlaShape | None = None
     fp8_block_scaled: bool = False
+    sandwich_norms: bool = False
+    norm_unit_offset: bool = False
 
     @property
     def is_moe(self) -> bool:

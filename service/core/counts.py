@@ -3,6 +3,10 @@
 Arithmetic per element follows the usual kernel implementations:
 - RMSNorm: square, sum, scale, weight multiply = 4 vector ops per element + 1 rsqrt per row;
   LayerNorm: mean, subtract, square, sum, scale, weight, bias = 7 ops + 1 rsqrt per row.
+  Fused, a norm reads and writes the activations once; run as separate PyTorch ops (vLLM <= 0.5.4's
+  GemmaRMSNorm.forward_native: x.float(), x.pow(2), .mean(-1), x * rsqrt(var + eps),
+  x * (1 + w.float()), .to(dtype)) it reads them once in 16 bits and 5 times in fp32 and writes
+  them 4 times in fp32 and once in 16 bits.
 - RoPE: x*cos + rotate(x)*sin = 3 ops per element, cos/sin read from a cached table.
 - Softmax over attention scores: scale, max, subtract, sum, normalise = 5 ops + 1 exp per score.
 - SiLU(x) = x / (1 + exp(-x)): 4 ops + 1 exp; tanh-GELU: 7 ops + 1 tanh; ReLU: 1 op;
@@ -26,6 +30,8 @@ _NORM_OPS = {"rmsnorm": 4.0, "layernorm": 7.0}
 _ACTIVATION_OPS = {"silu": (4.0, 1.0), "gelu": (7.0, 1.0), "relu": (1.0, 0.0)}
 _SOFTMAX_OPS, _SOFTMAX_SFU = 5.0, 1.0
 _SAMPLING_LOGIT_BYTES = 4.0  # logits are upcast to fp32 for sampling
+_FP32_BYTES = 4.0
+_UNFUSED_NORM_FP32_READS, _UNFUSED_NORM_FP32_WRITES = 5.0, 4.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,12 +134,16 @@ def _gemm_shape(
 
 def norm_work_of(node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape) -> Work:
     elements = p.tokens * s.hidden
+    read = write = s.activation_bytes  # per element, fused
+    if s.unfused_norms:
+        read += _UNFUSED_NORM_FP32_READS * _FP32_BYTES
+        write += _UNFUSED_NORM_FP32_WRITES * _FP32_BYTES
     return Work(
         cuda_core_ops=_NORM_OPS[arch.norm] * elements,
         special_function_ops=p.tokens,
         weight_bytes=s.hidden * s.embedding_bytes * (2 if arch.norm == "layernorm" else 1),
-        activation_read_bytes=elements * s.activation_bytes,
-        activation_write_bytes=elements * s.activation_bytes,
+        activation_read_bytes=elements * read,
+        activation_write_bytes=elements * write,
     )
 
 

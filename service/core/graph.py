@@ -89,7 +89,8 @@ def build_kernel_graph(
     """The kernel graph of `arch` when each stage is sharded over `tensor_group` GPUs.
 
     All-reduces appear only when `tensor_group` > 1 and pipeline hand-offs only when
-    `pipeline_stages` > 1.
+    `pipeline_stages` > 1. With `arch.sandwich_norms` the attention and MLP outputs are
+    normalised (after their all-reduce) before the residual adds.
     """
     b = _GraphBuilder()
     layer_input = -1
@@ -106,6 +107,8 @@ def build_kernel_graph(
     attn_out = o_proj
     if tensor_group > 1:
         attn_out = b.add(KernelNode("attn_all_reduce", "all_reduce", arch.num_layers), o_proj)
+    if arch.sandwich_norms:
+        attn_out = b.add(KernelNode("attn_output_norm", "norm", arch.num_layers), attn_out)
     mlp_input = norm if arch.parallel_residual else -1
     if not arch.parallel_residual:
         residual = b.add(
@@ -121,6 +124,8 @@ def build_kernel_graph(
     mlp_out = mlp_outputs
     if tensor_group > 1:
         mlp_out = [b.add(KernelNode("mlp_all_reduce", "all_reduce", arch.num_layers), *mlp_outputs)]
+    if arch.sandwich_norms:
+        mlp_out = [b.add(KernelNode("mlp_output_norm", "norm", arch.num_layers), *mlp_out)]
     residual_inputs = [*mlp_out, attn_out] if arch.parallel_residual else mlp_out
     b.add(KernelNode("mlp_residual_add", "residual_add", arch.num_layers), *residual_inputs)
     return KernelGraph(

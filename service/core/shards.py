@@ -17,7 +17,7 @@ class ShardShapes:
     `group` GPUs (tensor x expert) shard attention and dense layers; experts are spread over
     `expert` groups and each is sharded over `tensor` GPUs. `expert_stream_bytes` is the size a
     routed expert's weights are timed at (see `expert_stream_bytes`); their storage size is
-    `weight_bytes`.
+    `weight_bytes`. `unfused_norms`: norms run as separate ops (`Deployment.unfused_norms`).
     """
 
     group: int
@@ -41,6 +41,7 @@ class ShardShapes:
     kv_bytes: float
     embedding_bytes: float
     expert_stream_bytes: float
+    unfused_norms: bool = False
 
     @property
     def kv_cache_width(self) -> int:
@@ -92,6 +93,7 @@ def shard_shapes(arch: ModelArchitecture, deployment: Deployment) -> ShardShapes
         kv_bytes=bytes_per_element(precision.kv_cache),
         embedding_bytes=bytes_per_element(sixteen_bit),
         expert_stream_bytes=expert_stream_bytes(arch, precision.weights),
+        unfused_norms=deployment.unfused_norms,
     )
 
 

@@ -55,12 +55,18 @@ class Precision:
 
 @dataclass(frozen=True, slots=True)
 class Deployment:
-    """The GPUs a request runs on and how the model is laid out over them."""
+    """The GPUs a request runs on and how the model is laid out over them.
+
+    `unfused_norms`: the engine runs the model's norms as separate PyTorch ops (16-bit to fp32
+    cast, square, mean, scale, weight, cast back) instead of one fused kernel, each op a pass
+    over the activations in memory (`counts.norm_work_of`).
+    """
 
     gpu: GpuSpec
     parallelism: Parallelism
     precision: Precision
     flash_attention: bool = True
+    unfused_norms: bool = False
 
     @property
     def gpu_count(self) -> int:

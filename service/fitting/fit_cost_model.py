@@ -62,7 +62,7 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA_DIR, help="../shared/data")
     parser.add_argument("--out", type=Path, default=COEFFICIENTS_PATH)
     parser.add_argument("--report", type=Path, default=REPORT_PATH)
-    parser.add_argument("--version", default="2026.11.6")
+    parser.add_argument("--version", default="2026.11.7")
     return parser.parse_args(argv)
 
 

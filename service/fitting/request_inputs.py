@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from service.catalog import GpuCatalog, ModelCatalog
+from service.catalog.coefficients import unfused_norms
 from service.core.architecture import ModelArchitecture
 from service.core.dtypes import DType, parse_dtype
 from service.core.errors import CostModelError
@@ -73,6 +74,7 @@ def mlenergy_inputs(
     """The core inputs of row `m`, or the reason it cannot be represented (a string)."""
     if m.category != TEXT_CATEGORY or m.pipeline_parallel > 1:
         return f"{m.row_ref}: {m.category}, pipeline {m.pipeline_parallel}"
+    engine = ENGINE_OF_SOURCE[m.source]
     try:
         record = models.get(m.model_id)
         arch = record.require_architecture()
@@ -80,6 +82,7 @@ def mlenergy_inputs(
             gpus.get(m.gpu_id).spec,
             mlenergy_parallelism(m),
             mlenergy_precision(m.weights_precision),
+            unfused_norms=unfused_norms(arch, engine),
         )
     except (CostModelError, LookupError) as error:
         return f"{m.row_ref}: {error}"
@@ -87,7 +90,7 @@ def mlenergy_inputs(
         arch=arch,
         workload=Workload(m.batch_size, m.prompt_tokens, m.output_tokens),
         deployment=deployment,
-        engine=ENGINE_OF_SOURCE[m.source],
+        engine=engine,
         model_id=record.id,
         family=record.family,
     )

@@ -57,6 +57,8 @@ ARCH_KEYS = {
     "shared_expert_intermediate_size",
     "mla",
     "fp8_block_scaled",
+    "sandwich_norms",
+    "norm_unit_offset",
 }
 MLA_KEYS = {"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"}
 ENUMS = {
@@ -66,7 +68,14 @@ ENUMS = {
     "position": {"rope", "alibi", "learned"},
     "attention": {"mha", "gqa", "mqa", "mla"},
 }
-BOOL_ARCH_KEYS = ("qkv_bias", "parallel_residual", "tie_word_embeddings", "fp8_block_scaled")
+BOOL_ARCH_KEYS = (
+    "qkv_bias",
+    "parallel_residual",
+    "tie_word_embeddings",
+    "fp8_block_scaled",
+    "sandwich_norms",
+    "norm_unit_offset",
+)
 
 # Every model id named in the shared measurement data (ML.ENERGY v2 and v3, Splitwise, Vidur).
 SHARED_DATA_IDS = [
@@ -311,7 +320,8 @@ def count_parameters(
         total += moe_layers * per_layer
 
     norm_weights = 2 if a["norm"] == "layernorm" else 1  # layernorm has a bias
-    total += (2 * n_layers + 1) * h * norm_weights
+    norms_per_layer = 4 if a["sandwich_norms"] else 2
+    total += (norms_per_layer * n_layers + 1) * h * norm_weights
     return total
 
 
@@ -625,3 +635,13 @@ def test_block_scaled_fp8_is_an_fp8_checkpoint_with_its_source(
     for m in block:
         assert m["published_precision"] == "fp8", m["id"]
         assert "weight_block_size" in m["sources"]["fp8_block_scaled"], m["id"]
+
+
+def test_norm_flags_are_gemma_facts_with_their_source(models: list[dict[str, Any]]) -> None:
+    """Gemma's RMSNorm scales by (1 + weight); Gemma 2 and 3 add post-sub-layer norms."""
+    for m in _supported(models):
+        a, gemma = m["architecture"], m["family"] == "gemma"
+        assert a["norm_unit_offset"] == gemma, m["id"]
+        assert a["sandwich_norms"] == (gemma and m["series"] in ("gemma-2", "gemma-3")), m["id"]
+        if gemma:
+            assert "GemmaRMSNorm" in m["sources"]["norms"], m["id"]

@@ -9,9 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from service.catalog import load_gpu_catalog, load_model_catalog
 from service.catalog.coefficients import COEFFICIENTS_PATH, ENGINE_DESCRIPTIONS
-from service.fitting.energy_leaderboard import PROMPT_TOKENS_BY_TASK
-from service.fitting.request_inputs import ENGINE_OF_SOURCE, SPLITWISE_HARNESS
+from service.fitting.energy_leaderboard import (
+    PROMPT_TOKENS_BY_TASK,
+    EnergyMeasurement,
+    MlEnergySource,
+)
+from service.fitting.request_inputs import ENGINE_OF_SOURCE, SPLITWISE_HARNESS, mlenergy_inputs
 
 DATA_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 V3_CSV = DATA_DIR / "mlenergy-v3-h100" / "mlenergy_v3_h100_text.csv"
@@ -57,3 +62,41 @@ def test_lm_arena_time_beyond_decode_steps_by_hand() -> None:
     # 690 prompt tokens of an 8B model are >= 2 x 8.0e9 x 690 FLOP = 1.1e13 FLOP: 11 ms at the
     # H100's 989 TFLOP/s dense bf16 peak, more than the time the row leaves for prefill.
     assert beyond_decode_s < 2 * 8.0e9 * 690 / 989e12
+
+
+@pytest.mark.parametrize(
+    ("source", "model_id", "unfused"),
+    [
+        ("mlenergy-v2", "google/gemma-2-9b-it", True),  # vLLM 0.5.4: GemmaRMSNorm as torch ops
+        ("mlenergy-v2", "google/codegemma-7b", True),
+        ("mlenergy-v2", "meta-llama/Llama-3.1-8B-Instruct", False),  # fused rms_norm kernel
+        ("mlenergy-v3", "google/gemma-3-12b-it", False),  # vLLM 0.11 compiles it
+    ],
+)
+def test_rows_run_gemma_norms_unfused_only_under_vllm_0_5_4(
+    source: MlEnergySource, model_id: str, unfused: bool
+) -> None:
+    row = EnergyMeasurement(
+        source=source,
+        category="llm_text_generation",
+        task="chat" if source == "mlenergy-v2" else "lm-arena-chat",
+        model_id=model_id,
+        architecture=None,
+        gpu_id="H100-SXM5-80GB",
+        gpu_count=1,
+        tensor_parallel=1,
+        expert_parallel=1,
+        pipeline_parallel=1,
+        weights_precision="bf16",
+        batch_size=64,
+        max_batch_size=64,
+        prompt_tokens=130,
+        output_tokens=100,
+        per_sequence_gpu_j=100.0,
+        time_per_output_token_s=0.05,
+        avg_power_w=None,
+        row_ref="synthetic:1",
+    )
+    inputs = mlenergy_inputs(row, load_model_catalog(), load_gpu_catalog())
+    assert not isinstance(inputs, str), inputs
+    assert inputs.deployment.unfused_norms is unfused
