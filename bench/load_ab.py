@@ -5,11 +5,12 @@ round after round, merged into one report.
         [--labels "writer thread,from the loop"] [--rounds 3] [--output bench/results/X.md] \\
         -- --postgres-url URL --skip-sqlite --rates 1000,1500,2000 --step-s 15
 
-This VM's run-to-run spread (p99 at 1,000/s from 7.5 to 79 ms with the same code, minutes
-apart) is larger than most effects worth measuring, so a setting is judged by rounds that
-alternate its values, not by two runs an hour apart. Everything after `--` goes to
-bench/load_test.py unchanged; each run's own report and JSON stay beside the output
-(`<output stem>_runs/`). `rest of machine CPU %` tells the rounds a neighbour disturbed.
+This VM's run-to-run spread (bench/results/postgres_in_loop.md: p99 at 1,000/s from 53 to
+106 ms with the same code, minutes apart) is larger than most effects worth measuring, so a
+setting is judged by rounds that alternate its values, not by two runs an hour apart.
+Everything after `--` goes to bench/load_test.py unchanged; each run's own report and JSON
+stay beside the output (`<output stem>_runs/`). `rest of machine CPU %` tells the rounds a
+neighbour disturbed.
 """
 
 from __future__ import annotations

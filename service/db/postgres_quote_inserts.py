@@ -1,13 +1,13 @@
 """PostgreSQL: a group of quotes inserted and committed by one statement on an asyncio
 connection of the event loop's.
 
-The writer thread's commit through SQLAlchemy costs ~450 µs of Python for a one-quote
-transaction (BEGIN, INSERT, COMMIT: three round trips), and the thread competes with the loop
-for the GIL; the hand-over costs two thread wake-ups. Here the connection is in autocommit
-mode and a group is one multi-row `INSERT` (its carbon factor sets inserted by a data-modifying
-`WITH` in the same statement): one round trip, one implicit transaction, all of the group or
-nothing, ~150 µs of Python, and while the server works the loop serves other requests
-(bench/results/postgres_in_loop.md). psycopg prepares a statement text it has run five times,
+The writer thread's commit through SQLAlchemy is three round trips (BEGIN, INSERT, COMMIT)
+with SQLAlchemy's per-statement Python around them, the thread competes with the loop for the
+GIL, and the hand-over costs two thread wake-ups. Here the connection is in autocommit mode and
+a group is one multi-row `INSERT` (its carbon factor sets inserted by a data-modifying `WITH`
+in the same statement): one round trip, one implicit transaction, all of the group or nothing,
+and while the server works the loop serves other requests (measured against the writer thread
+in bench/results/postgres_in_loop.md). psycopg prepares a statement text it has run five times,
 so the group sizes that recur are parsed once per connection.
 
 The rows are those `insert_quotes` writes (service/db/quote_insert_rows.py;
