@@ -138,17 +138,11 @@ class PostgresQuoteInserts:
         key = (quote_count, set_count)
         statement = self._statements.get(key)
         if statement is None:
-            statement = _values_insert(self._quote_rows, quote_count)
+            statement = self._quote_rows.insert_sql("%s", quote_count)
             if set_count:
-                sets = _values_insert(self._set_rows, set_count)
+                sets = self._set_rows.insert_sql("%s", set_count)
                 statement = f"WITH new_sets AS ({sets} ON CONFLICT DO NOTHING) {statement}"
             if len(self._statements) >= MAX_REMEMBERED_STATEMENTS:
                 self._statements.clear()
             self._statements[key] = statement
         return statement
-
-
-def _values_insert(rows: InsertRows, count: int) -> str:
-    """`INSERT INTO table (every column) VALUES (%s, ...), ...` for `count` rows."""
-    row = "(" + ", ".join(["%s"] * rows.width) + ")"
-    return f"INSERT INTO {rows.table} ({rows.columns}) VALUES " + ", ".join([row] * count)

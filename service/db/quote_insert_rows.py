@@ -36,6 +36,12 @@ class InsertRows:
             column.type.dialect_impl(dialect).bind_processor(dialect) for column in table.columns
         ]
 
+    def insert_sql(self, placeholder: str, rows: int = 1) -> str:
+        """`INSERT INTO table (every column) VALUES (...), ...` for `rows` rows, each value
+        marked by the driver's `placeholder` ("?" for sqlite3, "%s" for psycopg)."""
+        row = "(" + ", ".join([placeholder] * self.width) + ")"
+        return f"INSERT INTO {self.table} ({self.columns}) VALUES " + ", ".join([row] * rows)
+
     def processed(self, rows: list[tuple[Any, ...]]) -> list[list[Any]]:
         """`rows` (values in column order) with each value passed through its column's
         processor (None too, as SQLAlchemy does: a JSON column stores None as JSON `null`)."""

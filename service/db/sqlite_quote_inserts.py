@@ -46,9 +46,9 @@ class SqliteQuoteInserts:
         self._held: PoolProxiedConnection | None = None
         self._quote_rows = InsertRows(engine.dialect, QUOTES)
         self._set_rows = InsertRows(engine.dialect, FACTOR_SETS)
-        self._quote_sql = _insert_sql(self._quote_rows)
+        self._quote_sql = self._quote_rows.insert_sql("?")
         # A set stored already is the same set (its id is its content's sha256).
-        self._set_sql = _insert_sql(self._set_rows) + " ON CONFLICT DO NOTHING"
+        self._set_sql = self._set_rows.insert_sql("?") + " ON CONFLICT DO NOTHING"
 
     def commit(
         self,
@@ -104,9 +104,3 @@ class SqliteQuoteInserts:
         # Transactions are begun and ended by the statements above, not by the driver.
         connection.isolation_level = None
         return connection
-
-
-def _insert_sql(rows: InsertRows) -> str:
-    """`INSERT INTO table (every column) VALUES (?, ...)`."""
-    marks = ", ".join("?" for _ in range(rows.width))
-    return f"INSERT INTO {rows.table} ({rows.columns}) VALUES ({marks})"
