@@ -17,7 +17,12 @@ stage's instructions per request (start-up, imports and warm-up cancel out). Sta
 - `post`: `POST /v1/estimate` through the whole ASGI app in process (middleware, the fast path,
   validation, pricing, the quote committed to a fresh SQLite file in the event loop, the JSON
   answer), one request at a time, so each quote is its own transaction;
-- `batch`: `POST /v1/estimate/batch` with 100 items through the ASGI app (per item).
+- `batch`: `POST /v1/estimate/batch` with 100 items through the ASGI app (per item);
+- `interleaved` and `staged` (not run by default): the cost model (`estimate_request`) and the
+  regressor's features of each request, one request after another (`interleaved`) or the cost
+  model of every request and then the features of every request (`staged`). The same work in
+  two orders: bench/single_stages.py times the first at almost twice the second's stages alone,
+  and these counts show whether that is more instructions or the same ones run slower.
 
 Needs valgrind on the PATH (Debian: `apt-get install valgrind`).
 """
@@ -45,7 +50,8 @@ from report_file import opening, write_report  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "instructions.md"
 BODIES = 100
-STAGES = ("price", "post", "batch")
+DEFAULT_STAGES = ("price", "post", "batch")
+STAGES = (*DEFAULT_STAGES, "interleaved", "staged")
 _COLLECTED = re.compile(r"Collected\s*:\s*(\d+)")
 
 
@@ -158,8 +164,53 @@ def child(stage: str, count: int) -> None:
         for i in range(count):
             estimator.estimate(requests[i % BODIES])
         return
+    if stage in ("interleaved", "staged"):
+        _ordered_child(stage, count)
+        return
     with tempfile.TemporaryDirectory() as scratch:
         asyncio.run(_run_app(stage, count, Path(scratch) / "quotes.sqlite3"))
+
+
+def _ordered_child(order: str, count: int) -> None:
+    """`count` requests' cost model and regressor features, in `order` (see the docstring)."""
+    from bench_batch import items
+
+    from service.core.estimate import estimate_request
+    from service.estimator import Estimator
+    from service.regressor.runtime import EnergyRegressor
+    from service.schemas.estimate_request import EstimateRequest
+
+    estimator = Estimator.from_catalogues(regressor=EnergyRegressor.load())
+    regressor, coefficients = estimator.regressor, estimator.coefficients
+    assert regressor is not None
+    requests = [EstimateRequest.model_validate(b) for b in items(estimator, BODIES)]
+    resolved = [estimator.resolve(request) for request in requests]
+    estimates = [
+        estimate_request(r.architecture, r.workload, r.deployment, coefficients) for r in resolved
+    ]
+
+    def cost_model(i: int) -> object:
+        r = resolved[i % BODIES]
+        return estimate_request(r.architecture, r.workload, r.deployment, coefficients)
+
+    def features(i: int) -> object:
+        r = resolved[i % BODIES]
+        return regressor.features(
+            r.architecture, r.workload, r.deployment, coefficients, estimates[i % BODIES]
+        )
+
+    for i in range(BODIES):  # warm-up
+        cost_model(i)
+        features(i)
+    if order == "interleaved":
+        for i in range(count):
+            cost_model(i)
+            features(i)
+    else:
+        for i in range(count):
+            cost_model(i)
+        for i in range(count):
+            features(i)
 
 
 def instructions(stage: str, count: int) -> int:
@@ -187,7 +238,9 @@ def instructions(stage: str, count: int) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=300, help="requests (batch: items) counted")
-    parser.add_argument("--stages", default=",".join(STAGES), help="CSV of " + ", ".join(STAGES))
+    parser.add_argument(
+        "--stages", default=",".join(DEFAULT_STAGES), help="CSV of " + ", ".join(STAGES)
+    )
     parser.add_argument("--output", type=Path, default=RESULTS)
     parser.add_argument("--child", choices=STAGES, help=argparse.SUPPRESS)
     args = parser.parse_args()
