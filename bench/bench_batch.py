@@ -1,7 +1,7 @@
 """Throughput of batch pricing: estimates per second for 1000-item batches, at four depths.
 
     python bench/bench_batch.py [--items 1000] [--repeat 5] [--http-s 20] [--workers 2]
-                                [--clients 6] [--output PATH]
+                                [--clients 6] [--analytical-only] [--output PATH]
 
 A seeded, realistic mix of items (a handful of models and GPU layouts, varied batch sizes,
 prompts and outputs) is priced:
@@ -25,7 +25,8 @@ Depths 1-3 run in this one thread and are timed `--repeat` times after a warm-up
 and median wall-clock time per batch are turned into estimates per second. The endpoint's
 stages, timed one by one, show where its time goes. A batch of mixed deployments (groups of one
 or two) and the array form's cost by group size are measured too (bench/batch_groups.py).
-Results go to bench/results/batch.md.
+Results go to bench/results/batch.md. `--analytical-only` prices every depth without the learned
+regressor (QUOTES_USE_REGRESSOR=false), to show what the regressor costs per item.
 """
 
 from __future__ import annotations
@@ -62,8 +63,9 @@ from service.config import Settings  # noqa: E402
 from service.core.estimate import estimate_request, estimate_requests  # noqa: E402
 from service.errors import ServiceError  # noqa: E402
 from service.estimator import Estimator  # noqa: E402
+from service.ids import new_quote_id  # noqa: E402
 from service.main import create_app  # noqa: E402
-from service.quoting import _Priced, request_fingerprint  # noqa: E402
+from service.quoting import _Priced, _quote_row, request_fingerprint  # noqa: E402
 from service.regressor.runtime import EnergyRegressor  # noqa: E402
 from service.resolve import ResolvedRequest, resolve_request  # noqa: E402
 from service.schemas.estimate_request import EstimateRequest  # noqa: E402
@@ -144,11 +146,12 @@ def core_calls(
     return batched, one_by_one
 
 
-def endpoint_client(database: Path) -> TestClient:
+def endpoint_client(database: Path, use_regressor: bool = True) -> TestClient:
     settings = Settings(
         database_url=f"sqlite:///{database}",
         run_migrations_on_start=True,
         log_level="WARNING",
+        use_regressor=use_regressor,
     )
     return TestClient(create_app(settings))
 
@@ -162,6 +165,10 @@ def stage_table(client: TestClient, bodies: list[dict[str, Any]], endpoint_s: fl
     requests = [EstimateRequest.model_validate(body) for body in bodies]
     results = price_batch(services.estimator, requests, verbose=False, calibration=None)
     assert all(not isinstance(r, ServiceError) for r in results)
+    priced = [
+        _Priced(r, request_fingerprint(r, False), a)  # type: ignore[arg-type]
+        for r, a in zip(requests, results, strict=True)
+    ]
     stages: list[tuple[str, Callable[[], object]]] = [
         ("parse JSON body", lambda: json.loads(raw)),
         (
@@ -176,12 +183,20 @@ def stage_table(client: TestClient, bodies: list[dict[str, Any]], endpoint_s: fl
             "store: request fingerprints, quote rows, one INSERT and commit",
             lambda: services.quotes._store(  # the storing half of quote_batch
                 [
-                    _Priced(r, request_fingerprint(r, False), a)  # type: ignore[arg-type]
-                    for r, a in zip(requests, results, strict=True)
+                    _Priced(p.request, request_fingerprint(p.request, False), p.estimate)
+                    for p in priced
                 ],
                 "bench",
                 None,
             ),
+        ),
+        (
+            "store, part: request fingerprints",
+            lambda: [request_fingerprint(r, False) for r in requests],
+        ),
+        (
+            "store, part: quote rows (ids, documents with their ids, requests as dicts)",
+            lambda: [_quote_row(p, new_quote_id(), "bench", None) for p in priced],
         ),
         (
             "price and store: `QuoteService.quote_batch`",
@@ -212,11 +227,19 @@ class HttpResult:
 
 
 def over_http(
-    bodies: list[dict[str, Any]], workers: int, clients: int, seconds: float, scratch: Path
+    bodies: list[dict[str, Any]],
+    workers: int,
+    clients: int,
+    seconds: float,
+    scratch: Path,
+    use_regressor: bool = True,
 ) -> HttpResult:
     """The batch posted back to back by `clients` clients to `uvicorn --workers <workers>` on a
     fresh SQLite file for `seconds`, and the CPU the server and the rest of the machine used."""
-    env = migrated_server_env(f"sqlite:///{scratch / 'http.sqlite3'}")
+    env = migrated_server_env(
+        f"sqlite:///{scratch / 'http.sqlite3'}",
+        QUOTES_USE_REGRESSOR=str(use_regressor).lower(),
+    )
     with uvicorn_server(env, workers, scratch / "uvicorn.log") as server:
         raw = encoded_post("/v1/estimate/batch", {"items": bodies}, f"127.0.0.1:{server.port}")
         warm = asyncio.run(run_batches("127.0.0.1", server.port, raw, clients, 3.0))
@@ -284,10 +307,18 @@ def main() -> None:
         help="concurrent batch clients (default 3 per worker: each worker gets one, whichever "
         "worker accepts which connection)",
     )
+    parser.add_argument(
+        "--analytical-only",
+        action="store_true",
+        help="price with the analytical model alone (QUOTES_USE_REGRESSOR=false): what the "
+        "batch endpoint costs without the learned regressor",
+    )
     parser.add_argument("--output", type=Path, default=RESULTS)
     args = parser.parse_args()
-    regressor = EnergyRegressor.load()
-    estimator = Estimator.from_catalogues(regressor=regressor)
+    use_regressor = not args.analytical_only
+    estimator = Estimator.from_catalogues(
+        regressor=EnergyRegressor.load() if use_regressor else None
+    )
     bodies = items(estimator, args.items)
     requests = [EstimateRequest.model_validate(body) for body in bodies]
     resolved = [
@@ -324,7 +355,7 @@ def main() -> None:
     small_groups = small_groups_section(estimator, args.items, args.repeat)
     with (
         tempfile.TemporaryDirectory() as scratch,
-        endpoint_client(Path(scratch) / "q.sqlite3") as client,
+        endpoint_client(Path(scratch) / "q.sqlite3", use_regressor) as client,
     ):
 
         def post() -> None:
@@ -346,7 +377,9 @@ def main() -> None:
     if args.http_s > 0:
         with tempfile.TemporaryDirectory() as scratch:
             clients = args.clients or 3 * args.workers
-            result = over_http(bodies, args.workers, clients, args.http_s, Path(scratch))
+            result = over_http(
+                bodies, args.workers, clients, args.http_s, Path(scratch), use_regressor
+            )
         print(
             f"over HTTP, {args.workers} workers: {result.run.items_per_s:,.0f} estimates/s, "
             f"busiest worker {100 * result.busiest_worker_share:.0f} %"
@@ -370,8 +403,14 @@ def main() -> None:
         f"- command: `{command}`\n"
         f"- {args.items} items per batch over {len(DEPLOYMENTS)} model/GPU layouts (seeded mix), "
         f"{args.repeat} timed batches per depth after one warm-up; wall-clock time; one "
-        f"onnxruntime thread; target {TARGET_PER_S:,} estimates/s end to end\n\n"
-        f"{table}\n\n"
+        f"onnxruntime thread; target {TARGET_PER_S:,} estimates/s end to end\n"
+        + (
+            "- **analytical model alone** (`--analytical-only`, QUOTES_USE_REGRESSOR=false): no "
+            "regressor features, no onnxruntime; energy is the roofline estimate\n\n"
+            if args.analytical_only
+            else "\n"
+        )
+        + f"{table}\n\n"
         "## Where the endpoint's time goes\n\n"
         "The endpoint's stages run one by one in the benchmark's thread with the app's own "
         "services (`quote_batch` is pricing plus storing). The "
