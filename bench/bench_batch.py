@@ -183,8 +183,8 @@ def stage_table(client: TestClient, bodies: list[dict[str, Any]], endpoint_s: fl
             "store: request fingerprints, quote rows, one INSERT and commit",
             lambda: services.quotes._store(  # the storing half of quote_batch
                 [
-                    _Priced(p.request, request_fingerprint(p.request, False), p.estimate)
-                    for p in priced
+                    _Priced(r, request_fingerprint(r, False), a)  # type: ignore[arg-type]
+                    for r, a in zip(requests, results, strict=True)
                 ],
                 "bench",
                 None,

@@ -22,7 +22,7 @@ from load.open_loop import StepResult, answering_requests, percentile, run_step
 from load.report import machine_line
 from load.server import migrated_server_env, uvicorn_server
 from load_test import HOST, request_pool
-from report_file import command_line
+from report_file import command_line, write_report
 
 
 def one_step(workers: int, args: argparse.Namespace) -> tuple[StepResult, float]:
@@ -85,8 +85,7 @@ def main() -> None:
         *rows,
         "",
     ]
-    args.output.write_text("\n".join(lines), encoding="utf-8")
-    print(f"wrote {args.output}")
+    write_report(args.output, "\n".join(lines))
 
 
 if __name__ == "__main__":

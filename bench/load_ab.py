@@ -22,7 +22,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from report_file import command_line
+from report_file import command_line, write_report
 
 ROOT = Path(__file__).resolve().parents[1]
 LOAD_TEST = ROOT / "bench" / "load_test.py"
@@ -95,8 +95,7 @@ def main() -> None:
         *rows,
         "",
     ]
-    args.output.write_text("\n".join(report), encoding="utf-8")
-    print(f"wrote {args.output}")
+    write_report(args.output, "\n".join(report))
 
 
 if __name__ == "__main__":
