@@ -22,7 +22,7 @@ from service.batch_pricing import MIN_VECTOR_GROUP, price_batch
 from service.core.estimate import estimate_request, estimate_requests
 from service.core.workload import Workload
 from service.errors import ServiceError
-from service.estimator import Estimator
+from service.pricing.estimator import Estimator
 from service.regressor.batch_features import batch_features
 from service.regressor.features import request_features
 from service.schemas.estimate_request import EstimateRequest

@@ -62,7 +62,7 @@ from service.batch_pricing import price_batch  # noqa: E402
 from service.config import Settings  # noqa: E402
 from service.core.estimate import estimate_request, estimate_requests  # noqa: E402
 from service.errors import ServiceError  # noqa: E402
-from service.estimator import Estimator  # noqa: E402
+from service.pricing.estimator import Estimator  # noqa: E402
 from service.ids import new_quote_id  # noqa: E402
 from service.main import create_app  # noqa: E402
 from service.quoting import _Priced, _quote_row, request_fingerprint  # noqa: E402

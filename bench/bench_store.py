@@ -30,7 +30,7 @@ from service.config import Settings  # noqa: E402
 from service.db import migrate  # noqa: E402
 from service.db.engine import Database  # noqa: E402
 from service.db.quote_store import QuoteStore  # noqa: E402
-from service.estimator import Estimator  # noqa: E402
+from service.pricing.estimator import Estimator  # noqa: E402
 from service.ids import new_quote_id  # noqa: E402
 from service.quoting import _Priced, _quote_row, request_fingerprint  # noqa: E402
 from service.regressor.runtime import EnergyRegressor  # noqa: E402

@@ -112,7 +112,7 @@ def time_theirs(repeat: int, our_latency_s: dict[str, float]) -> dict[str, Any]:
 
 
 def time_ours(repeat: int) -> dict[str, dict[str, float]]:
-    from service.estimator import Estimator
+    from service.pricing.estimator import Estimator
     from service.regressor.runtime import (
         DEFAULT_METADATA_PATH,
         DEFAULT_MODEL_PATH,

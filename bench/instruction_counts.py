@@ -153,7 +153,7 @@ def child(stage: str, count: int) -> None:
     if stage == "price":
         from bench_batch import items
 
-        from service.estimator import Estimator
+        from service.pricing.estimator import Estimator
         from service.regressor.runtime import EnergyRegressor
         from service.schemas.estimate_request import EstimateRequest
 
@@ -176,7 +176,7 @@ def _ordered_child(order: str, count: int) -> None:
     from bench_batch import items
 
     from service.core.estimate import estimate_request
-    from service.estimator import Estimator
+    from service.pricing.estimator import Estimator
     from service.regressor.runtime import EnergyRegressor
     from service.schemas.estimate_request import EstimateRequest
 

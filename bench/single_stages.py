@@ -57,7 +57,7 @@ from service.batch_pricing import price_batch  # noqa: E402
 from service.config import Settings  # noqa: E402
 from service.core.estimate import estimate_request  # noqa: E402
 from service.estimate_parts import Latency  # noqa: E402
-from service.estimator import Estimator  # noqa: E402
+from service.pricing.estimator import Estimator  # noqa: E402
 from service.main import create_app  # noqa: E402
 from service.quoting import request_fingerprint  # noqa: E402
 from service.regressor.encoding import OUTPUT_NAMES, model_inputs  # noqa: E402

@@ -111,19 +111,6 @@ class Settings(BaseSettings):
     # The learned energy regressor: one onnxruntime session per process. Unset paths mean the
     # model shipped in models/; `use_regressor=false` quotes with the analytical model alone.
     use_regressor: bool = True
-    fast_estimate_path: bool = Field(
-        default=True,
-        description="Answer plain single estimates in the event loop and store their quotes "
-        "by group commit (service/api/fast_estimate.py); false sends every request through "
-        "the FastAPI route.",
-    )
-    price_together: bool = Field(
-        default=True,
-        description="Hot path: a busy worker (PRICE_TOGETHER_FROM requests in progress or "
-        "waiting, service/api/fast_estimate.py) prices the estimates that arrive in one event "
-        "loop iteration together at the next (one regressor pass; service/pricing_queue.py); "
-        "false prices each at once.",
-    )
     onnx_model_path: Path | None = None
     onnx_metadata_path: Path | None = None
     onnx_intra_op_threads: PositiveInt = 1

@@ -12,7 +12,6 @@ from fastapi import FastAPI
 from sqlalchemy.exc import OperationalError
 
 from service.api.deps import AppServices
-from service.api.fast_estimate import FastEstimateMiddleware
 from service.api.load_shedding import LoadSheddingMiddleware
 from service.api.middleware import BodyLimitMiddleware, MetricsMiddleware
 from service.api.openapi import QuotesAPI
@@ -30,9 +29,9 @@ from service.db.quote_store import QuoteStore
 from service.db.quote_writer import QuoteWriter
 from service.db.spool import QuoteSpool, SpoolReplayer
 from service.db.wal_checkpoints import wal_checkpointer_for
-from service.estimator import Estimator
 from service.idempotency import InFlightGuard
 from service.metrics import Metrics
+from service.pricing.estimator import Estimator
 from service.quoting import QuoteService
 from service.regressor.runtime import (
     DEFAULT_METADATA_PATH,
@@ -85,22 +84,12 @@ def build_services(settings: Settings, metrics: Metrics) -> AppServices:
     spool = QuoteSpool(settings.spool_dir) if settings.spool_dir is not None else None
     store = QuoteStore(database, spool, claim_lease_s=settings.idempotency_lease_s)
     registry = CalibrationRegistry(database, refresh_s=settings.calibration_refresh_s)
-    writer = None
-    if settings.fast_estimate_path:
-        in_loop = InLoopCommits(store) if database.in_loop_engine is not None else None
-        from_loop = None
-        if database.backend == "postgresql" and settings.postgres_commit_in_loop:
-            from_loop = PostgresInLoopCommits(store)
-        writer = QuoteWriter(store, in_loop=in_loop, postgres_in_loop=from_loop)
-    quotes = QuoteService(
-        estimator,
-        store,
-        InFlightGuard(),
-        metrics,
-        registry,
-        writer,
-        price_together=settings.price_together,
-    )
+    in_loop = InLoopCommits(store) if database.in_loop_engine is not None else None
+    from_loop = None
+    if database.backend == "postgresql" and settings.postgres_commit_in_loop:
+        from_loop = PostgresInLoopCommits(store)
+    writer = QuoteWriter(store, in_loop=in_loop, postgres_in_loop=from_loop)
+    quotes = QuoteService(estimator, store, writer, InFlightGuard(), metrics, registry)
     return AppServices(settings, database, estimator, keys, quotes, metrics, registry)
 
 
@@ -122,8 +111,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         "estimator %s, database %s", services.estimator.model_version, services.database.backend
     )
     writer = services.quotes.writer
-    if writer is not None:
-        writer.start()
+    writer.start()
     checkpointer = wal_checkpointer_for(settings)
     if checkpointer is not None:
         checkpointer.start()
@@ -143,10 +131,9 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         yield
     finally:
         gc.unfreeze()
-        if writer is not None:
-            # After uvicorn drained the requests: stores what they queued.
-            await writer.finish_in_loop()
-            writer.stop()
+        # After uvicorn drained the requests: stores what they queued.
+        await writer.finish_in_loop()
+        writer.stop()
         if replayer is not None:
             replayer.stop()
         if checkpointer is not None:
@@ -167,8 +154,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.metrics = Metrics()
     install_problem_handlers(app)
-    if settings.fast_estimate_path:  # innermost: inside the body limit, shedding and metrics
-        app.add_middleware(FastEstimateMiddleware)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     if settings.shed_max_concurrent > 0:  # inside the metrics: shed requests are counted
         app.add_middleware(

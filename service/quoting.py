@@ -1,13 +1,20 @@
-"""Quoting: price a request with the estimator and store it as a quote (idempotently)."""
+"""The one service call behind every estimate: price a list of requests off the event loop and
+store their quotes through the quote writer, answering each as its JSON document.
+
+Single, batch, idempotent and verbose estimates all come here; a single request is a list of
+one. Pricing is CPU-bound, so it runs in the thread pool (`Estimator.price`); storing is the
+writer's (group commit per backend, spool when the database refuses).
+"""
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from fastapi.concurrency import run_in_threadpool
+
 from service.auth import Principal
-from service.batch_pricing import price_batch
 from service.calibrating import CalibrationRegistry
 from service.db.models import QuoteRow
 from service.db.quote_document import QuoteDocument
@@ -22,11 +29,10 @@ from service.db.quote_store import (
 )
 from service.db.quote_writer import QuoteWriter
 from service.errors import Conflict, IdempotencyMismatch, ServiceError
-from service.estimator import Estimator, PricedRequest
 from service.idempotency import InFlightGuard, fingerprint
 from service.ids import new_quote_id
 from service.metrics import Metrics
-from service.pricing_queue import PricingQueue
+from service.pricing.estimator import Estimator, PricedRequest
 from service.schemas.estimate_request import EstimateRequest
 from service.schemas.estimate_response import EstimateResponse
 
@@ -40,13 +46,8 @@ SPOOLED_WARNING = (
     "GET /v1/quotes once replayed"
 )
 
-
-def _warned_json(document: QuoteDocument, warning: str) -> bytes:
-    """The whole `document` with `warning` added, as the JSON answer (a rare path: parsed and
-    written again by the response model)."""
-    response = EstimateResponse.model_validate_json(document.text())
-    warned = response.model_copy(update={"warnings": [*response.warnings, warning]})
-    return warned.model_dump_json().encode()
+Answer = bytes | ServiceError
+"""A request's answer: its quote's JSON document, or its error."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,83 +62,87 @@ def request_fingerprint(request: EstimateRequest, verbose: bool) -> str:
 
 
 class QuoteService:
+    """Prices and stores estimates (see the module doc)."""
+
     def __init__(
         self,
         estimator: Estimator,
         store: QuoteStore,
+        writer: QuoteWriter,
         guard: InFlightGuard,
         metrics: Metrics,
         calibrations: CalibrationRegistry | None = None,
-        writer: QuoteWriter | None = None,
-        *,
-        price_together: bool = True,
     ) -> None:
         self.estimator = estimator
-        self.writer = writer
         self.store = store
+        self.writer = writer
         self.guard = guard
         self.metrics = metrics
         self.calibrations = calibrations
-        self.pricing: PricingQueue[_Priced] | None = (
-            PricingQueue(self._price_together) if price_together else None
-        )
+        self._in_progress = 0  # requests of this process between pricing and their answer
 
-    def quote(
-        self,
-        request: EstimateRequest,
-        *,
-        principal: Principal,
-        idempotency_key: str | None,
-        verbose: bool,
-    ) -> bytes:
-        """Price and store one request, answering its quote as JSON; a repeated idempotency key
-        answers the stored quote."""
-        if idempotency_key is None:
-            return self._store(
-                [self._price(request, verbose, principal.tenant)], principal.tenant, None
-            )[0]
-        tenant = principal.tenant
-        request_hash = request_fingerprint(request, verbose)
-        with self.guard.hold(tenant, idempotency_key):  # in this process
-            try:
-                existing = self.store.by_idempotency_key(tenant, idempotency_key)
-            except StoreFailed:
-                self.metrics.db_errors.labels(operation="idempotency_lookup").inc()
-                existing, database_away = None, True
-            else:
-                database_away = False
-            if existing is not None:
-                return _replay(existing, request_hash)
-            claim = None if database_away else self._claim(tenant, idempotency_key)
-            try:
-                priced = self._price(request, verbose, tenant)
-            except BaseException:
-                if claim is not None:
-                    self.store.release(claim)
-                raise
-            try:
-                return self._store([priced], tenant, idempotency_key, claim)[0]
-            except DuplicateIdempotencyKey:
-                return self._replay_winner(priced, tenant, idempotency_key)
-
-    def quote_batch(
+    async def quote(
         self,
         items: Sequence[EstimateRequest | ServiceError],
         *,
         principal: Principal,
-        verbose: bool,
-    ) -> list[bytes | ServiceError]:
-        """Price every valid item and store them together, answering each as JSON; invalid
-        ones come back as errors.
+        verbose: bool = False,
+        idempotency_key: str | None = None,
+    ) -> list[Answer]:
+        """Each item's answer, in order: its stored quote's JSON, or its error (an item that
+        failed validation comes in as its error and goes out as it is).
 
-        Items are priced together (service.batch_pricing: one cost-model evaluation per model
-        and deployment, one regressor pass) and stored in one transaction."""
-        tenant = principal.tenant
+        With `idempotency_key` (one item only), a repeated key answers the quote first stored
+        under it, and a key in flight elsewhere answers 409."""
+        self._in_progress += 1
+        try:
+            if self.calibrations is not None and not self.calibrations.fresh():
+                await run_in_threadpool(self.calibrations.refresh)
+            if idempotency_key is None:
+                return await self._quote(items, principal.tenant, verbose)
+            (item,) = items
+            if isinstance(item, ServiceError):
+                return [item]
+            return [await self._quote_once(item, principal.tenant, idempotency_key, verbose)]
+        finally:
+            self._in_progress -= 1
+
+    async def _quote(
+        self, items: Sequence[EstimateRequest | ServiceError], tenant: str, verbose: bool
+    ) -> list[Answer]:
+        priced = await run_in_threadpool(self._price, items, tenant, verbose)
+        stored = iter(await self._store([p for p in priced if isinstance(p, _Priced)], tenant))
+        return [next(stored) if isinstance(p, _Priced) else p for p in priced]
+
+    async def _quote_once(
+        self, request: EstimateRequest, tenant: str, key: str, verbose: bool
+    ) -> Answer:
+        """The idempotent estimate: looked up, claimed, priced, stored, released."""
+        request_hash = request_fingerprint(request, verbose)
+        with self.guard.hold(tenant, key):  # in this process
+            existing, claim = await run_in_threadpool(self._look_up_and_claim, tenant, key)
+            if existing is not None:
+                return _replay(existing, request_hash)
+            try:
+                (priced,) = await run_in_threadpool(self._price, [request], tenant, verbose)
+                if isinstance(priced, ServiceError):
+                    return priced
+                try:
+                    return (await self._store([priced], tenant, key))[0]
+                except DuplicateIdempotencyKey:
+                    return await run_in_threadpool(self._replay_winner, priced, tenant, key)
+            finally:
+                if claim is not None:
+                    await run_in_threadpool(self.store.release, claim)
+
+    def _price(
+        self, items: Sequence[EstimateRequest | ServiceError], tenant: str, verbose: bool
+    ) -> list[_Priced | ServiceError]:
+        """Every valid item priced together, with `tenant`'s current calibration (its own,
+        else the global one); counted in the metrics by model and GPU."""
         calibration = self.calibrations.for_tenant(tenant) if self.calibrations else None
         requests = [item for item in items if not isinstance(item, ServiceError)]
-        answers = iter(
-            price_batch(self.estimator, requests, verbose=verbose, calibration=calibration)
-        )
+        answers = iter(self.estimator.price(requests, verbose=verbose, calibration=calibration))
         results: list[_Priced | ServiceError] = []
         counts: Counter[tuple[str, str]] = Counter()
         for item in items:
@@ -150,15 +155,39 @@ class QuoteService:
             results.append(_Priced(item, request_fingerprint(item, verbose), answer))
         for (model, gpu), count in counts.items():
             self.metrics.count_estimates(model, gpu, count)
-        priced = [r for r in results if isinstance(r, _Priced)]
-        stored = iter(self._store(priced, tenant, None))
-        return [next(stored) if isinstance(r, _Priced) else r for r in results]
+        return results
 
-    def _claim(self, tenant: str, key: str) -> Claim | None:
-        """Claim `key` in the database; None (unclaimed, the in-process guard only) while the
-        database is away; Conflict (409) while another process prices under it."""
+    async def _store(
+        self, priced: Sequence[_Priced], tenant: str, idempotency_key: str | None = None
+    ) -> list[bytes]:
+        """The JSON answers with their quote ids once committed (or spooled); without, plus a
+        warning, if not. Raises DuplicateIdempotencyKey."""
+        if not priced:
+            return []
+        rows = [_quote_row(p, new_quote_id(), tenant, idempotency_key) for p in priced]
         try:
-            return self.store.claim(tenant, key)
+            saved = await self.writer.save(rows, commit_now=self._in_progress == 1)
+        except StoreFailed:
+            self.metrics.db_errors.labels(operation="store_quote").inc()
+            return [_warned_json(p.estimate.document, NOT_STORED_WARNING) for p in priced]
+        if saved is Saved.SPOOLED:  # each row's document has its quote id and created_at
+            self.metrics.db_errors.labels(operation="store_quote").inc()
+            return [_warned_json(_document(row), SPOOLED_WARNING) for row in rows]
+        return [_document(row).text().encode() for row in rows]
+
+    def _look_up_and_claim(self, tenant: str, key: str) -> tuple[StoredQuote | None, Claim | None]:
+        """The quote stored under `key`, else this process's claim on it (None while the
+        database is away: the in-process guard holds alone); Conflict (409) while another
+        process prices under it."""
+        try:
+            existing = self.store.by_idempotency_key(tenant, key)
+        except StoreFailed:
+            self.metrics.db_errors.labels(operation="idempotency_lookup").inc()
+            return None, None
+        if existing is not None:
+            return existing, None
+        try:
+            return None, self.store.claim(tenant, key)
         except KeyClaimed:
             raise Conflict(
                 "a request with this Idempotency-Key is still in flight; retry later",
@@ -166,120 +195,7 @@ class QuoteService:
             ) from None
         except StoreFailed:
             self.metrics.db_errors.labels(operation="idempotency_claim").inc()
-            return None
-
-    def _price(self, request: EstimateRequest, verbose: bool, tenant: str) -> _Priced:
-        """Price with the calibration current for `tenant` (its own, else the global one)."""
-        calibration = self.calibrations.for_tenant(tenant) if self.calibrations else None
-        priced = self.estimator.estimate(request, verbose=verbose, calibration=calibration)
-        self.metrics.count_estimates(priced.model_id, priced.gpu_id)
-        return _Priced(request, request_fingerprint(request, verbose), priced)
-
-    def _price_together(
-        self, requests: Sequence[EstimateRequest], tenant: str
-    ) -> list[_Priced | ServiceError]:
-        """`_price` of each request (not verbose), the requests priced together: one
-        regressor pass, every answer exactly as priced alone."""
-        if len(requests) == 1:
-            try:
-                return [self._price(requests[0], False, tenant)]
-            except ServiceError as error:
-                return [error]
-        calibration = self.calibrations.for_tenant(tenant) if self.calibrations else None
-        answers = price_batch(
-            self.estimator, requests, verbose=False, calibration=calibration, array_groups=False
-        )
-        results: list[_Priced | ServiceError] = []
-        for request, answer in zip(requests, answers, strict=True):
-            if isinstance(answer, ServiceError):
-                results.append(answer)
-                continue
-            self.metrics.count_estimates(answer.model_id, answer.gpu_id)
-            results.append(_Priced(request, request_fingerprint(request, False), answer))
-        return results
-
-    def _store(
-        self,
-        priced: Sequence[_Priced],
-        tenant: str,
-        idempotency_key: str | None,
-        claim: Claim | None = None,
-    ) -> list[bytes]:
-        """The JSON answers with their quote ids once committed (or spooled); without, plus a
-        warning, if not. `claim` is released whatever happens."""
-        if not priced:
-            return []
-        rows = [_quote_row(p, new_quote_id(), tenant, idempotency_key) for p in priced]
-        try:
-            saved = self._save(rows, claim)
-        except StoreFailed:
-            return self._not_stored(priced)
-        return self._stored(priced, rows, saved)
-
-    async def quote_grouped(
-        self,
-        request: EstimateRequest,
-        *,
-        principal: Principal,
-        verbose: bool,
-        together: bool = False,
-        alone: Callable[[], bool] = lambda: False,
-    ) -> bytes:
-        """`quote` without an idempotency key, for a coroutine on the event loop: priced at
-        once, or with `together` (the worker is busy) with the other requests that arrive in
-        this loop iteration, at the next (service/pricing_queue.py; not when `price_together`
-        is off or `verbose`); stored by the group-committing writer with other requests'
-        quotes in one transaction. `alone()`: whether no other request is in progress once
-        this one is priced (see QuoteWriter.save's `commit_now`).
-
-        The caller makes sure the tenant's calibrations are fresh (`calibrations_fresh`), as
-        a refresh reads the database and must not block the event loop."""
-        if self.writer is None:
-            raise RuntimeError("no quote writer: use quote()")
-        if self.pricing is None or verbose or not together:
-            priced = [self._price(request, verbose, principal.tenant)]
-        else:
-            priced = [await self.pricing.price(request, principal.tenant)]
-        rows = [_quote_row(priced[0], new_quote_id(), principal.tenant, None)]
-        try:
-            saved = await self.writer.save(rows, commit_now=alone())
-        except StoreFailed:
-            return self._not_stored(priced)[0]
-        return self._stored(priced, rows, saved)[0]
-
-    def calibrations_fresh(self) -> bool:
-        """Whether pricing now would read no calibrations from the database."""
-        return self.calibrations is None or self.calibrations.fresh()
-
-    def refresh_calibrations(self) -> None:
-        """Read the current calibrations if they are due (a database read: thread pool)."""
-        if self.calibrations is not None:
-            self.calibrations.refresh()
-
-    def _not_stored(self, priced: Sequence[_Priced]) -> list[bytes]:
-        self.metrics.db_errors.labels(operation="store_quote").inc()
-        return [_warned_json(p.estimate.document, NOT_STORED_WARNING) for p in priced]
-
-    def _stored(
-        self, priced: Sequence[_Priced], rows: Sequence[QuoteRow], saved: Saved
-    ) -> list[bytes]:
-        """The stored documents themselves (quote id, and created_at as stamped when stored),
-        or, spooled, each with a warning that it is not in the database yet."""
-        if saved is Saved.SPOOLED:  # each row's document has its quote id and created_at
-            self.metrics.db_errors.labels(operation="store_quote").inc()
-            return [_warned_json(_document(row), SPOOLED_WARNING) for row in rows]
-        return [_document(row).text().encode() for row in rows]
-
-    def _save(self, rows: Sequence[QuoteRow], claim: Claim | None) -> Saved:
-        """Save `rows`; the claim goes in the same transaction, or separately if that fails."""
-        released = False
-        try:
-            saved = self.store.save(rows, release=claim)
-            released = saved is Saved.STORED
-            return saved
-        finally:
-            if claim is not None and not released:
-                self.store.release(claim)
+            return None, None
 
     def _replay_winner(self, priced: _Priced, tenant: str, key: str) -> bytes:
         """Another request stored this key first: answer with its quote."""
@@ -290,6 +206,14 @@ class QuoteService:
         if stored is None:
             return _warned_json(priced.estimate.document, NOT_STORED_WARNING)
         return _replay(stored, priced.request_hash)
+
+
+def _warned_json(document: QuoteDocument, warning: str) -> bytes:
+    """The whole `document` with `warning` added, as the JSON answer (a rare path: parsed and
+    written again by the response model)."""
+    response = EstimateResponse.model_validate_json(document.text())
+    warned = response.model_copy(update={"warnings": [*response.warnings, warning]})
+    return warned.model_dump_json().encode()
 
 
 def _quote_row(

@@ -18,8 +18,8 @@ from service.calibrating import CalibrationRegistry
 from service.config import Settings
 from service.db.engine import Database
 from service.errors import Forbidden, Unauthorized
-from service.estimator import Estimator
 from service.metrics import Metrics
+from service.pricing.estimator import Estimator
 from service.quoting import QuoteService
 
 

@@ -18,7 +18,6 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from service.api.problems import PROBLEM_MEDIA_TYPE, TYPE_BASE
 
 EXEMPT_PATHS = frozenset({"/v1/health", "/metrics"})
-GATE_SCOPE_KEY = "service.concurrency_gate"
 
 
 class ConcurrencyGate:
@@ -111,7 +110,6 @@ class LoadSheddingMiddleware:
         if not await self.gate.acquire():
             await overloaded_response(self.retry_after_s, self.gate)(scope, receive, send)
             return
-        scope[GATE_SCOPE_KEY] = self.gate  # what the estimate hot path reads its load from
         try:
             await self.app(scope, receive, send)
         finally:

@@ -1,8 +1,9 @@
 """Sums over integer ranges of the maximum of affine lines, for many ranges at once.
 
-The array form of roofline.sum_max_affine: between consecutive crossings of any two lines the
-order of the lines does not change, so cutting each range at every crossing inside it leaves
-segments on which one line is on top; its sum over a segment is an arithmetic series.
+Between consecutive crossings of any two lines the order of the lines does not change, so
+cutting each range at every crossing inside it leaves segments on which one line is on top; its
+sum over a segment is an arithmetic series. In the common case one line is on top at both ends
+of every range, hence everywhere between (the maximum is convex), and the cuts are not needed.
 """
 
 from __future__ import annotations
@@ -39,6 +40,9 @@ def sum_max_affine_many(
     `intercepts` and `slopes` are [..., lines]; `first` and `last` [...] integer-valued; an
     empty range (last < first) sums to 0.
     """
+    common = _one_line_on_top(intercepts, slopes, first, last)
+    if common is not None:
+        return common
     first_i, second_i = _pairs(intercepts.shape[-1])
     upper = np.maximum(last + 1.0, first)  # an empty range: every cut at `first`
     # Every pair of lines crosses once (unless parallel): all pairs in one set of operations.
@@ -62,3 +66,18 @@ def sum_max_affine_many(
     series = a * count + b * (lo + hi) * count / 2.0
     result: FloatArray = series.sum(axis=-1)
     return result
+
+
+def _one_line_on_top(
+    intercepts: FloatArray, slopes: FloatArray, first: FloatArray, last: FloatArray
+) -> FloatArray | None:
+    """The sum when, in every row [N, lines], the line highest at `first` is also highest at
+    `last` (a convex maximum that touches one line at both ends is that line); else None."""
+    if intercepts.ndim != 2:
+        return None
+    rows = np.arange(intercepts.shape[0])
+    top = (intercepts + slopes * first[:, None]).argmax(axis=1)
+    at_last = intercepts + slopes * last[:, None]
+    if not np.all(at_last[rows, top] >= at_last.max(axis=1)):
+        return None
+    return sum_affine_many(intercepts[rows, top], slopes[rows, top], first, last)

@@ -1,8 +1,8 @@
-"""The analytical estimate of a request: both phases, every kernel, latency, energy, memory.
+"""The analytical estimate: every kernel of both phases, latency, energy and memory.
 
-`estimate_request` prices one request (service.core.phase: ~20 kernels, plain floats where numpy
-would cost more than it saves); `estimate_requests` prices many workloads of one model on one
-deployment in array operations (service.core.estimate_many), with the same results.
+One implementation serves one request and many: `estimate_workloads` prices N workloads of one
+model on one deployment in array operations (service.core.estimates), and `estimate_request` is
+the same evaluation for a list of one.
 """
 
 from __future__ import annotations
@@ -13,21 +13,11 @@ import numpy as np
 
 from service.core.architecture import ModelArchitecture
 from service.core.coefficients import CostModelCoefficients
-from service.core.counts import AttentionSpan, padded_rows
 from service.core.errors import CostModelError, InvalidParallelism, InvalidWorkload
-from service.core.estimate_many import BatchEstimate, price_workloads
-from service.core.host_overhead import (
-    decode_overhead_s,
-    overhead_gpu_j,
-    per_sequence_s,
-    worker_wait_s,
-)
-from service.core.memory import check_fits, kv_cache_bytes_per_gpu
-from service.core.moe import expert_terms
-from service.core.phase import ContextRange, PhaseRequest, phase_kernel_tables
+from service.core.estimates import WorkloadEstimates, price_workloads
+from service.core.memory import check_fits
 from service.core.plan import cost_plan
-from service.core.results import MemoryFootprint, PhaseCost, RequestEstimate
-from service.core.shards import ShardShapes
+from service.core.results import RequestEstimate
 from service.core.workload import Deployment, Workload
 
 
@@ -45,75 +35,26 @@ def estimate_request(
     the layout does not divide the model, the GPU cannot run the precision, or (with
     `check_memory`) the weights and KV cache do not fit.
     """
-    validate_workload(arch, workload)
-    _check_pipeline(arch, deployment)
-    plan = cost_plan(arch, deployment, coefficients.roofline)
-    par, gpu = deployment.parallelism, deployment.gpu
-    footprint = MemoryFootprint(
-        plan.weight_bytes_per_gpu,
-        kv_cache_bytes_per_gpu(arch, plan.shapes, workload, par.pipeline),
-        gpu.memory_bytes,
+    estimates, errors = estimate_workloads(
+        arch, [workload], deployment, coefficients, check_memory=check_memory
     )
-    if check_memory:
-        check_fits(footprint, deployment)
-    roofline = coefficients.roofline
-    prefill_table, decode_table = phase_kernel_tables(
-        plan,
-        _phase_requests(
-            arch, plan.shapes, workload, deployment.flash_attention, roofline.gemm_tile_m
-        ),
-        (roofline.kernel_launch_s, roofline.decode_kernel_launch_s),
-        coefficients.power,
-    )
-    steps = workload.output_tokens - 1
-    held = deployment.gpu_count
-    overhead_s = (
-        roofline.prefill_overhead_s,
-        decode_overhead_s(roofline, float(workload.batch_size), float(steps), held),
-    )
-    sequences_s = (0.0, per_sequence_s(roofline, float(workload.batch_size), float(steps)))
-    wait_s = (0.0, worker_wait_s(roofline, float(steps), held))
-    waiting = held - par.gpus_per_stage  # other pipeline stages idle meanwhile
-    prefill, decode = (
-        PhaseCost(
-            phase=table.phase,
-            time_s=table.kernel_time_s + overhead_s[p],
-            gpu_j=table.kernel_gpu_j
-            + gpu.idle_w * waiting * table.kernel_time_s
-            + overhead_gpu_j(
-                overhead_s[p], sequences_s[p], wait_s[p], gpu, coefficients.power, held
-            ),
-            overhead_s=overhead_s[p],
-            steps=1 if p == 0 else steps,
-            table=table,
-        )
-        for p, table in enumerate((prefill_table, decode_table))
-    )
-    return RequestEstimate(
-        prefill=prefill,
-        decode=decode,
-        gpu_j=prefill.gpu_j + decode.gpu_j,
-        total_s=prefill.time_s + decode.time_s,
-        time_per_output_token_s=decode.time_s / steps if steps else 0.0,
-        batch_size=workload.batch_size,
-        gpu_count=held,
-        memory=footprint,
-        warnings=_warnings(arch, deployment),
-    )
+    if errors:
+        raise errors[0]
+    return estimates.item(0)
 
 
-def estimate_requests(
+def estimate_workloads(
     arch: ModelArchitecture,
     workloads: Sequence[Workload],
     deployment: Deployment,
     coefficients: CostModelCoefficients,
     *,
     check_memory: bool = True,
-) -> tuple[BatchEstimate, dict[int, CostModelError]]:
-    """Price many workloads of `arch` on `deployment` at once: what `estimate_request` returns
-    for each, as arrays, and the error it raises for each workload that is invalid or (with
-    `check_memory`) does not fit, by index. Errors of the model or layout, common to every
-    workload, are raised as estimate_request raises them.
+) -> tuple[WorkloadEstimates, dict[int, CostModelError]]:
+    """Price many workloads of `arch` on `deployment` at once: the estimates of the valid ones
+    (`positions` gives each one's index in `workloads`), and, by index, the error of each
+    workload that is invalid or (with `check_memory`) does not fit. Errors of the model or
+    layout, common to every workload, are raised.
     """
     errors: dict[int, CostModelError] = {}
     valid: list[int] = []
@@ -168,64 +109,6 @@ def validate_workload(arch: ModelArchitecture, workload: Workload) -> None:
             f"{arch.max_context_tokens} tokens; shorten the prompt or the output",
             field="workload.output_tokens",
         )
-
-
-def _phase_requests(
-    arch: ModelArchitecture, shapes: ShardShapes, workload: Workload, flash: bool, tile_m: int
-) -> tuple[PhaseRequest, PhaseRequest]:
-    """The BASIS terms of prefill and decode of `workload` (see service.core.plan)."""
-    batch, prompt = workload.batch_size, workload.prompt_tokens
-    tokens = float(batch * prompt)
-    spans = _prefill_spans(arch, prompt, flash)
-    full = spans["full"]
-    sliding = spans.get("sliding", AttentionSpan(0.0, 0.0, 0.0))
-    prefill = [
-        1.0,
-        tokens,
-        float(batch),
-        batch * full.pairs,
-        batch * full.keys_read,
-        batch * full.new_tokens,
-        batch * sliding.pairs,
-        batch * sliding.keys_read,
-        batch * sliding.new_tokens,
-    ]
-    rows = float(batch)
-    decode = [1.0, rows, rows, 0.0, 0.0, rows, 0.0, 0.0, rows]
-    requests = []
-    for basis, pass_tokens in ((prefill, tokens), (decode, rows)):
-        experts = expert_terms(arch, shapes, pass_tokens, tile_m)
-        padded = (
-            basis[0],
-            padded_rows(basis[1], tile_m),
-            padded_rows(basis[2], tile_m),
-            *basis[3:9],
-            experts.padded_rows,
-            experts.touched,
-        )
-        requests.append(((*basis, experts.rows, experts.touched), padded))
-    contexts = ContextRange(
-        prompt + 1, prompt + workload.output_tokens - 1, arch.sliding_window_tokens
-    )
-    return (
-        PhaseRequest(*requests[0], 1, None, batch),
-        PhaseRequest(*requests[1], contexts.steps, contexts, batch),
-    )
-
-
-def _prefill_spans(arch: ModelArchitecture, prompt: int, flash: bool) -> dict[str, AttentionSpan]:
-    """Query-key pairs per sequence and head: causal (flash skips masked blocks) or the full
-    square that unfused attention computes before masking."""
-    full = prompt * (prompt + 1) / 2 if flash else float(prompt * prompt)
-    spans = {"full": AttentionSpan(full, prompt, prompt)}
-    window = arch.sliding_window_tokens
-    if window is not None:
-        inside = min(prompt, window)
-        sliding = inside * (inside + 1) / 2 + (prompt - inside) * window
-        spans["sliding"] = AttentionSpan(
-            sliding if flash else float(prompt * prompt), prompt, prompt
-        )
-    return spans
 
 
 def _warnings(arch: ModelArchitecture, deployment: Deployment) -> tuple[str, ...]:

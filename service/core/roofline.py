@@ -9,8 +9,6 @@ exact from the upper envelope's breakpoints, with no loop over tokens.
 
 from __future__ import annotations
 
-import itertools
-import math
 from dataclasses import dataclass
 
 from service.core.coefficients import RooflineCoefficients
@@ -79,66 +77,3 @@ def unit_times_s(
         work.memory_bytes / memory_rate,
         network + work.collective_steps * rates.collective_step_latency_s,
     )
-
-
-def sum_max_affine(lines: list[tuple[float, float]], first: int, last: int) -> float:
-    """Sum over integers c in [first, last] of max_i (a_i + b_i * c), exactly.
-
-    The maximum of lines is convex and piecewise linear; between consecutive breakpoints one
-    line is on top and its sum is an arithmetic series.
-    """
-    if last < first:
-        return 0.0
-    # Common case: one line is highest at both ends, hence everywhere between.
-    at_first = [a + b * first for a, b in lines]
-    at_last = [a + b * last for a, b in lines]
-    top = at_first.index(max(at_first))
-    if at_last[top] >= max(at_last):
-        return sum_affine(*lines[top], first, last)
-    lines = _upper_candidates(lines, first, last)
-    if len(lines) == 1:
-        return sum_affine(lines[0][0], lines[0][1], first, last)
-    cuts = {float(first), float(last + 1)}
-    for i, (a_i, b_i) in enumerate(lines):
-        for a_j, b_j in lines[i + 1 :]:
-            if b_i != b_j:
-                x = (a_j - a_i) / (b_i - b_j)
-                if first < x < last + 1:
-                    cuts.add(x)
-    total = 0.0
-    ordered = sorted(cuts)
-    for left, right in itertools.pairwise(ordered):
-        lo, hi = math.ceil(left), math.ceil(right) - 1
-        if hi < lo:
-            continue
-        mid = (lo + hi) / 2.0
-        a, b = max(lines, key=lambda line: line[0] + line[1] * mid)
-        count = hi - lo + 1
-        total += a * count + b * (lo + hi) * count / 2.0
-    return total
-
-
-def _upper_candidates(
-    lines: list[tuple[float, float]], first: int, last: int
-) -> list[tuple[float, float]]:
-    """Lines that can set the maximum on [first, last]: a line no higher than another at both
-    ends never does (of identical or tying lines, the first is kept)."""
-    ends = [(a + b * first, a + b * last) for a, b in lines]
-    kept = []
-    for i, (lo, hi) in enumerate(ends):
-        dominated = any(
-            o_lo >= lo and o_hi >= hi and (o_lo > lo or o_hi > hi or j < i)
-            for j, (o_lo, o_hi) in enumerate(ends)
-            if j != i
-        )
-        if not dominated:
-            kept.append(lines[i])
-    return kept
-
-
-def sum_affine(a: float, b: float, first: int, last: int) -> float:
-    """Sum over integers c in [first, last] of a + b * c."""
-    if last < first:
-        return 0.0
-    count = last - first + 1
-    return a * count + b * (first + last) * count / 2.0

@@ -1,5 +1,5 @@
 """Requests' features as the model's input tensors: standardised, padded to a common node count,
-stacked into a batch. Training and serving share this code as they share `request_features`."""
+stacked into one batch. Training and serving share this code as they share the feature encoder."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from service.regressor.features import RequestFeatures
+from service.regressor.features import Features, RequestFeatures
 
 FloatArray = npt.NDArray[np.float64]
 Float32Array = npt.NDArray[np.float32]
@@ -58,10 +58,9 @@ def _std(values: FloatArray) -> FloatArray:
     return np.where(std < MIN_STD, 1.0, std)
 
 
-def model_inputs(
-    features: Sequence[RequestFeatures], norm: Normalisation
-) -> dict[str, Float32Array]:
-    """The ONNX model's inputs (INPUT_NAMES) for a batch of requests, float32.
+def model_inputs(groups: Sequence[Features], norm: Normalisation) -> dict[str, Float32Array]:
+    """The ONNX model's inputs (INPUT_NAMES), float32, for the requests of `groups` in order
+    (each group shares one kernel graph; a single request is a group of one).
 
     Every input but the last carries a length-1 axis 1 that broadcasts over the ensemble's
     members: node_x [B, 1, N, 2F], each node's standardised features then the mean of its
@@ -70,24 +69,36 @@ def model_inputs(
     readout_weight [B, 1, 1, N] (1/n on a graph's n real nodes, 0 on padding: the mean
     readout); global_x [B, 1, 1, G] standardised; log_analytical_j [B, 2] [log J].
     """
-    batch = len(features)
-    nodes = max(f.node_x.shape[0] for f in features)
+    total = sum(group.count for group in groups)
+    nodes = max(group.adjacency.shape[0] for group in groups)
     width = norm.node_mean.shape[0]
-    node_x = np.zeros((batch, 1, nodes, 2 * width), dtype=np.float32)
-    adjacency = np.zeros((batch, 1, nodes, nodes), dtype=np.float32)
-    readout = np.zeros((batch, 1, 1, nodes), dtype=np.float32)
-    for b, f in enumerate(features):
-        n = f.node_x.shape[0]
-        standard = (f.node_x - norm.node_mean) / norm.node_std
-        node_x[b, 0, :n, :width] = standard
-        node_x[b, 0, :n, width:] = f.adjacency @ standard
-        adjacency[b, 0, :n, :n] = f.adjacency
-        readout[b, 0, 0, :n] = 1.0 / n
-    global_x = (np.stack([f.global_x for f in features]) - norm.global_mean) / norm.global_std
+    node_x = np.zeros((total, 1, nodes, 2 * width), dtype=np.float32)
+    adjacency = np.zeros((total, 1, nodes, nodes), dtype=np.float32)
+    readout = np.zeros((total, 1, 1, nodes), dtype=np.float32)
+    start = 0
+    for group in groups:
+        count, n = group.count, group.adjacency.shape[0]
+        rows = slice(start, start + count)
+        standard = (group.node_x - norm.node_mean) / norm.node_std  # [count, n, width]
+        node_x[rows, 0, :n, :width] = standard
+        node_x[rows, 0, :n, width:] = group.adjacency @ standard  # neighbours' mean
+        adjacency[rows, 0, :n, :n] = group.adjacency
+        readout[rows, 0, 0, :n] = 1.0 / n
+        start += count
+    global_x = np.concatenate([group.global_x for group in groups])
+    global_x = (global_x - norm.global_mean) / norm.global_std
+    log_analytical_j = np.concatenate([group.log_analytical_j for group in groups])
     return {
         "node_x": node_x,
         "adjacency": adjacency,
         "readout_weight": readout,
         "global_x": global_x.astype(np.float32)[:, None, None, :],
-        "log_analytical_j": np.stack([f.log_analytical_j for f in features]).astype(np.float32),
+        "log_analytical_j": log_analytical_j.astype(np.float32),
     }
+
+
+def request_inputs(
+    features: Sequence[RequestFeatures], norm: Normalisation
+) -> dict[str, Float32Array]:
+    """`model_inputs` of single requests (training's rows), each a group of one."""
+    return model_inputs([Features.of_one(f) for f in features], norm)

@@ -1,145 +1,36 @@
-"""The regressor's input: a request as the kernel graph of its model, with per-node features for
-prefill and decode, and request-level (global) features. Pure numpy; training and serving both
-call `request_features`, so the two can never encode a request differently.
-
-Nodes are the cost model's kernels (`graph.nodes + graph.step_nodes`, the order of the kernel
-tables). Edges are the layer graph's data dependencies, plus the per-step kernels chained in
-order (embedding -> first layer kernel, last layer kernel -> final norm -> LM head -> sampling),
-taken both ways; GraphSAGE averages over them with the row-normalised adjacency.
-
-Every count, byte, time and energy enters as log1p of the value in a stated unit (times in µs,
-energies in mJ) so features span a few units whatever the model size.
+"""The regressor's input for N requests of one context (model and deployment) at once, from the
+cost model's estimates of them: per-node features of both phases over the kernel graph, and
+global features (service.regressor.feature_spec names them). One request is N = 1; training and
+serving both encode through `workload_features`, so the two can never encode a request
+differently. Pure numpy.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from service.core.architecture import ModelArchitecture
 from service.core.coefficients import CostModelCoefficients
-from service.core.dtypes import bytes_per_element, gemm_compute_key
-from service.core.estimate import estimate_request
-from service.core.graph import KERNEL_KINDS, build_kernel_graph
+from service.core.estimate import estimate_workloads
+from service.core.estimates import WorkloadEstimates
 from service.core.kernel_table import KernelTable
-from service.core.memory import active_parameter_count, parameter_count
-from service.core.results import RequestEstimate
 from service.core.work import WORK_FIELDS
 from service.core.workload import Deployment, Workload
+from service.regressor.context_features import WORKLOAD_AT, deployment_values, graph_arrays
+from service.regressor.feature_spec import (
+    MEMORY_WORK_FIELDS,
+    MIN_ENERGY_J,
+    MJ_PER_J,
+    NODE_PHASE_FEATURES,
+    SHAPE_FIELDS,
+    US_PER_S,
+)
 
 FloatArray = npt.NDArray[np.float64]
-
-FEATURE_VERSION = "energy-gnn-features 1"
-PHASES = ("prefill", "decode")
-US_PER_S = 1e6
-MJ_PER_J = 1e3
-MIN_ENERGY_J = 1e-6
-MEMORY_WORK_FIELDS = (
-    "weight_bytes",
-    "activation_read_bytes",
-    "activation_write_bytes",
-    "kv_cache_read_bytes",
-    "kv_cache_write_bytes",
-)
-SHAPE_FIELDS = ("tensor_flops", "weight_bytes", "activation_read_bytes", "activation_write_bytes")
-
-NODE_STATIC_FEATURES: tuple[str, ...] = (*(f"kind={k}" for k in KERNEL_KINDS), "log_layers")
-NODE_PHASE_FEATURES: tuple[str, ...] = (
-    "log_executions",
-    *(f"log_{f}" for f in WORK_FIELDS),
-    *(f"log_{f}_per_execution" for f in SHAPE_FIELDS),
-    "log_time_us",
-    "log_compute_us",
-    "log_memory_us",
-    "log_network_us",
-    "log_gpu_mj",
-    "time_share",
-    "energy_share",
-    "bound=compute",
-    "bound=memory",
-    "bound=network",
-)
-ROOFLINE_NODE_FEATURES = frozenset(NODE_PHASE_FEATURES[-10:])
-"""Per-node roofline performance on the chosen GPU (the hardware-specific features)."""
-
-GLOBAL_FEATURE_GROUPS: dict[str, tuple[str, ...]] = {
-    "architecture": (
-        "log_hidden_size",
-        "log_intermediate_size",
-        "log_expert_width",
-        "log_attention_heads",
-        "log_kv_heads",
-        "log_head_dim",
-        "log_layers",
-        "log1p_experts",
-        "log1p_experts_per_token",
-        "moe_layer_share",
-        "sliding_layer_share",
-        "mla",
-        "log_vocab",
-        "log_parameters",
-        "log_active_parameters",
-    ),
-    "precision": ("weight_bits", "activation_bits", "kv_cache_bits"),
-    "workload": ("log_batch", "log_prompt_tokens", "log_output_tokens"),
-    "deployment": ("log_gpu_count", "log_gpus_per_stage", "log_expert_parallel", "flash"),
-    "gpu": (
-        "log_gemm_peak_tflops",
-        "log_cuda_core_tflops",
-        "log_memory_bandwidth_gbps",
-        "log_interconnect_gbps",
-        "log_memory_gb",
-        "log_tdp_w",
-        "log_idle_w",
-        "memory_use",
-    ),
-    "totals": tuple(
-        f"{phase}_log_{quantity}"
-        for phase in PHASES
-        for quantity in ("tensor_flops", "memory_bytes", "network_bytes")
-    ),
-    "analytical": (
-        "log_gpu_j",
-        "log_prefill_gpu_j",
-        "log_decode_gpu_j",
-        "log_prefill_us",
-        "log_decode_us",
-        "log_prefill_overhead_us",
-        "log_decode_overhead_us",
-        "log_time_per_output_token_ms",
-        "mean_power_share",
-    ),
-}
-GLOBAL_FEATURES: tuple[str, ...] = tuple(n for g in GLOBAL_FEATURE_GROUPS.values() for n in g)
-ROOFLINE_GLOBAL_FEATURES = frozenset(GLOBAL_FEATURE_GROUPS["gpu"])
-
-
-def feature_spec() -> dict[str, Any]:
-    """Everything that fixes the encoding; its hash must match a model's to serve it."""
-    return {
-        "version": FEATURE_VERSION,
-        "kernel_kinds": list(KERNEL_KINDS),
-        "phases": list(PHASES),
-        "node_static": list(NODE_STATIC_FEATURES),
-        "node_per_phase": list(NODE_PHASE_FEATURES),
-        "global": list(GLOBAL_FEATURES),
-        "units": {"time": "us", "energy": "mJ", "transform": "log1p"},
-        "edges": "layer dependencies + step-node chain, undirected, row-normalised (mean)",
-        "analytical_input": "log prefill and decode gpu_j [J] of estimate_request",
-    }
-
-
-def feature_spec_sha256(spec: dict[str, Any] | None = None) -> str:
-    """sha256 of the canonical JSON of `spec` (default: this code's feature_spec())."""
-    text = json.dumps(spec if spec is not None else feature_spec(), sort_keys=True)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,29 +51,82 @@ class RequestFeatures:
     log_analytical_j: FloatArray
 
 
+@dataclass(frozen=True, slots=True)
+class Features:
+    """RequestFeatures of N requests on one kernel graph, stacked.
+
+    Attributes:
+        node_x: [N, nodes, node features]; adjacency: [nodes, nodes] (shared);
+        global_x: [N, global features]; log_analytical_j: [N, 2].
+    """
+
+    node_x: FloatArray
+    adjacency: FloatArray
+    global_x: FloatArray
+    log_analytical_j: FloatArray
+
+    @classmethod
+    def of_one(cls, features: RequestFeatures) -> Features:
+        """One request's features as a group of one."""
+        return cls(
+            features.node_x[None],
+            features.adjacency,
+            features.global_x[None],
+            features.log_analytical_j[None],
+        )
+
+    @property
+    def count(self) -> int:
+        return int(self.node_x.shape[0])
+
+    def item(self, j: int) -> RequestFeatures:
+        return RequestFeatures(
+            self.node_x[j], self.adjacency, self.global_x[j], self.log_analytical_j[j]
+        )
+
+
 def request_features(
     arch: ModelArchitecture,
     workload: Workload,
     deployment: Deployment,
     coefficients: CostModelCoefficients,
-    estimate: RequestEstimate | None = None,
 ) -> RequestFeatures:
-    """Encode a request. `estimate` may pass the analytical estimate of these very inputs (with
-    these coefficients) when the caller has it already; otherwise it is computed."""
-    if estimate is None:
-        estimate = estimate_request(arch, workload, deployment, coefficients, check_memory=False)
+    """Encode one request (its analytical estimate computed here, memory unchecked)."""
+    estimates, errors = estimate_workloads(
+        arch, [workload], deployment, coefficients, check_memory=False
+    )
+    if errors:
+        raise errors[0]
+    return workload_features(arch, deployment, estimates).item(0)
+
+
+def workload_features(
+    arch: ModelArchitecture, deployment: Deployment, estimates: WorkloadEstimates
+) -> Features:
+    """The features of every workload of `estimates` (priced for `arch` on `deployment`)."""
     static, adjacency = graph_arrays(arch, deployment)
-    raw = _raw_of_both(estimate.prefill.table, estimate.decode.table)
-    if raw.shape[1] != static.shape[0]:
-        raise ValueError("kernel tables and kernel graph disagree on the node count")
-    prefill, decode = phase_node_block_of(raw)  # both phases in one set of array operations
-    return RequestFeatures(
-        node_x=np.concatenate([static, prefill, decode], axis=1),
+    arrays = estimates.arrays
+    totals = estimates.totals()  # [2, N, K, WORK_FIELDS]
+    raw = np.concatenate(
+        [
+            arrays.executions[..., None],
+            totals,
+            np.stack(
+                [arrays.time_s, arrays.compute_s, arrays.memory_s, arrays.network_s, arrays.gpu_j],
+                axis=-1,
+            ),
+        ],
+        axis=-1,
+    )
+    prefill, decode = phase_node_block_of(raw)
+    n = prefill.shape[0]
+    node_x = np.concatenate([np.broadcast_to(static, (n, *static.shape)), prefill, decode], axis=2)
+    log_phase_j = np.log(np.maximum(estimates.phase_gpu_j, MIN_ENERGY_J)).T
+    return Features(
+        node_x=node_x,
         adjacency=adjacency,
-        global_x=_global_vector(arch, workload, deployment, estimate, (raw[0], raw[1])),
-        log_analytical_j=np.array(
-            [safe_log(estimate.prefill.gpu_j), safe_log(estimate.decode.gpu_j)]
-        ),
+        global_x=_global_matrix(arch, deployment, estimates, totals),
+        log_analytical_j=np.ascontiguousarray(log_phase_j),
     )
 
 
@@ -209,7 +153,8 @@ _TIMES_AND_ENERGY = slice(_RAW["time_s"], _RAW["gpu_j"] + 1)
 _TO_US_AND_MJ = np.array([US_PER_S] * 4 + [MJ_PER_J])
 _SHARED = [_RAW["time_s"], _RAW["gpu_j"]]
 _ONE_HOT = np.eye(3)
-_MEMORY = [_RAW[f] for f in MEMORY_WORK_FIELDS]
+_FIELD = {name: i for i, name in enumerate(WORK_FIELDS)}
+_TOTALS_MEMORY = [_FIELD[f] for f in MEMORY_WORK_FIELDS]
 
 
 def phase_raw(table: KernelTable) -> FloatArray:
@@ -225,18 +170,6 @@ def phase_raw(table: KernelTable) -> FloatArray:
             table.gpu_j,
         ]
     )
-
-
-def _raw_of_both(prefill: KernelTable, decode: KernelTable) -> FloatArray:
-    """[2, kernels, RAW_COLUMNS]: phase_raw of both phases in a few array operations."""
-    limbs = np.array(
-        [
-            [t.executions, t.time_s, t.compute_s, t.memory_s, t.network_s, t.gpu_j]
-            for t in (prefill, decode)
-        ]
-    ).transpose(0, 2, 1)
-    totals = np.array([prefill.totals_matrix, decode.totals_matrix])
-    return np.concatenate([limbs[..., :1], totals, limbs[..., 1:]], axis=2)
 
 
 def phase_node_block_of(raw: FloatArray) -> FloatArray:
@@ -266,123 +199,44 @@ def phase_node_block_of(raw: FloatArray) -> FloatArray:
     return block
 
 
-@lru_cache(maxsize=512)
-def _graph_arrays(
-    arch: ModelArchitecture, flash: bool, tensor_group: int, pipeline: int
-) -> tuple[FloatArray, FloatArray]:
-    graph = build_kernel_graph(
-        arch, flash_attention=flash, tensor_group=tensor_group, pipeline_stages=pipeline
-    )
-    nodes = graph.nodes + graph.step_nodes
-    static = np.zeros((len(nodes), len(NODE_STATIC_FEATURES)))
-    for i, node in enumerate(nodes):
-        static[i, KERNEL_KINDS.index(node.kind)] = 1.0
-        static[i, -1] = math.log(node.layers)
-    layer, steps = len(graph.nodes), len(graph.step_nodes)
-    edges = list(graph.edges)
-    final_norm = next(i for i, n in enumerate(graph.step_nodes) if n.kind == "norm")
-    for i in range(steps - 1):
-        if i + 1 == final_norm:  # embedding (+ its all-reduce) feed the layers, not the head
-            edges += [(layer + i, 0), (layer - 1, layer + final_norm)]
-        else:
-            edges.append((layer + i, layer + i + 1))
-    adjacency = np.zeros((len(nodes), len(nodes)))
-    for source, target in edges:
-        adjacency[source, target] = adjacency[target, source] = 1.0
-    degree = adjacency.sum(axis=1, keepdims=True)
-    mean: FloatArray = np.divide(adjacency, degree, out=np.zeros_like(adjacency), where=degree > 0)
-    for array in (static, mean):
-        array.setflags(write=False)  # shared by every request on this graph
-    return static, mean
-
-
-def graph_arrays(arch: ModelArchitecture, deployment: Deployment) -> tuple[FloatArray, FloatArray]:
-    """Static node features (kind one-hot, log layers) and the row-normalised undirected
-    adjacency over `graph.nodes + graph.step_nodes` (read-only, cached per graph)."""
-    par = deployment.parallelism
-    return _graph_arrays(arch, deployment.flash_attention, par.gpus_per_stage, par.pipeline)
-
-
-@lru_cache(maxsize=512)
-def _architecture_values(arch: ModelArchitecture) -> tuple[float, ...]:
-    return (
-        math.log(arch.hidden_size),
-        math.log(arch.intermediate_size),
-        math.log(arch.expert_width),
-        math.log(arch.num_attention_heads),
-        math.log(arch.num_key_value_heads),
-        math.log(arch.head_dim),
-        math.log(arch.num_layers),
-        math.log1p(arch.num_experts),
-        math.log1p(arch.experts_per_token),
-        (arch.num_moe_layers if arch.is_moe else 0) / arch.num_layers,
-        arch.num_sliding_window_layers / arch.num_layers,
-        float(arch.mla is not None),
-        math.log(arch.vocab_size),
-        math.log(parameter_count(arch)),
-        math.log(active_parameter_count(arch)),
-    )
-
-
-@lru_cache(maxsize=512)
-def deployment_values(arch: ModelArchitecture, deployment: Deployment) -> tuple[float, ...]:
-    """The global features fixed by the model and deployment (architecture, precision, layout,
-    GPU), in GLOBAL_FEATURES order; the workload's three come between precision and layout."""
-    gpu, par, precision = deployment.gpu, deployment.parallelism, deployment.precision
-    key = gemm_compute_key(precision.weights, precision.activations)
-    return (
-        *_architecture_values(arch),
-        *(8.0 * bytes_per_element(d) for d in (precision.weights, precision.activations)),
-        8.0 * bytes_per_element(precision.kv_cache),
-        math.log(par.gpu_count),
-        math.log(par.gpus_per_stage),
-        math.log(par.expert),
-        float(deployment.flash_attention),
-        math.log(gpu.gemm_peak_flops_per_s(key) / 1e12),
-        math.log(gpu.cuda_core_fp32_flops_per_s / 1e12),
-        math.log(gpu.memory_bandwidth_bytes_per_s / 1e9),
-        math.log(gpu.interconnect_bandwidth_bytes_per_s / 1e9),
-        math.log(gpu.memory_bytes / 1e9),
-        math.log(gpu.tdp_w),
-        math.log(gpu.idle_w),
-    )
-
-
-WORKLOAD_AT = len(GLOBAL_FEATURE_GROUPS["architecture"]) + len(GLOBAL_FEATURE_GROUPS["precision"])
-"""Index in GLOBAL_FEATURES of the first workload feature (what deployment_values skips)."""
-
-
-def _global_vector(
+def _global_matrix(
     arch: ModelArchitecture,
-    workload: Workload,
     deployment: Deployment,
-    e: RequestEstimate,
-    raw: tuple[FloatArray, FloatArray],
+    estimates: WorkloadEstimates,
+    totals: FloatArray,
 ) -> FloatArray:
-    fixed = deployment_values(arch, deployment)
-    kernel_s = e.prefill.time_s + e.decode.time_s
-    values: list[float] = [
-        *fixed[:WORKLOAD_AT],
-        math.log(workload.batch_size),
-        math.log(workload.prompt_tokens),
-        math.log(workload.output_tokens),
-        *fixed[WORKLOAD_AT:],
-        e.memory.required_bytes_per_gpu / e.memory.capacity_bytes_per_gpu,
+    """[N, GLOBAL_FEATURES]: the global features of each request."""
+    fixed = np.array(deployment_values(arch, deployment))
+    workloads = np.array(
+        [(w.batch_size, w.prompt_tokens, w.output_tokens) for w in estimates.workloads],
+        dtype=np.float64,
+    ).reshape(-1, 3)
+    required = estimates.plan.weight_bytes_per_gpu + estimates.kv_cache_bytes
+    sums = np.stack(
+        [
+            totals[..., _FIELD["tensor_flops"]].sum(axis=-1),
+            totals[..., _TOTALS_MEMORY].sum(axis=(-2, -1)),
+            totals[..., _FIELD["network_bytes"]].sum(axis=-1),
+        ],
+        axis=-1,
+    )  # [2, N, 3]
+    phase_s, phase_j, overhead_s = estimates.phase_s, estimates.phase_gpu_j, estimates.overhead_s
+    gpu_j = phase_j[0] + phase_j[1]
+    kernel_s = phase_s[0] + phase_s[1]
+    steps = workloads[:, 2] - 1.0
+    per_token_s = np.divide(phase_s[1], steps, out=np.zeros_like(steps), where=steps > 0)
+    gpu_count = deployment.parallelism.gpu_count
+    columns = [
+        np.broadcast_to(fixed[:WORKLOAD_AT], (workloads.shape[0], WORKLOAD_AT)),
+        np.log(workloads),
+        np.broadcast_to(fixed[WORKLOAD_AT:], (workloads.shape[0], fixed.shape[0] - WORKLOAD_AT)),
+        (required / estimates.capacity_bytes_per_gpu)[:, None],
+        np.log1p(sums[0]),
+        np.log1p(sums[1]),
+        np.log(np.maximum(np.stack([gpu_j, phase_j[0], phase_j[1]], axis=1), MIN_ENERGY_J)),
+        np.log1p(US_PER_S * np.stack([phase_s[0], phase_s[1], overhead_s[0], overhead_s[1]], 1)),
+        np.log1p(1e3 * per_token_s)[:, None],
+        (gpu_j / (np.maximum(kernel_s, 1e-12) * gpu_count * deployment.gpu.tdp_w))[:, None],
     ]
-    for phase in raw:
-        sums = phase.sum(axis=0).tolist()  # every column's total over the kernels, at once
-        values += [
-            math.log1p(sums[_RAW["tensor_flops"]]),
-            math.log1p(sum(sums[i] for i in _MEMORY)),
-            math.log1p(sums[_RAW["network_bytes"]]),
-        ]
-    values += [
-        *(safe_log(j) for j in (e.gpu_j, e.prefill.gpu_j, e.decode.gpu_j)),
-        math.log1p(US_PER_S * e.prefill.time_s),
-        math.log1p(US_PER_S * e.decode.time_s),
-        math.log1p(US_PER_S * e.prefill.overhead_s),
-        math.log1p(US_PER_S * e.decode.overhead_s),
-        math.log1p(1e3 * e.time_per_output_token_s),
-        e.gpu_j / (max(kernel_s, 1e-12) * deployment.parallelism.gpu_count * deployment.gpu.tdp_w),
-    ]
-    return np.array(values, dtype=np.float64)
+    result: FloatArray = np.concatenate(columns, axis=1)
+    return result

@@ -17,14 +17,9 @@ from typing import Any
 import numpy as np
 import onnxruntime as ort
 
-from service.core.architecture import ModelArchitecture
-from service.core.coefficients import CostModelCoefficients
-from service.core.results import RequestEstimate
-from service.core.workload import Deployment, Workload
-from service.regressor.batch_features import BatchFeatures
-from service.regressor.batch_inputs import batch_model_inputs
 from service.regressor.encoding import OUTPUT_NAMES, Normalisation, model_inputs
-from service.regressor.features import RequestFeatures, feature_spec_sha256, request_features
+from service.regressor.feature_spec import feature_spec_sha256
+from service.regressor.features import Features
 
 MODELS_DIR = Path(__file__).resolve().parents[2] / "models"
 DEFAULT_MODEL_PATH = MODELS_DIR / "energy_gnn.onnx"
@@ -32,8 +27,8 @@ DEFAULT_METADATA_PATH = MODELS_DIR / "energy_gnn.json"
 
 # Requests per onnxruntime call when a batch is large. A whole 1000-request batch makes every
 # intermediate tensor tens of MB (members x nodes x hidden per request), so the run streams
-# through memory; slices this size keep them in a core's L2 cache and ran a 1000-request batch
-# 25 % faster (bench/results/batch.md), where one call per slice costs ~20 us of overhead.
+# through memory; slices this size keep them in a core's L2 cache, where one call per slice
+# costs little (docs/history: the batch benchmark measured the gain).
 INFERENCE_SLICE = 64
 
 
@@ -97,7 +92,7 @@ class EnergyRegressor:
             raise RegressorLoadError(
                 f"{metadata_path}: feature spec sha256 {metadata.get('feature_spec_sha256')!r} "
                 f"does not match this code's {expected!r}; retrain with "
-                "`python -m service.training.train`"
+                "`python -m offline.training.train`"
             )
         if feature_spec_sha256(metadata.get("feature_spec")) != expected:
             raise RegressorLoadError(
@@ -116,30 +111,11 @@ class EnergyRegressor:
         )
         return cls(session, metadata)
 
-    @staticmethod
-    def features(
-        arch: ModelArchitecture,
-        workload: Workload,
-        deployment: Deployment,
-        coefficients: CostModelCoefficients,
-        estimate: RequestEstimate | None = None,
-    ) -> RequestFeatures:
-        """The request's features (the function training used)."""
-        return request_features(arch, workload, deployment, coefficients, estimate)
-
-    def run(self, features: Sequence[RequestFeatures]) -> tuple[np.ndarray, np.ndarray]:
-        """Raw outputs for a batch: log request energy [B] and log phase energies [B, 2]."""
-        inputs = model_inputs(features, self.normalisation)
-        log_gpu_j, log_phase = self._session.run(list(OUTPUT_NAMES), inputs)
-        return np.asarray(log_gpu_j, dtype=np.float64), np.asarray(log_phase, dtype=np.float64)
-
-    def predict_many(self, features: Sequence[RequestFeatures]) -> list[EnergyPrediction]:
-        return self._predictions(*self.run(features))
-
-    def predict_batches(self, groups: Sequence[BatchFeatures]) -> list[list[EnergyPrediction]]:
-        """Predictions for groups of requests sharing a kernel graph: their inputs built in one
-        pass, run INFERENCE_SLICE requests at a time."""
-        inputs = batch_model_inputs(groups, self.normalisation)
+    def predict(self, groups: Sequence[Features]) -> list[list[EnergyPrediction]]:
+        """GPU energies [J], with intervals and phase split, of the requests of each group
+        (requests sharing a kernel graph): inputs built in one pass, run INFERENCE_SLICE
+        requests at a time."""
+        inputs = model_inputs(groups, self.normalisation)
         total = inputs["log_analytical_j"].shape[0]
         outputs = [
             self._session.run(
@@ -153,7 +129,7 @@ class EnergyRegressor:
         flat = self._predictions(log_gpu_j, log_phase)
         result, start = [], 0
         for group in groups:
-            count = group.node_x.shape[0]
+            count = group.count
             result.append(flat[start : start + count])
             start += count
         return result
@@ -186,7 +162,3 @@ class EnergyRegressor:
                 )
             )
         return predictions
-
-    def predict(self, features: RequestFeatures) -> EnergyPrediction:
-        """The GPU energy of one request [J], with its interval and phase split."""
-        return self.predict_many([features])[0]

@@ -93,7 +93,7 @@ ESTIMATE_CASES: list[tuple[str, dict[str, Any], str]] = [
 @pytest.mark.parametrize(
     ("body", "loc"), [case[1:] for case in ESTIMATE_CASES], ids=[case[0] for case in ESTIMATE_CASES]
 )
-def test_bad_estimate_requests_are_422_naming_the_field(
+def test_bad_estimate_workloads_are_422_naming_the_field(
     client: TestClient, body: dict[str, Any], loc: str
 ) -> None:
     problem = assert_problem(client.post("/v1/estimate", json=body), 422, loc)

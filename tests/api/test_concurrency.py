@@ -35,13 +35,13 @@ def second_client(database_url: str) -> Iterator[TestClient]:
 def price_slowly(monkeypatch: pytest.MonkeyPatch, client: TestClient, delay_s: float) -> None:
     """Make pricing take `delay_s` so that requests overlap."""
     estimator = services_of(client).estimator
-    original = estimator.estimate
+    original = estimator.price
 
     def slow(*args: Any, **kwargs: Any) -> Any:
         time.sleep(delay_s)
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(estimator, "estimate", slow)
+    monkeypatch.setattr(estimator, "price", slow)
 
 
 def post_at_once(clients: list[TestClient], key: str, body: dict[str, Any]) -> list[Response]:
@@ -119,13 +119,13 @@ def test_a_key_in_flight_in_another_process_is_409(
 ) -> None:
     release = threading.Event()
     estimator = services_of(client).estimator
-    original = estimator.estimate
+    original = estimator.price
 
     def blocked(*args: Any, **kwargs: Any) -> Any:
         release.wait(10)
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(estimator, "estimate", blocked)
+    monkeypatch.setattr(estimator, "price", blocked)
     headers = {"Idempotency-Key": "in-flight"}
     with ThreadPoolExecutor(1) as pool:
         first = pool.submit(client.post, "/v1/estimate", json=example_body(), headers=headers)

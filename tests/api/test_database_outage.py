@@ -128,17 +128,17 @@ def test_a_claim_stranded_by_an_outage_does_not_block_the_retry(
     cannot be released, yet the caller's retry after recovery is priced, not refused."""
     with running_client(outage.app_url) as client:
         estimator = services_of(client).estimator
-        original = estimator.estimate
+        original = estimator.price
 
         def lose_database_then_price(*args: Any, **kwargs: Any) -> Any:
             outage.begin(client)
             return original(*args, **kwargs)
 
-        monkeypatch.setattr(estimator, "estimate", lose_database_then_price)
+        monkeypatch.setattr(estimator, "price", lose_database_then_price)
         headers = {"Idempotency-Key": "stranded"}
         lost = client.post("/v1/estimate", json=example_body(), headers=headers)
         assert lost.status_code == 200 and lost.json()["quote_id"] is None
-        monkeypatch.setattr(estimator, "estimate", original)
+        monkeypatch.setattr(estimator, "price", original)
         outage.end(client)
         wait_until_healthy(client)
         retried = client.post("/v1/estimate", json=example_body(), headers=headers)

@@ -76,7 +76,7 @@ def test_unexpected_errors_are_500_problems_without_traces(database_url: str) ->
         def explode(*_: object, **__: object) -> None:
             raise RuntimeError("secret internals")
 
-        test_client.app.state.services.estimator.estimate = explode  # type: ignore[attr-defined]
+        test_client.app.state.services.estimator.price = explode  # type: ignore[attr-defined]
         response = test_client.post("/v1/estimate", json=example_body())
         assert_problem(500, response)
         assert "secret internals" not in response.text

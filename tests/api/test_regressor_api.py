@@ -13,6 +13,7 @@ from numpy.testing import assert_allclose
 from service.catalog import load_engine_coefficients, load_gpu_catalog, load_model_catalog
 from service.core.estimate import estimate_request
 from service.core.workload import Deployment, Parallelism, Precision, Workload
+from service.regressor.features import Features, request_features
 from service.regressor.runtime import (
     DEFAULT_METADATA_PATH,
     DEFAULT_MODEL_PATH,
@@ -44,9 +45,8 @@ def test_energy_comes_from_the_regressor_and_latency_from_the_roofline(database_
     workload = Workload(8, 512, 256)
     coefficients = load_engine_coefficients()["vllm-v1"]
     analytical = estimate_request(arch, workload, deployment, coefficients)
-    predicted = regressor.predict(
-        regressor.features(arch, workload, deployment, coefficients, analytical)
-    )
+    features = request_features(arch, workload, deployment, coefficients)
+    (predicted,) = regressor.predict([Features.of_one(features)])[0]
     energy, latency = body["energy"], body["latency"]
     assert_allclose(energy["gpu_j"], predicted.gpu_j, rtol=RTOL)
     assert_allclose(energy["gpu_j_low"], predicted.gpu_j_low, rtol=RTOL)

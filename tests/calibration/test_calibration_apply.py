@@ -8,7 +8,7 @@ import pytest
 
 from service.calibration import ActiveCalibration, fit_corrections
 from service.calibration.fit import CalibrationPoint
-from service.estimator import Estimator
+from service.pricing.estimator import Estimator
 from service.schemas.estimate_request import EXAMPLE_REQUEST, EstimateRequest
 
 T0 = datetime(2026, 11, 22, tzinfo=UTC)

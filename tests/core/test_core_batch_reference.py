@@ -20,7 +20,7 @@ from service.core.coefficients import CostModelCoefficients
 from service.core.counts import AttentionSpan, PassShape
 from service.core.dtypes import DType, gemm_compute_key
 from service.core.errors import InsufficientMemory, InvalidWorkload
-from service.core.estimate import estimate_request, estimate_requests
+from service.core.estimate import estimate_request, estimate_workloads
 from service.core.graph import build_kernel_graph
 from service.core.kernel_work import kernel_work
 from service.core.results import RequestEstimate
@@ -179,7 +179,7 @@ def test_single_and_batch_estimates_equal_the_step_by_step_reference(
 ) -> None:
     arch = load_model_catalog().get(model).require_architecture()
     dep = deployment_of(gpu, parallelism, precision, flash)
-    batch, errors = estimate_requests(arch, WORKLOADS, dep, COEFFICIENTS, check_memory=False)
+    batch, errors = estimate_workloads(arch, WORKLOADS, dep, COEFFICIENTS, check_memory=False)
     assert errors == {}
     assert batch.positions == tuple(range(len(WORKLOADS)))
     totals = batch.totals()
@@ -203,7 +203,7 @@ def test_batch_reports_each_invalid_or_oversized_workload_at_its_index() -> None
         Workload(512, 8000, 4000),  # KV cache does not fit on 2 GPUs
         Workload(1, 64, 1),
     ]
-    batch, errors = estimate_requests(arch, workloads, dep, COEFFICIENTS)
+    batch, errors = estimate_workloads(arch, workloads, dep, COEFFICIENTS)
     assert sorted(errors) == [1, 2, 3]
     assert isinstance(errors[1], InvalidWorkload) and isinstance(errors[2], InvalidWorkload)
     assert isinstance(errors[3], InsufficientMemory)

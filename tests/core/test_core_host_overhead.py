@@ -11,7 +11,7 @@ import numpy as np
 from core_support import A100_1_5TB, IDEAL, ONE_LAYER_DENSE, POWER, deployment, estimate
 from numpy.testing import assert_allclose
 
-from service.core.estimate import estimate_requests
+from service.core.estimate import estimate_workloads
 from service.core.host_overhead import (
     decode_overhead_s,
     overhead_gpu_j,
@@ -70,7 +70,7 @@ def test_estimate_prices_the_worker_term_in_time_and_energy() -> None:
 def test_many_workloads_agree_with_one_request_each() -> None:
     dep = deployment(A100_1_5TB, tensor=2)
     workloads = [Workload(4, 8, 10), Workload(32, 16, 3)]
-    batch, errors = estimate_requests(ARCH, workloads, dep, COEFFICIENTS)
+    batch, errors = estimate_workloads(ARCH, workloads, dep, COEFFICIENTS)
     assert not errors
     for j, workload in enumerate(workloads):
         one = estimate(

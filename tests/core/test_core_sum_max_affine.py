@@ -1,17 +1,26 @@
-"""roofline.sum_max_affine (decode's closed form) against a brute-force sum over integers."""
+"""envelope.sum_max_affine_many (decode's closed form) on one range against a brute-force sum
+over integers: the common case (one line on top throughout) and crossings alike."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
-from service.core.roofline import sum_max_affine
+from service.core.envelope import sum_max_affine_many
 
 INT_LINE = st.tuples(st.integers(-1000, 1000), st.integers(-50, 50))
 FLOAT = st.floats(-1e3, 1e3, allow_nan=False, allow_infinity=False)
 Line = tuple[float, float]
+
+
+def sum_max_affine(lines: list[Line], first: int, last: int) -> float:
+    """The array form on one row."""
+    intercepts = np.array([[a for a, _ in lines]])
+    slopes = np.array([[b for _, b in lines]])
+    return float(sum_max_affine_many(intercepts, slopes, np.array([first]), np.array([last]))[0])
 
 
 def brute_force(lines: list[Line], first: int, last: int) -> float:

@@ -19,7 +19,7 @@ from service.db.models import Quote, QuoteRow, StoredFactorSet
 from service.db.quote_document import CarbonFactorSet, QuoteDocument, json_time
 from service.db.repositories import insert_quotes, stored_response
 from service.db.spool import QuoteSpool
-from service.estimator import Estimator
+from service.pricing.estimator import Estimator
 from service.schemas.estimate_request import EstimateRequest
 from service.schemas.estimate_response import EstimateResponse
 

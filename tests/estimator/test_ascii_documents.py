@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from service.estimator import Estimator
+from service.pricing.estimator import Estimator
 from service.schemas.estimate_request import EstimateRequest
 
 DATA_DIR = Path(__file__).resolve().parents[2] / "service" / "catalog" / "data"

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import service.estimator as estimator_module
-from service.estimator import Estimator
+import service.pricing.estimator as estimator_module
+from service.pricing.estimator import Estimator
 from service.schemas.estimate_request import EstimateRequest
 
 CONTEXT: dict[str, Any] = {

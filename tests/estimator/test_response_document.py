@@ -1,5 +1,5 @@
 """The estimator writes each response document once, with orjson from plain values, its carbon
-factors serialised once per context (service/estimator.py `_document`). The text must be exactly
+factors serialised once per context (service/pricing/document.py). The text must be exactly
 what the response model writes for the same values: parsed by EstimateResponse and written
 again by pydantic it comes back byte for byte (member order, float text, nulls, integers), for
 single estimates and batch items, on every GPU and in every region, with caller overrides, a
@@ -14,11 +14,10 @@ from typing import Any
 import pytest
 from test_ascii_documents import CUSTOM_MOE
 
-from service.batch_pricing import price_batch
 from service.calibration import ActiveCalibration, fit_corrections
 from service.calibration.fit import CalibrationPoint
 from service.errors import ServiceError
-from service.estimator import Estimator, PricedRequest
+from service.pricing.estimator import Estimator, PricedRequest
 from service.regressor.runtime import EnergyRegressor
 from service.schemas.estimate_request import EstimateRequest
 from service.schemas.estimate_response import EstimateResponse
@@ -106,9 +105,9 @@ def test_verbose_and_calibrated_documents_too(estimator: Estimator) -> None:
     )
 
 
-def test_batch_documents_too(estimator: Estimator) -> None:
+def test_documents_priced_together_too(estimator: Estimator) -> None:
     requests = [EstimateRequest.model_validate(body) for body in bodies(estimator)]
-    results = price_batch(estimator, requests, verbose=False, calibration=None)
+    results = estimator.price(requests)
     priced = [r for r in results if not isinstance(r, ServiceError)]
     assert len(priced) > len(requests) // 2
     for item in priced:

@@ -77,36 +77,25 @@ def shedding_gate(app: Any) -> ConcurrencyGate:
     return layer.gate
 
 
-@pytest.mark.parametrize("fast_path", [True, False], ids=["fast-path", "route"])
-def test_overload_is_shed_fast_and_health_stays_up(database_url: str, fast_path: bool) -> None:
+def test_overload_is_shed_fast_and_health_stays_up(database_url: str) -> None:
     """Two slots, one queue place, 0.3 s wait: two held estimates fill the slots, a third waits
     and is shed after 0.3 s, a fourth finds the queue full and is shed at once.
 
-    Held where each path waits without holding the event loop: the fast path's quote (a
-    coroutine awaiting its commit), the route's pricing (in the thread pool)."""
+    Held where an estimate waits without holding the event loop: its pricing, in the thread
+    pool."""
     settings = {"shed_max_concurrent": 2, "shed_max_queued": 1, "shed_max_queue_wait_s": 0.3}
-    with running_client(database_url, fast_estimate_path=fast_path, **settings) as client:
+    with running_client(database_url, **settings) as client:
         estimator = services_of(client).estimator
-        quotes = services_of(client).quotes
-        original = estimator.estimate
-        original_grouped = quotes.quote_grouped
+        original = estimator.price
         gate_open = threading.Event()
         entered = threading.Semaphore(0)
 
-        def held_estimate(*args: Any, **kwargs: Any) -> Any:
+        def held_price(*args: Any, **kwargs: Any) -> Any:
             entered.release()
             assert gate_open.wait(10)
             return original(*args, **kwargs)
 
-        async def held_quote(*args: Any, **kwargs: Any) -> Any:
-            entered.release()
-            assert await asyncio.to_thread(gate_open.wait, 10)
-            return await original_grouped(*args, **kwargs)
-
-        if fast_path:
-            quotes.quote_grouped = held_quote  # type: ignore[method-assign]
-        else:
-            estimator.estimate = held_estimate  # type: ignore[method-assign]
+        estimator.price = held_price  # type: ignore[method-assign]
 
         def post() -> tuple[float, Response]:
             started = time.monotonic()
@@ -141,8 +130,7 @@ def test_overload_is_shed_fast_and_health_stays_up(database_url: str, fast_path:
             assert bound[0] <= elapsed_s < bound[1], f"shed after {elapsed_s:.3f} s"
         assert [response.status_code for _, response in answers] == [200, 200]
         assert all(response.json()["quote_id"] for _, response in answers)
-        estimator.estimate = original  # type: ignore[method-assign]
-        quotes.quote_grouped = original_grouped  # type: ignore[method-assign]
+        estimator.price = original  # type: ignore[method-assign]
         assert client.post("/v1/estimate", json=example_body()).status_code == 200
         metrics = client.get("/metrics").text
         assert 'status="503"' in metrics

@@ -1,4 +1,4 @@
-"""The fast feature encoders (one request, and many at once) equal the straightforward encoder the
+"""The feature encoder (one request, and many at once) equals the straightforward encoder the
 committed model was trained with, value for value (to 1e-12), over MoE, MLA, sliding windows,
 unfused attention, tensor/pipeline/expert parallelism and one output token."""
 
@@ -10,10 +10,9 @@ from features_reference import reference_features
 
 from service.catalog import load_engine_coefficients, load_gpu_catalog, load_model_catalog
 from service.core.dtypes import DType
-from service.core.estimate import estimate_request, estimate_requests
+from service.core.estimate import estimate_request, estimate_workloads
 from service.core.workload import Deployment, Parallelism, Precision, Workload
-from service.regressor.batch_features import batch_features
-from service.regressor.features import request_features
+from service.regressor.features import request_features, workload_features
 
 COEFFICIENTS = load_engine_coefficients()["vllm-v1"]
 FP8 = Precision(weights=DType.FP8, activations=DType.FP8, kv_cache=DType.BF16)
@@ -49,14 +48,14 @@ TOLERANCE = {"rtol": 1e-12, "atol": 1e-12}
 
 
 @pytest.mark.parametrize(("model", "gpu", "parallelism", "precision", "flash"), CASES)
-def test_fast_encoders_equal_the_training_encoder(
+def test_the_encoder_equals_the_training_encoder(
     model: str, gpu: str, parallelism: Parallelism, precision: Precision, flash: bool
 ) -> None:
     arch = load_model_catalog().get(model).require_architecture()
     dep = Deployment(load_gpu_catalog().get(gpu).spec, parallelism, precision, flash)
-    batch, errors = estimate_requests(arch, WORKLOADS, dep, COEFFICIENTS, check_memory=False)
+    batch, errors = estimate_workloads(arch, WORKLOADS, dep, COEFFICIENTS, check_memory=False)
     assert errors == {}
-    many = batch_features(arch, dep, batch)
+    many = workload_features(arch, dep, batch)
     for j, workload in enumerate(WORKLOADS):
         estimate = estimate_request(arch, workload, dep, COEFFICIENTS, check_memory=False)
         expected = reference_features(arch, workload, dep, estimate)

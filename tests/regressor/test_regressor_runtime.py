@@ -11,19 +11,29 @@ import pytest
 from regressor_support import METADATA_PATH, MODEL_PATH, measurements, request_inputs
 
 from service.catalog import load_engine_coefficients, load_gpu_catalog, load_model_catalog
-from service.core.estimate import estimate_requests
+from service.core.estimate import estimate_workloads
 from service.core.workload import Deployment, Parallelism, Precision, Workload
-from service.regressor.batch_features import batch_features
 from service.regressor.encoding import INPUT_NAMES, OUTPUT_NAMES
+from service.regressor.feature_spec import feature_spec, feature_spec_sha256
 from service.regressor.features import (
+    Features,
     RequestFeatures,
-    feature_spec,
-    feature_spec_sha256,
     request_features,
+    workload_features,
 )
-from service.regressor.runtime import INFERENCE_SLICE, EnergyRegressor, RegressorLoadError
+from service.regressor.runtime import (
+    INFERENCE_SLICE,
+    EnergyPrediction,
+    EnergyRegressor,
+    RegressorLoadError,
+)
 
 MAX_MODEL_BYTES = 1_000_000
+
+
+def predict_one(regressor: EnergyRegressor, features: RequestFeatures) -> EnergyPrediction:
+    """The prediction for one request, as a group of one."""
+    return regressor.predict([Features.of_one(features)])[0][0]
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +48,7 @@ def features() -> list[RequestFeatures]:
         inputs = request_inputs(m)
         coefficients = load_engine_coefficients()[inputs.engine]
         out.append(
-            EnergyRegressor.features(inputs.arch, inputs.workload, inputs.deployment, coefficients)
+            request_features(inputs.arch, inputs.workload, inputs.deployment, coefficients)
         )
     return out
 
@@ -92,7 +102,7 @@ def test_predictions_are_positive_with_an_interval_and_a_phase_split(
     regressor: EnergyRegressor, features: list[RequestFeatures]
 ) -> None:
     for f in features:
-        p = regressor.predict(f)
+        p = predict_one(regressor, f)
         assert 0 < p.gpu_j_low < p.gpu_j < p.gpu_j_high
         assert p.prefill_gpu_j >= 0 and p.decode_gpu_j >= 0
         assert p.prefill_gpu_j + p.decode_gpu_j == pytest.approx(p.gpu_j)
@@ -103,9 +113,10 @@ def test_a_padded_batch_answers_as_single_requests(
     regressor: EnergyRegressor, features: list[RequestFeatures]
 ) -> None:
     assert len({f.node_x.shape[0] for f in features}) > 1  # graphs of different sizes
-    batch = regressor.predict_many(features)
+    groups = regressor.predict([Features.of_one(f) for f in features])
+    batch = [p for group in groups for p in group]
     for f, p in zip(features, batch, strict=True):
-        assert p.gpu_j == pytest.approx(regressor.predict(f).gpu_j, rel=1e-5)
+        assert p.gpu_j == pytest.approx(predict_one(regressor, f).gpu_j, rel=1e-5)
 
 
 def test_prediction_stays_near_the_analytical_estimate(
@@ -114,7 +125,7 @@ def test_prediction_stays_near_the_analytical_estimate(
     """A log-correction: within a factor 3 of the roofline either way on ordinary requests."""
     for f in features:
         analytical = float(sum(math.exp(v) for v in f.log_analytical_j))
-        assert analytical / 3 < regressor.predict(f).gpu_j < 3 * analytical
+        assert analytical / 3 < predict_one(regressor, f).gpu_j < 3 * analytical
 
 
 def test_more_output_tokens_cost_more_energy(regressor: EnergyRegressor) -> None:
@@ -126,15 +137,15 @@ def test_more_output_tokens_cost_more_energy(regressor: EnergyRegressor) -> None
         energies = []
         for output_tokens in (w.output_tokens, 2 * w.output_tokens, 4 * w.output_tokens):
             longer = Workload(w.batch_size, w.prompt_tokens, output_tokens)
-            f = regressor.features(inputs.arch, longer, inputs.deployment, coefficients)
-            energies.append(regressor.predict(f).gpu_j)
+            f = request_features(inputs.arch, longer, inputs.deployment, coefficients)
+            energies.append(predict_one(regressor, f).gpu_j)
         assert energies == sorted(energies), m.model_id
 
 
 def test_a_batch_larger_than_one_inference_slice_answers_as_single_requests(
     regressor: EnergyRegressor,
 ) -> None:
-    """predict_batches runs big batches INFERENCE_SLICE requests at a time: two groups of
+    """predict runs big batches INFERENCE_SLICE requests at a time: two groups of
     different graphs, 2.3 slices in all (the last one partial), each request as if alone."""
     coefficients = load_engine_coefficients()["vllm-v1"]
     models = load_model_catalog()
@@ -148,15 +159,15 @@ def test_a_batch_larger_than_one_inference_slice_answers_as_single_requests(
             load_gpu_catalog().get(gpu).spec, Parallelism(tensor=tensor), Precision(), True
         )
         workloads = [Workload(1 + i % 16, 32 + 7 * i, 1 + 3 * i) for i in range(count)]
-        batch, errors = estimate_requests(arch, workloads, deployment, coefficients)
+        batch, errors = estimate_workloads(arch, workloads, deployment, coefficients)
         assert errors == {}
-        groups.append(batch_features(arch, deployment, batch))
+        groups.append(workload_features(arch, deployment, batch))
         singles += [
-            regressor.predict(request_features(arch, w, deployment, coefficients))
+            predict_one(regressor, request_features(arch, w, deployment, coefficients))
             for w in workloads
         ]
     assert 2 * INFERENCE_SLICE < len(singles) < 3 * INFERENCE_SLICE
-    batched = [p for group in regressor.predict_batches(groups) for p in group]
+    batched = [p for group in regressor.predict(groups) for p in group]
     assert len(batched) == len(singles)
     for b, s in zip(batched, singles, strict=True):
         assert b.gpu_j == pytest.approx(s.gpu_j, rel=1e-5)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from service.catalog.models import load_model_catalog
-from service.estimator import Estimator
+from service.pricing.estimator import Estimator
 from service.fitting.datasets import DEFAULT_DATA_DIR
 from service.sampling.__main__ import main
 from service.sampling.plan import NEIGHBOURHOOD, features, neighbourhood, parameters, propose

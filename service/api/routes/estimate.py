@@ -1,6 +1,6 @@
 """POST /v1/estimate and POST /v1/estimate/batch (scope: estimate).
 
-Sync `def` routes: the estimate is CPU-bound and runs in FastAPI's thread pool.
+Both go through the one service call, `QuoteService.quote`, which prices off the event loop.
 """
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response
+from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from service.api.deps import EstimateCaller, IdempotencyKeyHeader, QuoteServiceDep, ServicesDep
@@ -49,7 +50,7 @@ class BatchResponse(BaseModel):
 @router.post(
     "", response_model=EstimateResponse, responses=problem_responses(401, 403, 409, 413, 422)
 )
-def estimate(
+async def estimate(
     body: EstimateRequest,
     caller: EstimateCaller,
     quotes: QuoteServiceDep,
@@ -57,16 +58,20 @@ def estimate(
     verbose: Verbose = False,
 ) -> Response:
     """Quote one request's GPU energy, latency and CO2e before it runs."""
-    quote = quotes.quote(body, principal=caller, idempotency_key=idempotency_key, verbose=verbose)
+    (answer,) = await quotes.quote(
+        [body], principal=caller, verbose=verbose, idempotency_key=idempotency_key
+    )
+    if isinstance(answer, ServiceError):
+        raise answer
     # The stored document's own JSON: letting FastAPI re-validate it against response_model
-    # (the same class) costs more than pricing the cost model on this hot path.
-    return Response(quote, media_type="application/json")
+    # (the same class) would cost more than pricing it.
+    return Response(answer, media_type="application/json")
 
 
 @router.post(
     "/batch", response_model=BatchResponse, responses=problem_responses(401, 403, 413, 422)
 )
-def estimate_batch(
+async def estimate_batch(
     body: BatchRequest,
     caller: EstimateCaller,
     quotes: QuoteServiceDep,
@@ -80,19 +85,25 @@ def estimate_batch(
             f"at most {limit} items per batch, got {len(body.items)}",
             errors=[FieldError("items", f"at most {limit} items")],
         )
+    parsed = await run_in_threadpool(_parsed_items, body.items)
+    answers = await quotes.quote(parsed, principal=caller, verbose=verbose)
+    # Joined here, item by item, as BatchResponse would serialise them: FastAPI re-validating
+    # a thousand finished responses against the response model would cost more than pricing.
+    items = b",".join(
+        Problem.model_validate(problem_body(a)).model_dump_json().encode()
+        if isinstance(a, ServiceError)
+        else a
+        for a in answers
+    )
+    return Response(b'{"items":[' + items + b"]}", media_type="application/json")
+
+
+def _parsed_items(items: list[dict[str, Any]]) -> list[EstimateRequest | ServiceError]:
+    """Each item validated alone: a bad one becomes its problem, the others are priced."""
     parsed: list[EstimateRequest | ServiceError] = []
-    for item in body.items:
+    for item in items:
         try:
             parsed.append(_request_adapter.validate_python(item))
         except ValidationError as error:
             parsed.append(validation_problem(error))
-    results = quotes.quote_batch(parsed, principal=caller, verbose=verbose)
-    # Joined here, item by item, as BatchResponse would serialise them: FastAPI re-validating
-    # a thousand finished responses against the response model cost more than pricing them.
-    items = b",".join(
-        Problem.model_validate(problem_body(r)).model_dump_json().encode()
-        if isinstance(r, ServiceError)
-        else r
-        for r in results
-    )
-    return Response(b'{"items":[' + items + b"]}", media_type="application/json")
+    return parsed

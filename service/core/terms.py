@@ -21,7 +21,7 @@ _COLUMN = {name: i for i, name in enumerate(BASIS)}
 
 
 @dataclass(frozen=True, slots=True)
-class BatchTerms:
+class WorkloadTerms:
     """Per phase (0 prefill, 1 decode) and workload: basis terms of one execution, the same
     with GEMM rows padded to the tile, and executions per layer.
 
@@ -84,7 +84,7 @@ def expert_terms_many(
     return assignments, touched * padded_rows_many(assignments / touched, tile_m), touched
 
 
-def batch_terms(
+def workload_terms(
     arch: ModelArchitecture,
     s: ShardShapes,
     batch: FloatArray,
@@ -93,7 +93,7 @@ def batch_terms(
     *,
     flash: bool,
     tile_m: int,
-) -> BatchTerms:
+) -> WorkloadTerms:
     """The terms of workloads (batch, prompt, output) [N each, integer-valued floats]."""
     n = batch.shape[0]
     basis = np.zeros((2, n, len(BASIS)))
@@ -121,4 +121,4 @@ def batch_terms(
         padded[phase, :, 2] = padded_rows_many(basis[phase, :, 2], tile_m)
         padded[phase, :, 9] = expert_padded
     steps = np.stack([np.ones(n), output - 1.0])
-    return BatchTerms(basis, padded, steps, prompt + 1.0, prompt + output - 1.0, batch)
+    return WorkloadTerms(basis, padded, steps, prompt + 1.0, prompt + output - 1.0, batch)

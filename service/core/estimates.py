@@ -1,8 +1,8 @@
-"""Analytical estimates of many workloads of one model on one deployment, in array operations.
+"""Analytical estimates of N workloads of one model on one deployment, in array operations.
 
-`price_workloads` evaluates the cached CostPlan once for all of them; `BatchEstimate` holds the
-results as arrays, and `item(j)` is what `estimate_request` returns for workload j
-(service.core.estimate.estimate_requests validates the workloads and checks memory).
+`price_workloads` evaluates the cached CostPlan once for all of them (N may be 1);
+`WorkloadEstimates` holds the results as arrays, and `item(j)` is workload j's RequestEstimate
+(service.core.estimate.estimate_workloads validates the workloads and checks memory).
 """
 
 from __future__ import annotations
@@ -13,8 +13,6 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from service.core.batch_phase import PhaseArrays, phase_arrays
-from service.core.batch_terms import batch_terms
 from service.core.coefficients import CostModelCoefficients
 from service.core.host_overhead import (
     decode_overhead_s,
@@ -23,8 +21,10 @@ from service.core.host_overhead import (
     worker_wait_s,
 )
 from service.core.kernel_table import KernelTable
+from service.core.phase import PhaseArrays, phase_arrays
 from service.core.plan import CostPlan
 from service.core.results import MemoryFootprint, Phase, PhaseCost, RequestEstimate
+from service.core.terms import workload_terms
 from service.core.workload import Deployment, Workload
 
 FloatArray = npt.NDArray[np.float64]
@@ -45,7 +45,7 @@ class SummedCounts:
 
 
 @dataclass(frozen=True, slots=True, eq=False)
-class BatchEstimate:
+class WorkloadEstimates:
     """Estimates of N workloads of one model on one deployment, as arrays ([2, N]: prefill and
     decode; [2, N, kernels] per kernel); `item(j)` is the j-th as a RequestEstimate.
 
@@ -146,7 +146,7 @@ def price_workloads(
     deployment: Deployment,
     coefficients: CostModelCoefficients,
     warnings: tuple[str, ...],
-) -> BatchEstimate:
+) -> WorkloadEstimates:
     """Estimates of valid `workloads` (validated by the caller) on `plan`, memory unchecked."""
     arch = plan.arch
     values = np.array(
@@ -154,7 +154,7 @@ def price_workloads(
     ).reshape(-1, 3)
     batch, prompt, output = values.T
     roofline = coefficients.roofline
-    terms = batch_terms(
+    terms = workload_terms(
         arch,
         plan.shapes,
         batch,
@@ -180,7 +180,7 @@ def price_workloads(
     waiting = held - deployment.parallelism.gpus_per_stage  # other pipeline stages idle meanwhile
     overhead_j = overhead_gpu_j(overhead_s, sequences_s, wait_s, gpu, coefficients.power, held)
     phase_j = kernel_j + gpu.idle_w * waiting * kernel_s + overhead_j
-    return BatchEstimate(
+    return WorkloadEstimates(
         plan=plan,
         workloads=tuple(workloads),
         positions=tuple(positions),

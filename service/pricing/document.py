@@ -1,0 +1,139 @@
+"""A priced request's response document: EstimateResponse's members in its order, written once
+with orjson (the same text pydantic writes for the schema), its carbon factors serialised once
+per request context."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import orjson
+from pydantic import TypeAdapter
+
+from service.carbon_accounting import CarbonInputs, carbon_factors_out, carbon_members
+from service.core.carbon import HeldRates, held_rates, request_carbon
+from service.core.results import KernelCost, RequestEstimate
+from service.core.uncertainty import Ranged
+from service.db.quote_document import CarbonFactorSet, QuoteDocument
+from service.regressor.runtime import EnergyPrediction
+from service.resolve import ResolvedRequest
+from service.schemas.estimate_response import BreakdownOut, CarbonFactorOut, KernelRowOut
+
+_FACTOR_ROWS: TypeAdapter[dict[str, CarbonFactorOut]] = TypeAdapter(dict[str, CarbonFactorOut])
+
+
+@dataclass(frozen=True, slots=True)
+class Latency:
+    """What a response needs of an analytical estimate besides energy (times in s)."""
+
+    prefill_s: float
+    decode_s: float
+    time_per_output_token_s: float
+    total_s: float
+    gpu_count: int
+    batch_size: int
+    warnings: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Calibrated:
+    """The calibration a quote was priced with: its id (None: none applied) and factor."""
+
+    calibration_id: str | None
+    factor: float
+
+
+def quote_document(
+    model_version: str,
+    resolved: ResolvedRequest,
+    latency: Latency,
+    energy: EnergyPrediction,
+    breakdown: RequestEstimate | None,
+    calibrated: Calibrated,
+    priced_at: datetime,
+) -> QuoteDocument:
+    """The response document of one priced request (quote_id None until it is stored)."""
+    # Intervals bracket 1 in practice; clamp so a biased fit cannot invert the bounds.
+    gpu_j = Ranged(
+        energy.gpu_j,
+        min(energy.gpu_j_low / energy.gpu_j, 1.0),
+        max(energy.gpu_j_high / energy.gpu_j, 1.0),
+    )
+    factor_set, rates = carbon_priced_parts(resolved.carbon)
+    carbon = request_carbon(gpu_j, latency.total_s, resolved.carbon.factors, rates)
+    members: dict[str, Any] = {
+        "model_version": model_version,
+        "calibration_id": calibrated.calibration_id,
+        "model": resolved.model_id,
+        "gpu": resolved.gpu.id,
+        "gpu_count": latency.gpu_count,
+        "energy": {
+            "gpu_j": energy.gpu_j,
+            "gpu_j_low": energy.gpu_j_low,
+            "gpu_j_high": energy.gpu_j_high,
+            "per_sequence_gpu_j": energy.gpu_j / latency.batch_size,
+            "server_overhead_j": carbon.server_overhead_j.value,
+            "facility_j": carbon.facility_j.value,
+            "prefill_gpu_j": energy.prefill_gpu_j,
+            "decode_gpu_j": energy.decode_gpu_j,
+            "interval_lower_quantile": energy.lower_quantile,
+            "interval_upper_quantile": energy.upper_quantile,
+            "calibration_factor": calibrated.factor,
+        },
+        "latency": {
+            "prefill_s": latency.prefill_s,
+            "decode_s": latency.decode_s,
+            "time_per_output_token_s": latency.time_per_output_token_s,
+            "total_s": latency.total_s,
+        },
+        "carbon": carbon_members(resolved.carbon, carbon),
+        "breakdown": None if breakdown is None else _breakdown(resolved, breakdown),
+        "warnings": [*latency.warnings, *resolved.notes],
+    }
+    text = orjson.dumps(members, option=orjson.OPT_SERIALIZE_NUMPY).decode()
+    return QuoteDocument.written(text, priced_at, factor_set)
+
+
+def carbon_priced_parts(inputs: CarbonInputs) -> tuple[CarbonFactorSet, HeldRates]:
+    """What every quote priced with `inputs` shares: the carbon block's `factors` (every factor
+    with its bounds, unit and source) as the JSON text the response carries, with the id it is
+    stored under, and the held hardware's rates. Made once per request context (kept on
+    `inputs`, which the estimator's context memory shares)."""
+    parts = inputs.priced_parts
+    if parts is None:
+        factors_json = _FACTOR_ROWS.dump_json(carbon_factors_out(inputs)).decode()
+        parts = inputs.priced_parts = (CarbonFactorSet.of(factors_json), held_rates(inputs.factors))
+    return parts
+
+
+def _breakdown(resolved: ResolvedRequest, estimate: RequestEstimate) -> dict[str, Any]:
+    kernels = estimate.prefill.kernels + estimate.decode.kernels
+    memory = estimate.memory
+    return BreakdownOut(
+        kernels=[kernel_row(kernel) for kernel in kernels],
+        defaulted_inputs=resolved.defaulted,
+        weight_bytes_per_gpu=memory.weight_bytes_per_gpu,
+        kv_cache_bytes_per_gpu=memory.kv_cache_bytes_per_gpu,
+        memory_capacity_bytes_per_gpu=memory.capacity_bytes_per_gpu,
+    ).model_dump(mode="json")
+
+
+def kernel_row(kernel: KernelCost) -> KernelRowOut:
+    return KernelRowOut(
+        phase=kernel.phase.value,
+        kernel=kernel.name,
+        kind=kernel.kind,
+        executions=int(kernel.executions),
+        tensor_flops=float(kernel.tensor_flops),
+        cuda_core_ops=float(kernel.cuda_core_ops),
+        special_function_ops=float(kernel.special_function_ops),
+        memory_bytes=float(kernel.memory_bytes),
+        network_bytes=float(kernel.network_bytes),
+        bound=kernel.bound.value,
+        compute_precision=kernel.compute_precision,
+        time_s=float(kernel.time_s),
+        gpu_j=float(kernel.gpu_j),
+        arithmetic_intensity_flops_per_byte=float(kernel.arithmetic_intensity_flops_per_byte),
+        ridge_point_flops_per_byte=float(kernel.ridge_point_flops_per_byte),
+    )

@@ -1,0 +1,38 @@
+"""GPU energy of a priced request when the learned regressor does not answer it (the roofline's),
+and a calibration's correction of it."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from service.core.coefficients import CostModelCoefficients
+from service.regressor.runtime import EnergyPrediction
+
+
+def roofline_energy(
+    prefill_gpu_j: float, decode_gpu_j: float, coefficients: CostModelCoefficients
+) -> EnergyPrediction:
+    """The analytical GPU energy [J] with the fitted interval."""
+    interval = coefficients.energy_interval
+    gpu_j = prefill_gpu_j + decode_gpu_j
+    return EnergyPrediction(
+        gpu_j=gpu_j,
+        gpu_j_low=gpu_j * interval.low_ratio,
+        gpu_j_high=gpu_j * interval.high_ratio,
+        prefill_gpu_j=prefill_gpu_j,
+        decode_gpu_j=decode_gpu_j,
+        lower_quantile=interval.lower_quantile,
+        upper_quantile=interval.upper_quantile,
+    )
+
+
+def scaled_energy(energy: EnergyPrediction, factor: float) -> EnergyPrediction:
+    """`energy` with the GPU energy, its bounds and its phase split multiplied by `factor`."""
+    return replace(
+        energy,
+        gpu_j=energy.gpu_j * factor,
+        gpu_j_low=energy.gpu_j_low * factor,
+        gpu_j_high=energy.gpu_j_high * factor,
+        prefill_gpu_j=energy.prefill_gpu_j * factor,
+        decode_gpu_j=energy.decode_gpu_j * factor,
+    )

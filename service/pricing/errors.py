@@ -1,0 +1,17 @@
+"""The cost model's errors as the request's 422s."""
+
+from __future__ import annotations
+
+from service.core.errors import CostModelError, InsufficientMemory, InvalidArchitecture
+from service.errors import FieldError, InvalidRequest
+
+
+def invalid_request(error: CostModelError, *, custom: bool) -> InvalidRequest:
+    """The core's error as a 422 naming the request field at fault."""
+    loc = error.field or "body"
+    if isinstance(error, InvalidArchitecture):
+        loc = f"architecture.{loc}" if custom else "model"
+    extra: dict[str, object] = {"error": type(error).__name__}
+    if isinstance(error, InsufficientMemory):
+        extra["required_gpu_count"] = error.required_gpu_count
+    return InvalidRequest(error.message, errors=[FieldError(loc, error.message)], extra=extra)

@@ -1,0 +1,343 @@
+"""The one pricing function: resolved requests in, response documents out.
+
+`Estimator.price` prices a list of requests (a single request is a list of one): each is
+resolved against the catalogues; requests of one context (model, deployment, engine) go through
+the cost model together in one array evaluation (service.core.estimate.estimate_workloads) and
+the feature encoder; every request goes through the learned regressor in one pass; then each is
+calibrated and written as its quote document. A request that fails (unknown name, invalid input,
+does not fit) comes back as its error, the others are priced as if alone.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+
+from service.calibration import ActiveCalibration
+from service.catalog.coefficients import DEFAULT_ENGINE, load_engine_coefficients
+from service.catalog.facilities import FacilityCatalog, load_facility_catalog
+from service.catalog.gpus import GpuCatalog, load_gpu_catalog
+from service.catalog.models import ModelCatalog, UnknownModel, load_model_catalog
+from service.catalog.regions import RegionCatalog, load_region_catalog
+from service.catalog.servers import ServerCatalog, load_server_catalog
+from service.core.coefficients import CostModelCoefficients
+from service.core.errors import CostModelError
+from service.core.estimate import estimate_workloads
+from service.core.estimates import WorkloadEstimates
+from service.core.results import RequestEstimate
+from service.core.workload import Workload
+from service.db.quote_document import QuoteDocument
+from service.errors import ServiceError
+from service.pricing.document import Calibrated, Latency, quote_document
+from service.pricing.energy import roofline_energy, scaled_energy
+from service.pricing.errors import invalid_request
+from service.regressor.features import Features, workload_features
+from service.regressor.runtime import EnergyPrediction, EnergyRegressor
+from service.resolve import CUSTOM_MODEL_ID, ResolvedRequest, resolve_request
+from service.schemas.estimate_request import EstimateRequest
+from service.schemas.estimate_response import EstimateResponse
+
+logger = logging.getLogger("service.estimator")
+
+# Request contexts (model, hardware, data centre, serving: all but the workload) remembered per
+# process. A gateway quotes the same few deployments over and over with new token counts; past
+# this many contexts the memory is cleared and refilled (a bound, not an eviction policy).
+MAX_CONTEXTS = 4096
+REGRESSOR_FAILED_NOTE = (
+    "the learned regressor failed on this request: energy is the analytical roofline estimate"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class PricedRequest:
+    """An estimate not yet stored: the response document (quote_id None), serialised once,
+    and what to index it by."""
+
+    document: QuoteDocument
+    priced_at: datetime  # the document's created_at until its row is stamped at commit
+    model_version: str
+    calibration_id: str | None
+    model_id: str
+    gpu_id: str
+    gpu_count: int
+
+    @property
+    def response(self) -> EstimateResponse:
+        """The document parsed (for the rare paths and tests that want the fields)."""
+        return EstimateResponse.model_validate_json(self.document.text())
+
+
+@dataclass(slots=True)
+class _Group:
+    """Requests of one context priced together: their positions in the list, resolved inputs,
+    the engine's coefficients, and (once priced) their estimates and features."""
+
+    positions: list[int] = field(default_factory=list)
+    resolved: list[ResolvedRequest] = field(default_factory=list)
+    coefficients: CostModelCoefficients | None = None
+    estimates: WorkloadEstimates | None = None
+    features: Features | None = None
+
+
+def model_version(coefficients: CostModelCoefficients, regressor: EnergyRegressor | None) -> str:
+    """Which estimator answers: the learned regressor over the roofline, or the roofline."""
+    version = coefficients.version
+    roofline = version if version.startswith("roofline") else f"roofline {version}"
+    if regressor is None:
+        return roofline
+    learned = regressor.version
+    if not learned.startswith("energy-gnn"):
+        learned = f"energy-gnn {learned}"
+    return f"{learned}+{roofline}"
+
+
+class Estimator:
+    """Prices requests: latency from the analytical roofline model, GPU energy from the learned
+    regressor when one is loaded (else from the roofline), carbon from the energy."""
+
+    def __init__(
+        self,
+        gpus: GpuCatalog,
+        models: ModelCatalog,
+        regions: RegionCatalog,
+        coefficients: CostModelCoefficients | dict[str, CostModelCoefficients],
+        facilities: FacilityCatalog | None = None,
+        servers: ServerCatalog | None = None,
+        regressor: EnergyRegressor | None = None,
+    ) -> None:
+        self.gpus = gpus
+        self.models = models
+        self.regions = regions
+        self.facilities = facilities or load_facility_catalog()
+        self.servers = servers or load_server_catalog()
+        if not isinstance(coefficients, dict):
+            coefficients = {DEFAULT_ENGINE: coefficients}
+        self.engine_coefficients = coefficients
+        self.coefficients = coefficients[DEFAULT_ENGINE]
+        self.regressor = regressor
+        self.model_version = model_version(self.coefficients, regressor)
+        self._contexts: dict[str, ResolvedRequest] = {}
+
+    @classmethod
+    def from_catalogues(cls, regressor: EnergyRegressor | None = None) -> Estimator:
+        """An estimator over the packaged catalogues, fitted coefficients and (if given) the
+        learned energy regressor."""
+        return cls(
+            load_gpu_catalog(),
+            load_model_catalog(),
+            load_region_catalog(),
+            load_engine_coefficients(),
+            regressor=regressor,
+        )
+
+    def estimate(
+        self,
+        request: EstimateRequest,
+        *,
+        verbose: bool = False,
+        calibration: ActiveCalibration | None = None,
+    ) -> PricedRequest:
+        """`price` of one request; raises its InvalidRequest (or UnknownName)."""
+        (result,) = self.price([request], verbose=verbose, calibration=calibration)
+        if isinstance(result, ServiceError):
+            raise result
+        return result
+
+    def price(
+        self,
+        requests: Sequence[EstimateRequest],
+        *,
+        verbose: bool = False,
+        calibration: ActiveCalibration | None = None,
+    ) -> list[PricedRequest | ServiceError]:
+        """Each request's quote document, or its error, in order (see the module doc).
+
+        `calibration` (the caller's current one) scales the GPU energy and its bounds by its
+        factor for the request's GPU and model family, if it corrects this model version."""
+        results: list[PricedRequest | ServiceError | None] = [None] * len(requests)
+        groups = self._groups(requests, results)
+        for group in groups:
+            self._estimate(group, requests, results)
+        priced = [g for g in groups if g.estimates is not None and g.estimates.positions]
+        energies = self._energies(priced)
+        if calibration is not None and calibration.model_version != self.model_version:
+            calibration = None
+        priced_at = datetime.now(UTC)
+        for group, energy in zip(priced, energies, strict=True):
+            estimates = group.estimates
+            assert estimates is not None
+            phase_s = estimates.phase_s.T.tolist()
+            for j, position in enumerate(estimates.positions):
+                index = group.positions[position]
+                if results[index] is not None:  # priced, then found not to fit in memory
+                    continue
+                resolved = group.resolved[position]
+                prefill_s, decode_s = phase_s[j]
+                steps = resolved.workload.output_tokens - 1
+                latency = Latency(
+                    prefill_s,
+                    decode_s,
+                    decode_s / steps if steps else 0.0,
+                    prefill_s + decode_s,
+                    estimates.gpu_count,
+                    resolved.workload.batch_size,
+                    estimates.warnings,
+                )
+                breakdown = estimates.item(j) if verbose else None
+                results[index] = self._priced(
+                    resolved, latency, energy[j], breakdown, calibration, priced_at
+                )
+        return [_done(result) for result in results]
+
+    def resolve(self, request: EstimateRequest) -> ResolvedRequest:
+        """`resolve_request`, answered from memory for a context seen before: resolution
+        depends on everything but the workload (and the metadata, which it ignores), and the
+        workload is taken from `request` every time. Raises what resolve_request raises."""
+        key = request.model_dump_json(exclude={"workload", "metadata"}, exclude_unset=True)
+        known = self._contexts.get(key)
+        if known is None:
+            known = resolve_request(
+                request, self.gpus, self.models, self.regions, self.facilities, self.servers
+            )
+            if len(self._contexts) >= MAX_CONTEXTS:
+                self._contexts.clear()
+            self._contexts[key] = known
+        workload = request.workload
+        return replace(
+            known,
+            workload=Workload(workload.batch_size, workload.prompt_tokens, workload.output_tokens),
+            notes=list(known.notes),
+            defaulted=dict(known.defaulted),
+        )
+
+    def family_of(self, resolved: ResolvedRequest) -> str:
+        """The model family a calibration segments by ("custom" for a custom architecture)."""
+        return self.model_family(CUSTOM_MODEL_ID if resolved.is_custom else resolved.model_id)
+
+    def model_family(self, model_id: str) -> str:
+        """The catalogue family of `model_id`; "custom" when it is not in the catalogue."""
+        try:
+            return self.models.get(model_id).family
+        except UnknownModel:
+            return CUSTOM_MODEL_ID
+
+    def _groups(
+        self,
+        requests: Sequence[EstimateRequest],
+        results: list[PricedRequest | ServiceError | None],
+    ) -> list[_Group]:
+        """The requests that resolve, grouped by context; the others' errors in `results`."""
+        groups: dict[object, _Group] = {}
+        for index, request in enumerate(requests):
+            try:
+                resolved = self.resolve(request)
+            except CostModelError as error:
+                results[index] = invalid_request(error, custom=request.architecture is not None)
+                continue
+            except ServiceError as error:
+                results[index] = error
+                continue
+            key = (resolved.architecture, resolved.deployment, resolved.engine)
+            group = groups.setdefault(key, _Group())
+            group.positions.append(index)
+            group.resolved.append(resolved)
+        return list(groups.values())
+
+    def _estimate(
+        self,
+        group: _Group,
+        requests: Sequence[EstimateRequest],
+        results: list[PricedRequest | ServiceError | None],
+    ) -> None:
+        """The group's analytical estimates (errors of single workloads in `results`)."""
+        first = group.resolved[0]
+        custom = requests[group.positions[0]].architecture is not None
+        coefficients = self.engine_coefficients.get(first.engine, self.coefficients)
+        group.coefficients = coefficients
+        try:
+            estimates, errors = estimate_workloads(
+                first.architecture,
+                [r.workload for r in group.resolved],
+                first.deployment,
+                coefficients,
+            )
+        except CostModelError as error:  # the model or layout fails for every request
+            refused = invalid_request(error, custom=custom)
+            for index in group.positions:
+                results[index] = refused
+            return
+        for position, workload_error in errors.items():
+            results[group.positions[position]] = invalid_request(workload_error, custom=custom)
+        group.estimates = estimates
+
+    def _energies(self, groups: list[_Group]) -> list[list[EnergyPrediction]]:
+        """Each group's priced requests' GPU energies: the regressor's (one pass for all
+        groups) or, without one or if it fails, the roofline's."""
+        if self.regressor is not None and groups:
+            try:
+                features = []
+                for group in groups:
+                    assert group.estimates is not None
+                    first = group.resolved[0]
+                    group.features = workload_features(
+                        first.architecture, first.deployment, group.estimates
+                    )
+                    features.append(group.features)
+                return self.regressor.predict(features)
+            except Exception:  # a bug, never an input error: the roofline priced these inputs
+                logger.exception("learned regressor failed; answering with the roofline energy")
+                for group in groups:
+                    for resolved in group.resolved:
+                        resolved.notes.append(REGRESSOR_FAILED_NOTE)
+        energies = []
+        for group in groups:
+            assert group.estimates is not None and group.coefficients is not None
+            coefficients = group.coefficients
+            energies.append(
+                [
+                    roofline_energy(prefill_j, decode_j, coefficients)
+                    for prefill_j, decode_j in group.estimates.phase_gpu_j.T.tolist()
+                ]
+            )
+        return energies
+
+    def _priced(
+        self,
+        resolved: ResolvedRequest,
+        latency: Latency,
+        energy: EnergyPrediction,
+        breakdown: RequestEstimate | None,
+        calibration: ActiveCalibration | None,
+        priced_at: datetime,
+    ) -> PricedRequest:
+        """The priced request: calibration applied, its document written."""
+        factor = 1.0
+        if calibration is not None:
+            factor = calibration.corrections.factor_for(resolved.gpu.id, self.family_of(resolved))
+            energy = scaled_energy(energy, factor)
+        calibration_id = calibration.calibration_id if calibration else None
+        document = quote_document(
+            self.model_version,
+            resolved,
+            latency,
+            energy,
+            breakdown,
+            Calibrated(calibration_id, factor),
+            priced_at,
+        )
+        return PricedRequest(
+            document,
+            priced_at,
+            self.model_version,
+            calibration_id,
+            resolved.model_id,
+            resolved.gpu.id,
+            resolved.deployment.gpu_count,
+        )
+
+
+def _done(result: PricedRequest | ServiceError | None) -> PricedRequest | ServiceError:
+    assert result is not None  # every request is priced or failed above
+    return result
