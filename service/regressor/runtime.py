@@ -97,7 +97,7 @@ class EnergyRegressor:
             raise RegressorLoadError(
                 f"{metadata_path}: feature spec sha256 {metadata.get('feature_spec_sha256')!r} "
                 f"does not match this code's {expected!r}; retrain with "
-                "`python -m service.training.train`"
+                "`python -m offline.training.train`"
             )
         if feature_spec_sha256(metadata.get("feature_spec")) != expected:
             raise RegressorLoadError(

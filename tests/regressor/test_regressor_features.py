@@ -6,10 +6,11 @@ import numpy as np
 import pytest
 from regressor_support import measurements, request_inputs
 
+from offline.fitting.datasets import EnergyMeasurement
+from offline.training.dataset import training_row
 from service.catalog import load_engine_coefficients
 from service.core.estimate import estimate_request
 from service.core.workload import Workload
-from service.fitting.datasets import EnergyMeasurement
 from service.regressor.features import (
     GLOBAL_FEATURES,
     NODE_PHASE_FEATURES,
@@ -18,7 +19,6 @@ from service.regressor.features import (
     feature_spec_sha256,
     request_features,
 )
-from service.training.dataset import training_row
 
 ROWS = measurements()
 

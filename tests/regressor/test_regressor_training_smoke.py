@@ -14,9 +14,9 @@ pytest.importorskip("onnx")
 if not DATA_DIR.is_dir():
     pytest.skip(f"measured data not present at {DATA_DIR}", allow_module_level=True)
 
+from offline.training.train import main
 from service.catalog import load_engine_coefficients
 from service.regressor.runtime import EnergyRegressor
-from service.training.train import main
 
 
 @pytest.mark.slow
