@@ -9,7 +9,8 @@ COPY service ./service
 RUN /opt/venv/bin/pip install .
 
 # Runtime stage: the venv, the migrations, the regressor model, and a non-root user. The service is run from /app
-# (PYTHONPATH) so that `service.db.migrate` finds alembic.ini and migrations/ beside it.
+# (PYTHONPATH) so that `service.db.migrate` finds alembic.ini and migrations/ beside it. Only the runtime
+# package `service` is copied, here and in the build stage: the offline tools (`offline/`) stay out of the image.
 FROM python:3.11-slim-bookworm AS runtime
 ENV PATH=/opt/venv/bin:$PATH PYTHONPATH=/app PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 RUN useradd --create-home --uid 10001 quotes

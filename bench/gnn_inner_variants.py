@@ -1,11 +1,11 @@
-"""Inner leave-one-family-out validation (as `python -m service.training.inner_cv`) that keeps
+"""Inner leave-one-family-out validation (as `python -m offline.training.inner_cv`) that keeps
 every ensemble member's prediction, so that ways of aggregating the members (mean or median of
 the log corrections) are scored on the very same trained ensembles, and writes them to an .npz.
 
     python bench/gnn_inner_variants.py --data ../shared/data --set huber_delta=0.03 \
         --out /tmp/inner_delta003.npz
 
-The training configuration defaults to the final model's (`service.training.train.DEFAULTS`:
+The training configuration defaults to the final model's (`offline.training.train.DEFAULTS`:
 correction penalty 0.3, 10 members); `--set field=value` changes it. The per-fold folds (cost
 model refitted without each outer family) are cached in `--folds-cache` to save the refits
 between runs. `--summarise A.npz B.npz ...` prints the per-aggregation scores of earlier runs.
@@ -24,13 +24,13 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from service.fitting.datasets import DEFAULT_DATA_DIR
-from service.training.dataset import TrainingRow, load_training_rows
-from service.training.fit import tensors, train_ensemble
-from service.training.folds import refitted_coefficients
-from service.training.inner_cv import _parse
-from service.training.train import CHOSEN, DEFAULTS, load_priors
-from service.training.validation import Folds
+from offline.fitting.datasets import DEFAULT_DATA_DIR
+from offline.training.dataset import TrainingRow, load_training_rows
+from offline.training.fit import tensors, train_ensemble
+from offline.training.folds import refitted_coefficients
+from offline.training.inner_cv import _parse
+from offline.training.train import CHOSEN, DEFAULTS, load_priors
+from offline.training.validation import Folds
 
 logger = logging.getLogger("bench.gnn_inner_variants")
 FloatArray = npt.NDArray[np.float64]

@@ -15,7 +15,7 @@ cycle ``kernel_s / (kernel_s + host_s)``: here the fraction becomes
 ``min(1, host_per_sequence * duty)``, fitted in each fold without the held-out family exactly as
 `fit_without` (its upper bound raised from 1 to 4 so the product can reach the same range).
 
-Both the fold refits (`service.fitting.end_to_end._phase_energy_j`) and, with ``--gnn``, the
+Both the fold refits (`offline.fitting.end_to_end._phase_energy_j`) and, with ``--gnn``, the
 regressor's training rows (the analytical estimate it corrects) are patched in-process; the
 regressor's design, hyperparameters and per-fold penalties are those of energy-gnn 2026.11.8.
 With ``--gnn`` only the chosen design and its two seed-noise rows are trained, and the
@@ -33,14 +33,14 @@ from typing import Any
 
 import numpy as np
 
-import service.fitting.cross_validation as cross_validation
-import service.fitting.end_to_end as end_to_end
-import service.training.dataset as dataset
-import service.training.train as train
+import offline.fitting.cross_validation as cross_validation
+import offline.fitting.end_to_end as end_to_end
+import offline.training.dataset as dataset
+import offline.training.train as train
+from offline.fitting.datasets import DEFAULT_DATA_DIR
+from offline.fitting.end_to_end import predicted_per_sequence_j
+from offline.fitting.family_folds import FoldData, fit_without
 from service.core.host_overhead import per_sequence_s
-from service.fitting.datasets import DEFAULT_DATA_DIR
-from service.fitting.end_to_end import predicted_per_sequence_j
-from service.fitting.family_folds import FoldData, fit_without
 
 ENGINE = "vllm-v0"
 UPPER_FRACTION = 4.0

@@ -6,7 +6,7 @@ newer half is compared before and after.
     python bench/recalibration_report.py --data ../shared/data
 
 For each of the 7 model families of ML.ENERGY: an ensemble is trained exactly as the shipped one
-(`service.training.train`'s design and settings) on every other family's rows, exported to ONNX
+(`offline.training.train`'s design and settings) on every other family's rows, exported to ONNX
 with its metadata in a temporary folder, and loaded by `create_app` through the normal settings
 (`onnx_model_path`, `onnx_metadata_path`; a fresh SQLite database, the open dev mode), run
 in-process with the TestClient. The family's rows, in a fixed random order (the data carry no
@@ -36,18 +36,18 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.recalibration_text import errors, plot_families, report  # noqa: E402
+from offline.fitting.datasets import DEFAULT_DATA_DIR, EnergyMeasurement, load_mlenergy  # noqa: E402
+from offline.fitting.request_inputs import ENGINE_OF_SOURCE, mlenergy_parallelism  # noqa: E402
+from offline.training.dataset import TrainingRow, load_training_rows  # noqa: E402
+from offline.training.export import onnx_bytes  # noqa: E402
+from offline.training.fit import TrainConfig, train_ensemble  # noqa: E402
+from offline.training.train import CHOSEN, DEFAULTS, VERSION, fold_penalty, load_priors  # noqa: E402
+from offline.training.validation import Priors  # noqa: E402
 from service.config import Settings  # noqa: E402
 from service.db import migrate  # noqa: E402
-from service.fitting.datasets import DEFAULT_DATA_DIR, EnergyMeasurement, load_mlenergy  # noqa: E402
-from service.fitting.request_inputs import ENGINE_OF_SOURCE, mlenergy_parallelism  # noqa: E402
 from service.main import create_app  # noqa: E402
 from service.regressor.features import feature_spec, feature_spec_sha256  # noqa: E402
 from service.regressor.runtime import sha256_bytes  # noqa: E402
-from service.training.dataset import TrainingRow, load_training_rows  # noqa: E402
-from service.training.export import onnx_bytes  # noqa: E402
-from service.training.fit import TrainConfig, train_ensemble  # noqa: E402
-from service.training.train import CHOSEN, DEFAULTS, VERSION, fold_penalty, load_priors  # noqa: E402
-from service.training.validation import Priors  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "recalibration.md"
 SEED = 20261122
@@ -56,7 +56,7 @@ MEASURED_AT = "2026-11-22T00:00:00Z"
 
 
 def request_body(m: EnergyMeasurement) -> dict[str, Any]:
-    """The estimate request of one measured row (the mapping of service.fitting.request_inputs)."""
+    """The estimate request of one measured row (the mapping of offline.fitting.request_inputs)."""
     par = mlenergy_parallelism(m)
     weights = m.weights_precision
     return {

@@ -35,19 +35,19 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-import service.fitting.cross_validation as cross_validation
-import service.fitting.end_to_end as end_to_end
-from service.fitting.datasets import DEFAULT_DATA_DIR, EnergyMeasurement
-from service.fitting.datasets_common import read_rows
-from service.fitting.end_to_end import (
+import offline.fitting.cross_validation as cross_validation
+import offline.fitting.end_to_end as end_to_end
+from offline.fitting.datasets import DEFAULT_DATA_DIR, EnergyMeasurement
+from offline.fitting.datasets_common import read_rows
+from offline.fitting.end_to_end import (
     EndToEndRow,
     Overheads,
     predicted_per_sequence_j,
     predicted_prefill_s,
     predicted_tpot_s,
 )
-from service.fitting.energy_leaderboard import MLENERGY_V2_CSV
-from service.fitting.family_folds import FoldData, fit_without
+from offline.fitting.energy_leaderboard import MLENERGY_V2_CSV
+from offline.fitting.family_folds import FoldData, fit_without
 
 FAMILIES = ("gemma", "gpt-oss", "llama", "mistral", "phi", "qwen", "starcoder")
 VARIANTS = ("base", "lead", "tpot_ss", "total")

@@ -1,7 +1,7 @@
 """Achievable-fraction efficiencies, overheads and power coefficients of the cost model.
 
 The values the service uses are fitted on public measurements by
-``python -m service.fitting.fit_cost_model`` and stored with their provenance in
+``python -m offline.fitting.fit_cost_model`` and stored with their provenance in
 ``service/catalog/data/cost_model_coefficients.json``; this module only defines their shape.
 """
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import numpy.typing as npt
@@ -24,7 +25,7 @@ from service.core.kernel_table import KernelTable
 from service.core.phase import PhaseArrays, phase_arrays
 from service.core.plan import CostPlan
 from service.core.results import MemoryFootprint, Phase, PhaseCost, RequestEstimate
-from service.core.terms import workload_terms
+from service.core.terms import WorkloadTerms, workload_terms
 from service.core.workload import Deployment, Workload
 
 FloatArray = npt.NDArray[np.float64]
@@ -44,7 +45,7 @@ class SummedCounts:
         return self.plan.count_totals(self.basis_sum, self.padded_sum)
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(frozen=True, eq=False)
 class WorkloadEstimates:
     """Estimates of N workloads of one model on one deployment, as arrays ([2, N]: prefill and
     decode; [2, N, kernels] per kernel); `item(j)` is the j-th as a RequestEstimate.
@@ -55,7 +56,7 @@ class WorkloadEstimates:
         overhead_s: host-side part of phase_s [s].
         kernel_s, kernel_gpu_j: the kernels' part of phase_s and phase_gpu_j.
         arrays: per-kernel totals of each phase.
-        basis_sum, padded_sum: [2, N, BASIS] terms summed over each phase's executions.
+        terms: the workloads' basis terms (summed over executions when counts are asked for).
         kv_cache_bytes: [N] KV cache per GPU at the longest [B].
     """
 
@@ -68,8 +69,7 @@ class WorkloadEstimates:
     kernel_s: FloatArray
     kernel_gpu_j: FloatArray
     arrays: PhaseArrays
-    basis_sum: FloatArray
-    padded_sum: FloatArray
+    terms: WorkloadTerms
     kv_cache_bytes: FloatArray
     gpu_count: int
     capacity_bytes_per_gpu: float
@@ -81,9 +81,15 @@ class WorkloadEstimates:
         result: FloatArray = self.phase_gpu_j.sum(axis=0)
         return result
 
+    @cached_property
+    def _phase_sums(self) -> tuple[FloatArray, FloatArray]:
+        """[2, N, BASIS] terms summed over each phase's executions: (real, padded rows). Only
+        counts need them (features, the verbose breakdown), so they are summed on demand."""
+        return self.terms.phase_sums(self.plan.arch.sliding_window_tokens)
+
     def totals(self) -> FloatArray:
         """[2, N, kernels, WORK_FIELDS] counts summed over executions and all GPUs."""
-        return self.plan.count_totals(self.basis_sum, self.padded_sum)
+        return self.plan.count_totals(*self._phase_sums)
 
     def memory(self, j: int) -> MemoryFootprint:
         return MemoryFootprint(
@@ -122,6 +128,7 @@ class WorkloadEstimates:
 
     def _table(self, p: int, j: int) -> KernelTable:
         plan, arrays = self.plan, self.arrays
+        basis_sum, padded_sum = self._phase_sums
         return KernelTable(
             phase=_PHASES[p],
             nodes=plan.nodes,
@@ -135,7 +142,7 @@ class WorkloadEstimates:
             network_s=arrays.network_s[p, j],
             compute_key=plan.compute_key,
             gpu=plan.gpu,
-            counts=SummedCounts(plan, self.basis_sum[p, j], self.padded_sum[p, j]),
+            counts=SummedCounts(plan, basis_sum[p, j], padded_sum[p, j]),
         )
 
 
@@ -165,7 +172,6 @@ def price_workloads(
     )
     launch = (roofline.kernel_launch_s, roofline.decode_kernel_launch_s)
     arrays = phase_arrays(plan, terms, launch, coefficients.power)
-    basis_sum, padded_sum = terms.phase_sums(arch.sliding_window_tokens)
     kernel_s = arrays.time_s.sum(axis=2)  # [2, N]
     kernel_j = arrays.gpu_j.sum(axis=2)
     gpu, held = deployment.gpu, deployment.gpu_count
@@ -190,8 +196,7 @@ def price_workloads(
         kernel_s=kernel_s,
         kernel_gpu_j=kernel_j,
         arrays=arrays,
-        basis_sum=basis_sum,
-        padded_sum=padded_sum,
+        terms=terms,
         kv_cache_bytes=kv_cache_bytes_many(
             plan, batch, prompt + output, deployment.parallelism.pipeline
         ),

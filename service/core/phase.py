@@ -9,6 +9,7 @@ envelope (service.core.envelope), for all workloads in the same array operations
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 import numpy.typing as npt
@@ -49,10 +50,11 @@ def phase_arrays(
     # Link-busy time only: collective step latency is in time_s, not in the power share.
     latency = both @ plan.latency_seconds.T  # [2, N, K]
     network_s = (unit[..., 4] - latency) * scale
-    for i in plan.attention:
-        seconds = _decode_attention_s(plan, i, terms, unit[1, :, i, :], launch_s[1])
+    if plan.attention:
+        index = np.array(plan.attention)
+        seconds = _decode_attention_s(plan, terms, unit[1], launch_s[1]) * plan.layers[index]
         for array, value in zip((time_s, compute_s, memory_s, network_s), seconds, strict=True):
-            array[1, :, i] = value * plan.layers[i]
+            array[1][:, index] = value
     share = power.compute * compute_s + power.memory * memory_s + power.network * network_s
     gpu, group = plan.gpu, plan.shapes.group
     # Utilisation-weighted dynamic power, capped so no kernel draws more than TDP.
@@ -61,27 +63,57 @@ def phase_arrays(
 
 
 def _decode_attention_s(
-    plan: CostPlan, i: int, terms: WorkloadTerms, intercepts: FloatArray, launch_s: float
-) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
-    """[N] (time, compute, memory, network) seconds of attention kernel `i` over decode, per
-    layer. `intercepts` [N, units]: one step's unit times without the context's part."""
-    per_key = np.array(plan.seconds_per_context_key[i])  # [units] s per sequence and key
-    slopes = terms.batch[:, None] * per_key
-    sliding = plan.nodes[i].operand == "sliding"
-    window = plan.arch.sliding_window_tokens if sliding else None
-    first, last = terms.first, terms.last
-    pieces = [(intercepts, slopes, first, last)]
-    if window is not None:  # beyond the window the context stops growing
-        flat = intercepts + window * slopes
-        pieces = [
-            (intercepts, slopes, first, np.minimum(last, window)),
-            (flat, np.zeros_like(slopes), np.maximum(first, window + 1.0), last),
-        ]
-    time_s = compute_s = memory_s = network_s = np.zeros_like(first)
-    for a, b, lo, hi in pieces:
-        count = np.maximum(hi - lo + 1.0, 0.0)
-        time_s = time_s + sum_max_affine_many(a, b, lo, hi) + launch_s * count
-        compute_s = compute_s + sum_max_affine_many(a[:, :3], b[:, :3], lo, hi)
-        memory_s = memory_s + sum_affine_many(a[:, 3], b[:, 3], lo, hi)
-        network_s = network_s + sum_affine_many(a[:, 4], b[:, 4], lo, hi)
-    return time_s, compute_s, memory_s, network_s
+    plan: CostPlan, terms: WorkloadTerms, decode_unit: FloatArray, launch_s: float
+) -> FloatArray:
+    """[4, N, attention kernels] (time, compute, memory, network) seconds of each attention
+    kernel over decode, per layer, all in the same few array operations.
+
+    `decode_unit` [N, kernels, units]: one decode step's unit times without the context's
+    part. A unit's time at context c is that plus c times its seconds per key; a sliding
+    kernel's context stops growing at the window, so its range is cut there into a growing
+    piece and a flat one (a full-attention kernel's flat piece is empty)."""
+    index, per_key, sliding = _attention_lines(plan)
+    a = decode_unit[:, index, :]  # [N, A, units]
+    b = terms.batch[:, None, None] * per_key
+    n, kernels = a.shape[0], a.shape[1]
+    first, last = terms.first[:, None], terms.last[:, None]  # [N, 1]
+    window = float(plan.arch.sliding_window_tokens or 0)
+    cap = np.where(sliding, window, last)  # [N, A]
+    # Rows per kernel: the growing piece's time, the flat piece's time, then the same two for
+    # the compute limb. The time is the top of all five units' lines, the compute limb the top
+    # of the first three (the first line repeated to keep five: it does not move the top).
+    lines_a = np.empty((n, kernels, 4, 5))
+    lines_b = np.empty((n, kernels, 4, 5))
+    lines_a[:, :, 0] = a
+    lines_a[:, :, 1] = a + cap[..., None] * b
+    lines_b[:, :, 0] = b
+    lines_b[:, :, 1] = 0.0
+    for lines in (lines_a, lines_b):
+        lines[:, :, 2:] = lines[:, :, :2][..., [0, 1, 2, 0, 0]]
+    lo = np.empty((n, kernels, 4))
+    hi = np.empty((n, kernels, 4))
+    lo[..., 0], lo[..., 1] = first, np.maximum(first, cap + 1.0)
+    hi[..., 0], hi[..., 1] = np.minimum(last, cap), last
+    lo[..., 2:], hi[..., 2:] = lo[..., :2], hi[..., :2]
+    tops = sum_max_affine_many(
+        lines_a.reshape(-1, 5), lines_b.reshape(-1, 5), lo.ravel(), hi.ravel()
+    ).reshape(n, kernels, 4)
+    count = np.maximum(hi[..., :2] - lo[..., :2] + 1.0, 0.0)
+    limbs = sum_affine_many(
+        lines_a[:, :, :2, 3:], lines_b[:, :, :2, 3:], lo[..., :2, None], hi[..., :2, None]
+    ).sum(axis=2)  # [N, A, (memory, network)]
+    seconds = np.empty((4, n, kernels))
+    seconds[0] = tops[..., :2].sum(axis=2) + launch_s * count.sum(axis=2)
+    seconds[1] = tops[..., 2:].sum(axis=2)
+    seconds[2], seconds[3] = limbs[..., 0], limbs[..., 1]
+    return seconds
+
+
+@lru_cache(maxsize=256)
+def _attention_lines(plan: CostPlan) -> tuple[npt.NDArray[np.intp], FloatArray, FloatArray]:
+    """The plan's attention kernels: their indices, each unit's seconds per sequence and
+    context key [A, units], and whether each attends over the sliding window [A]."""
+    index = np.array(plan.attention, dtype=np.intp)
+    per_key = np.array([plan.seconds_per_context_key[i] for i in plan.attention])
+    sliding = np.array([plan.nodes[i].operand == "sliding" for i in plan.attention])
+    return index, per_key, sliding

@@ -18,8 +18,8 @@ from service.db.models import Quote, QuoteRow, StoredFactorSet
 from service.db.quote_document import QuoteDocument
 from service.db.quote_store import DuplicateIdempotencyKey, QuoteStore, Saved, StoreFailed
 from service.db.repositories import stored_response
-from service.pricing.estimator import Estimator
 from service.ids import new_quote_id
+from service.pricing.estimator import Estimator
 from service.schemas.estimate_request import EXAMPLE_REQUEST, EstimateRequest
 
 

@@ -2,7 +2,8 @@
 
 No Docker engine runs where the tests do, so the Dockerfile is checked as text: the runtime
 stage must copy what `service` loads from beside itself (migrations, alembic.ini, the ONNX
-model) and the compose file must wire the service to PostgreSQL after the migrations.
+model), no stage may copy the offline tools (`offline/`), and the compose file must wire the
+service to PostgreSQL after the migrations.
 """
 
 from __future__ import annotations
@@ -23,12 +24,38 @@ def runtime_stage_copies() -> set[str]:
     return set(copies)
 
 
+def copy_sources_of_every_stage() -> list[str]:
+    """Every source of every COPY from the build context, in all stages (not COPY --from)."""
+    sources: list[str] = []
+    for line in (REPO / "Dockerfile").read_text().splitlines():
+        words = line.split()
+        if not words or words[0] != "COPY":
+            continue
+        arguments = words[1:]
+        if any(word.startswith("--from") for word in arguments):
+            continue
+        paths = [word for word in arguments if not word.startswith("--")]
+        sources.extend(paths[:-1])  # the last path is the destination
+    return sources
+
+
 def test_runtime_stage_copies_what_the_service_reads_beside_itself() -> None:
     copied = runtime_stage_copies()
     assert {"service", "migrations", "alembic.ini", "models"} <= copied
     # The regressor is looked up relative to the package, i.e. /app/models in the image.
     assert DEFAULT_MODEL_PATH.parent.name == "models" and DEFAULT_MODEL_PATH.is_file()
     assert DEFAULT_METADATA_PATH.is_file()
+
+
+def test_no_stage_copies_the_offline_tools() -> None:
+    sources = copy_sources_of_every_stage()
+    assert "service" in sources and "models" in sources  # the parser sees the real COPY lines
+    for source in sources:
+        path = Path(source.rstrip("/")).parts
+        # neither offline/ itself nor the whole context (".", "*"), which would carry it along
+        assert path and path[0] not in {"offline", ".", "*"}, source
+    dockerignore = (REPO / ".dockerignore").read_text().splitlines()
+    assert "offline" in {line.strip().rstrip("/") for line in dockerignore}
 
 
 def test_runtime_stage_runs_as_non_root_with_a_healthcheck() -> None:

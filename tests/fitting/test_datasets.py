@@ -11,7 +11,7 @@ DATA_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 if not DATA_DIR.is_dir():
     pytest.skip(f"measured data not present at {DATA_DIR}", allow_module_level=True)
 
-from service.fitting.datasets import (  # noqa: E402  (import only once the data is known present)
+from offline.fitting.datasets import (  # noqa: E402  (import only once the data is known present)
     KNOWN_GPU_IDS,
     CollectiveTimeMeasurement,
     EnergyMeasurement,

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from service.catalog import load_gpu_catalog, load_model_catalog
-from service.catalog.coefficients import COEFFICIENTS_PATH, ENGINE_DESCRIPTIONS
-from service.fitting.energy_leaderboard import (
+from offline.fitting.energy_leaderboard import (
     PROMPT_TOKENS_BY_TASK,
     EnergyMeasurement,
     MlEnergySource,
 )
-from service.fitting.request_inputs import ENGINE_OF_SOURCE, SPLITWISE_HARNESS, mlenergy_inputs
+from offline.fitting.request_inputs import ENGINE_OF_SOURCE, SPLITWISE_HARNESS, mlenergy_inputs
+from service.catalog import load_gpu_catalog, load_model_catalog
+from service.catalog.coefficients import COEFFICIENTS_PATH, ENGINE_DESCRIPTIONS
 
 DATA_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 V3_CSV = DATA_DIR / "mlenergy-v3-h100" / "mlenergy_v3_h100_text.csv"

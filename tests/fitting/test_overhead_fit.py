@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from test_power_fit import _row
 
-from service.fitting.end_to_end import (
+from offline.fitting.end_to_end import (
     EndToEndRow,
     fit_overheads,
     predicted_per_sequence_j,

@@ -8,13 +8,13 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from offline.fitting.cross_validation import _fit_power_per_engine
+from offline.fitting.end_to_end import EndToEndRow, Overheads, PhaseArrays, predicted_per_sequence_j
 from service.catalog.coefficients import (
     HOST_OVERHEAD_POWER,
     HOST_PER_SEQUENCE_POWER,
     engine_coefficients_from_document,
 )
-from service.fitting.cross_validation import _fit_power_per_engine
-from service.fitting.end_to_end import EndToEndRow, Overheads, PhaseArrays, predicted_per_sequence_j
 
 OVERHEADS: dict[str, Overheads] = {
     "vllm-v0": (0.02, 0.01, 2e-4, 2e-5, 8e-3),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from service.fitting.residuals import Line, summary
+from offline.fitting.residuals import Line, summary
 
 
 def _line(tensor: int, predicted_j: float, predicted_w: float) -> Line:

@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
+from offline.measure.__main__ import EXIT_BAD_PLAN, EXIT_NO_GPU, main
+from offline.measure.plan import InvalidPlan, PlannedConfiguration, read_plan
+from offline.measure.run import run_plan
+from offline.measure.stability import StabilityRule, measure_phase
+from offline.measure.workload import PhaseRunners, build_runners
+from offline.sampling.plan import PLAN_FORMAT
 from service.catalog.models import load_model_catalog
-from service.measure.__main__ import EXIT_BAD_PLAN, EXIT_NO_GPU, main
-from service.measure.plan import InvalidPlan, PlannedConfiguration, read_plan
-from service.measure.run import run_plan
-from service.measure.stability import StabilityRule, measure_phase
-from service.measure.workload import PhaseRunners, build_runners
-from service.sampling.plan import PLAN_FORMAT
 from service.schemas.estimate_request import EstimateRequest
 from service.schemas.quotes import ObservationIn
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from offline.fitting.datasets import EnergyMeasurement
+from offline.fitting.request_inputs import RequestInputs, mlenergy_inputs
+from offline.training.dataset import TrainingRow, training_row
 from service.catalog import load_engine_coefficients, load_gpu_catalog, load_model_catalog
-from service.fitting.datasets import EnergyMeasurement
-from service.fitting.request_inputs import RequestInputs, mlenergy_inputs
-from service.training.dataset import TrainingRow, training_row
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL_PATH = ROOT / "models" / "energy_gnn.onnx"

@@ -6,19 +6,19 @@ import numpy as np
 import pytest
 from regressor_support import measurements, request_inputs
 
+from offline.fitting.datasets import EnergyMeasurement
+from offline.training.dataset import training_row
 from service.catalog import load_engine_coefficients
-from service.core.estimate import estimate_request
+from service.core.estimate import estimate_request, estimate_workloads
 from service.core.workload import Workload
-from service.fitting.datasets import EnergyMeasurement
-from service.regressor.features import (
+from service.regressor.feature_spec import (
     GLOBAL_FEATURES,
     NODE_PHASE_FEATURES,
     NODE_STATIC_FEATURES,
     feature_spec,
     feature_spec_sha256,
-    request_features,
 )
-from service.training.dataset import training_row
+from service.regressor.features import request_features, workload_features
 
 ROWS = measurements()
 
@@ -28,13 +28,11 @@ def test_training_and_serving_encode_a_request_identically(m: EnergyMeasurement)
     inputs = request_inputs(m)
     coefficients = load_engine_coefficients()[inputs.engine]
     trained_on = training_row(m, inputs, coefficients).features
-    # Serving: the estimator has the analytical estimate already (check_memory as it prices).
-    estimate = estimate_request(
-        inputs.arch, inputs.workload, inputs.deployment, coefficients, check_memory=False
+    # Serving: the estimator encodes a request from the estimates of its group (here, alone).
+    estimates, _ = estimate_workloads(
+        inputs.arch, [inputs.workload], inputs.deployment, coefficients, check_memory=False
     )
-    served = request_features(
-        inputs.arch, inputs.workload, inputs.deployment, coefficients, estimate
-    )
+    served = workload_features(inputs.arch, inputs.deployment, estimates).item(0)
     recomputed = request_features(inputs.arch, inputs.workload, inputs.deployment, coefficients)
     for other in (served, recomputed):
         for name in ("node_x", "adjacency", "global_x", "log_analytical_j"):
@@ -87,7 +85,7 @@ def test_node_features_are_the_kernel_tables_columns() -> None:
     estimate = estimate_request(
         inputs.arch, inputs.workload, inputs.deployment, coefficients, check_memory=False
     )
-    f = request_features(inputs.arch, inputs.workload, inputs.deployment, coefficients, estimate)
+    f = request_features(inputs.arch, inputs.workload, inputs.deployment, coefficients)
     static = len(NODE_STATIC_FEATURES)
     for phase, table in enumerate((estimate.prefill.table, estimate.decode.table)):
         block = f.node_x[:, static + phase * len(NODE_PHASE_FEATURES) :]

@@ -9,8 +9,8 @@ from regressor_support import training_rows
 torch = pytest.importorskip("torch")
 pytest.importorskip("onnx")
 
-from service.training.export import MAX_ABS_DIFFERENCE, max_abs_difference, onnx_bytes  # noqa: E402
-from service.training.fit import TrainConfig, Variant, train_ensemble  # noqa: E402
+from offline.training.export import MAX_ABS_DIFFERENCE, max_abs_difference, onnx_bytes  # noqa: E402
+from offline.training.fit import TrainConfig, Variant, train_ensemble  # noqa: E402
 
 
 def test_onnx_matches_torch_on_held_out_graphs() -> None:

@@ -12,18 +12,18 @@ from regressor_support import training_rows
 torch = pytest.importorskip("torch")
 pytest.importorskip("onnx")
 
-from service.regressor.encoding import INPUT_NAMES, model_inputs  # noqa: E402
-from service.regressor.features import GLOBAL_FEATURE_GROUPS, GLOBAL_FEATURES  # noqa: E402
-from service.training.export import MAX_ABS_DIFFERENCE, max_abs_difference, onnx_bytes  # noqa: E402
-from service.training.fit import (  # noqa: E402
+from offline.training.export import MAX_ABS_DIFFERENCE, max_abs_difference, onnx_bytes  # noqa: E402
+from offline.training.fit import (  # noqa: E402
     TrainConfig,
     Variant,
     balanced_weights,
     predict_log_j,
     train_ensemble,
 )
-from service.training.inner_cv import inner_scores  # noqa: E402
-from service.training.validation import Priors, fixed_folds  # noqa: E402
+from offline.training.inner_cv import inner_scores  # noqa: E402
+from offline.training.validation import Priors, fixed_folds  # noqa: E402
+from service.regressor.encoding import INPUT_NAMES, request_inputs  # noqa: E402
+from service.regressor.feature_spec import GLOBAL_FEATURE_GROUPS, GLOBAL_FEATURES  # noqa: E402
 
 
 def test_balanced_weights_give_every_series_the_same_total() -> None:
@@ -43,7 +43,7 @@ def test_denied_precision_bits_do_not_change_the_served_output() -> None:
     model = train_ensemble(rows, np.ones(len(rows)), Variant("x", precision_bits=False), config)
     exported = onnx_bytes(model, rows[:2])
     assert max_abs_difference(model, exported, rows) <= MAX_ABS_DIFFERENCE
-    inputs = model_inputs([r.features for r in rows], model.normalisation)
+    inputs = request_inputs([r.features for r in rows], model.normalisation)
     changed = dict(inputs)
     changed["global_x"] = inputs["global_x"].copy()
     for name in GLOBAL_FEATURE_GROUPS["precision"]:

@@ -14,9 +14,10 @@ pytest.importorskip("onnx")
 if not DATA_DIR.is_dir():
     pytest.skip(f"measured data not present at {DATA_DIR}", allow_module_level=True)
 
+from offline.training.train import main
 from service.catalog import load_engine_coefficients
+from service.regressor.features import Features, request_features
 from service.regressor.runtime import EnergyRegressor
-from service.training.train import main
 
 
 @pytest.mark.slow
@@ -34,5 +35,6 @@ def test_tiny_training_run_end_to_end(tmp_path: Path) -> None:
     regressor = EnergyRegressor.load(tmp_path / "energy_gnn.onnx", tmp_path / "energy_gnn.json")
     inputs = request_inputs(measurements()[0])
     coefficients = load_engine_coefficients()[inputs.engine]
-    features = regressor.features(inputs.arch, inputs.workload, inputs.deployment, coefficients)
-    assert regressor.predict(features).gpu_j > 0
+    features = request_features(inputs.arch, inputs.workload, inputs.deployment, coefficients)
+    ((prediction,),) = regressor.predict([Features.of_one(features)])
+    assert prediction.gpu_j > 0

@@ -8,12 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from offline.fitting.datasets import DEFAULT_DATA_DIR
+from offline.sampling.__main__ import main
+from offline.sampling.plan import NEIGHBOURHOOD, features, neighbourhood, parameters, propose
+from offline.sampling.priors import BATCH_SIZES, Configuration, buildable, draw_candidates
 from service.catalog.models import load_model_catalog
 from service.pricing.estimator import Estimator
-from service.fitting.datasets import DEFAULT_DATA_DIR
-from service.sampling.__main__ import main
-from service.sampling.plan import NEIGHBOURHOOD, features, neighbourhood, parameters, propose
-from service.sampling.priors import BATCH_SIZES, Configuration, buildable, draw_candidates
 
 needs_data = pytest.mark.skipif(
     not (DEFAULT_DATA_DIR / "azure-llm-trace-2023").is_dir(), reason="shared data not present"

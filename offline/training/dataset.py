@@ -1,0 +1,127 @@
+"""The measured rows the regressor learns from: ML.ENERGY energy per request, each row encoded
+by `request_features` with its serving engine's fitted coefficients."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from offline.fitting.datasets import EnergyMeasurement, load_mlenergy
+from offline.fitting.request_inputs import RequestInputs, mlenergy_inputs
+from service.catalog import load_engine_coefficients, load_gpu_catalog, load_model_catalog
+from service.core.coefficients import CostModelCoefficients
+from service.core.dtypes import gemm_compute_key
+from service.core.errors import CostModelError
+from service.core.estimate import estimate_request
+from service.core.memory import active_parameter_count
+from service.regressor.feature_spec import NODE_STATIC_FEATURES
+from service.regressor.features import (
+    RAW_COLUMNS,
+    RequestFeatures,
+    phase_node_block_of,
+    phase_raw,
+    request_features,
+    safe_log,
+)
+
+FloatArray = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True, slots=True)
+class TrainingRow:
+    """One measured request with its features and what the baselines need.
+
+    Attributes:
+        measured_j: measured GPU energy of the whole request [J] (per request x batch).
+        analytical_j: the analytical estimate of it [J].
+        merged: features with prefill and decode summed per node (the no-phase-split ablation).
+        flops_tdp_per_peak_j: total tensor FLOPs x TDP / dense peak [J] (LLMCarbon at 100 %).
+        active_parameters: parameters one token passes through.
+    """
+
+    row_ref: str
+    source: str
+    family: str
+    model_id: str
+    gpu_id: str
+    batch_size: int
+    output_tokens: int
+    measured_j: float
+    analytical_j: float
+    features: RequestFeatures
+    merged: RequestFeatures
+    flops_tdp_per_peak_j: float
+    active_parameters: float
+
+
+def training_row(
+    m: EnergyMeasurement, inputs: RequestInputs, coefficients: CostModelCoefficients
+) -> TrainingRow:
+    """Encode one measured row (raises CostModelError when the core cannot price it)."""
+    arch, workload, deployment = inputs.arch, inputs.workload, inputs.deployment
+    estimate = estimate_request(arch, workload, deployment, coefficients, check_memory=False)
+    features = request_features(arch, workload, deployment, coefficients)
+    raw = [phase_raw(t) for t in (estimate.prefill.table, estimate.decode.table)]
+    static = features.node_x[:, : len(NODE_STATIC_FEATURES)]
+    merged = RequestFeatures(
+        node_x=np.concatenate([static, phase_node_block_of(raw[0] + raw[1])], axis=1),
+        adjacency=features.adjacency,
+        global_x=features.global_x,
+        log_analytical_j=np.array([safe_log(estimate.gpu_j)]),
+    )
+    precision = deployment.precision
+    peak = deployment.gpu.gemm_peak_flops_per_s(
+        gemm_compute_key(precision.weights, precision.activations)
+    )
+    flops = sum(float(r[:, RAW_COLUMNS.index("tensor_flops")].sum()) for r in raw)
+    return TrainingRow(
+        row_ref=m.row_ref,
+        source=m.source,
+        family=inputs.family,
+        model_id=inputs.model_id,
+        gpu_id=deployment.gpu.id,
+        batch_size=workload.batch_size,
+        output_tokens=workload.output_tokens,
+        measured_j=m.per_sequence_gpu_j * workload.batch_size,
+        analytical_j=estimate.gpu_j,
+        features=features,
+        merged=merged,
+        flops_tdp_per_peak_j=flops * deployment.gpu.tdp_w / peak,
+        active_parameters=active_parameter_count(arch),
+    )
+
+
+def load_training_rows(
+    data_dir: Path,
+    limit: int | None = None,
+    engines: Mapping[str, CostModelCoefficients] | None = None,
+) -> tuple[list[TrainingRow], list[str]]:
+    """Every ML.ENERGY row the core can represent, encoded with `engines` (default: the fitted
+    coefficients per serving engine), and why the others were left out. With `limit`, an evenly
+    spaced slice of that many rows (every family, smoke runs)."""
+    models, gpus = load_model_catalog(), load_gpu_catalog()
+    if engines is None:
+        engines = load_engine_coefficients()
+    rows: list[TrainingRow] = []
+    skipped: list[str] = []
+    for m in load_mlenergy(data_dir):
+        inputs = mlenergy_inputs(m, models, gpus)
+        if isinstance(inputs, str):
+            skipped.append(inputs)
+            continue
+        try:
+            rows.append(training_row(m, inputs, engines[inputs.engine]))
+        except CostModelError as error:
+            skipped.append(f"{m.row_ref}: {error}")
+    if limit is not None:
+        rows = rows[:: max(1, len(rows) // limit)][:limit]
+    return rows, skipped
+
+
+def log_measured(rows: list[TrainingRow]) -> FloatArray:
+    return np.array([math.log(r.measured_j) for r in rows])

@@ -1,0 +1,98 @@
+"""Inner leave-one-family-out validation: how design choices are decided without the held-out
+family.
+
+    python -m offline.training.inner_cv --data ../shared/data --set model_balance=1
+    python -m offline.training.inner_cv --data ../shared/data --variant precision_bits=0
+
+For every outer fold (family F left out, the cost model refitted without F, as in
+`offline.training.train`), each other family G is left out in turn of a training on the
+remaining families, and predicted: F's rows are never trained on nor scored. The score of a
+choice in outer fold F is the MAPE over those inner predictions; a choice is taken when it
+scores better in the outer folds, so the number the report gives for F never decided it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from dataclasses import fields, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from offline.fitting.datasets import DEFAULT_DATA_DIR
+from offline.training.dataset import load_training_rows
+from offline.training.fit import TrainConfig, Variant, predict_log_j, train_ensemble
+from offline.training.folds import refitted_coefficients
+from offline.training.train import CHOSEN, load_priors
+from offline.training.validation import Folds, Priors
+
+logger = logging.getLogger("offline.training.inner_cv")
+
+
+def _parse(assignments: list[str], target: object) -> dict[str, Any]:
+    """`name=value` strings as typed keyword arguments of the dataclass `target`."""
+    types = {f.name: type(getattr(target, f.name)) for f in fields(target)}  # type: ignore[arg-type]
+    out: dict[str, Any] = {}
+    for text in assignments:
+        name, value = text.split("=", 1)
+        kind = types[name]
+        out[name] = value not in ("0", "false", "False") if kind is bool else kind(value)
+    return out
+
+
+def inner_scores(
+    folds: Folds, variant: Variant, config: TrainConfig, priors: Priors
+) -> dict[str, dict[str, float]]:
+    """Per outer family: MAPE [%] and share within 10 % [%] of the inner held-out predictions."""
+    scores = {}
+    for outer, rows in folds.items():
+        rest = [r for r in rows if r.family != outer]
+        relative: list[float] = []
+        for inner in sorted({r.family for r in rest}):
+            train = [r for r in rest if r.family != inner]
+            test = [r for r in rest if r.family == inner]
+            weights = priors.weights(train, variant.focused)
+            model = train_ensemble(train, weights, variant, config, desc=f"-{outer} -{inner}")
+            ratio = np.exp(predict_log_j(model, test)) / np.array([r.measured_j for r in test])
+            relative += np.abs(ratio - 1.0).tolist()
+        error = np.array(relative)
+        scores[outer] = {
+            "mape_pct": float(100 * error.mean()),
+            "within_10_pct": float(100 * (error <= 0.1).mean()),
+            "rows": float(len(error)),
+        }
+        logger.info("outer %s: %s", outer, scores[outer])
+    return scores
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA_DIR)
+    parser.add_argument("--set", action="append", default=[], help="TrainConfig field=value")
+    parser.add_argument("--variant", action="append", default=[], help="Variant field=value")
+    parser.add_argument("--out", type=Path, default=None, help="write the scores as JSON")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    torch.set_num_threads(1)
+    config = replace(TrainConfig(progress=False), **_parse(args.set, TrainConfig()))
+    variant = replace(CHOSEN, **_parse(args.variant, CHOSEN))
+    rows, _ = load_training_rows(args.data)
+    families = sorted({r.family for r in rows})
+    refitted = refitted_coefficients(args.data, families)
+    folds = {f: load_training_rows(args.data, None, refitted[f])[0] for f in families}
+    scores = inner_scores(folds, variant, config, load_priors(args.data))
+    mean = float(np.mean([s["mape_pct"] for s in scores.values()]))
+    logger.info("mean inner MAPE over outer folds: %.2f %%", mean)
+    if args.out is not None:
+        document = {"variant": str(variant), "config": str(config), "scores": scores}
+        args.out.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
