@@ -1,14 +1,17 @@
-"""Refresh the README's endpoint examples from a real running service.
+"""Refresh the README's and docs/api.md's endpoint examples from a real running service.
 
-    python scripts/readme_examples.py            # rewrite README.md's marked example blocks
-    python scripts/readme_examples.py --check    # print them, leave README.md alone
+    python scripts/readme_examples.py            # rewrite the marked example blocks
+    python scripts/readme_examples.py --check    # print them, leave the files alone
 
 Starts `uvicorn service.main:app` in a fresh temporary directory (SQLite under `./var/`),
 creates an API key there (examples marked `open_mode` run first, on a service without any
-key), runs every example's `curl` command against it, and replaces each
-block between `<!-- example:NAME -->` and `<!-- /example -->` in README.md with the command and
-what the service answered. Long answers are shortened by `readme_render.render_answer` (lists
-cut to their first items, long strings cut), never edited by hand.
+key), runs every example's `curl` command against it, and replaces each block between
+`<!-- example:NAME -->` and `<!-- /example -->` in README.md and docs/api.md (`DOCUMENTS`) with
+the command and what the service answered. Every example has exactly one block, in one of those
+files; the examples still run in the order of `readme_scenario.EXAMPLES` wherever their blocks
+are, since later ones use ids that earlier ones answered. Long answers are shortened by
+`readme_render.render_answer` (lists cut to their first items, long strings cut), never edited
+by hand.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ from readme_scenario import EXAMPLES, Example
 
 REPO = Path(__file__).resolve().parent.parent
 README = REPO / "README.md"
+# The files whose marked blocks are filled: the README's short tour and the API reference.
+DOCUMENTS = (README, REPO / "docs" / "api.md")
 BLOCK = re.compile(r"(<!-- example:(?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /example -->)", re.S)
 STARTUP_TIMEOUT_S = 60.0
 
@@ -99,16 +104,35 @@ def run_example(example: Example, port: int, key: str, found: dict[str, str]) ->
     return f"```bash\n{shown}\n```\n\n```{language}\n{rendered}\n```\n"
 
 
-def replace_blocks(readme: str, blocks: dict[str, str]) -> str:
-    """`readme` with every marked example block replaced by its fresh text."""
-    missing = set(blocks) - {m.group("name") for m in BLOCK.finditer(readme)}
+def block_names(text: str) -> list[str]:
+    """The names of the example blocks marked in `text`, in order."""
+    return [m.group("name") for m in BLOCK.finditer(text)]
+
+
+def replace_blocks(text: str, blocks: dict[str, str]) -> str:
+    """`text` with every marked example block it holds replaced by its fresh text."""
+    return BLOCK.sub(lambda m: m.group(1) + blocks[m.group("name")] + m.group(4), text)
+
+
+def rewrite_documents(texts: dict[Path, str], blocks: dict[str, str]) -> dict[Path, str]:
+    """Each document's text with its blocks filled. Every example must have exactly one block
+    across the documents, and every block an example."""
+    placed = [(name, path) for path, text in texts.items() for name in block_names(text)]
+    names = [name for name, _ in placed]
+    missing = set(blocks) - set(names)
     if missing:
-        raise RuntimeError(f"README.md has no block for: {sorted(missing)}")
-    return BLOCK.sub(lambda m: m.group(1) + blocks[m.group("name")] + m.group(4), readme)
+        raise RuntimeError(f"no block in {[str(p) for p in texts]} for: {sorted(missing)}")
+    unknown = set(names) - set(blocks)
+    if unknown:
+        raise RuntimeError(f"blocks without an example: {sorted(unknown)}")
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise RuntimeError(f"blocks marked more than once: {repeated}")
+    return {path: replace_blocks(text, blocks) for path, text in texts.items()}
 
 
 def capture_blocks() -> dict[str, str]:
-    """Run every example against a fresh service; the README text of each, by name. Examples
+    """Run every example against a fresh service; the Markdown of each, by name. Examples
     marked `open_mode` run first, against a service of their own with no key at all."""
     blocks: dict[str, str] = {}
     for open_mode in (True, False):
@@ -128,15 +152,20 @@ def capture_blocks() -> dict[str, str]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="print, do not write README.md")
+    parser.add_argument("--check", action="store_true", help="print, do not write the files")
     args = parser.parse_args()
     blocks = capture_blocks()
     if args.check:
         for name, text in blocks.items():
             print(f"<!-- example:{name} -->\n{text}")
         return 0
-    README.write_text(replace_blocks(README.read_text(), blocks))
-    print(f"rewrote {len(blocks)} example blocks in {README}: {shlex.join(list(blocks))}")
+    texts = {path: path.read_text(encoding="utf-8") for path in DOCUMENTS}
+    for path, text in rewrite_documents(texts, blocks).items():
+        path.write_text(text, encoding="utf-8")
+    print(
+        f"rewrote {len(blocks)} example blocks in "
+        f"{', '.join(str(p.relative_to(REPO)) for p in DOCUMENTS)}: {shlex.join(list(blocks))}"
+    )
     return 0
 
 
