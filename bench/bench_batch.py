@@ -7,10 +7,11 @@ A seeded, realistic mix of items (a handful of models and GPU layouts, varied ba
 prompts and outputs) is priced:
 
 1. core: the analytical cost model only, items grouped by (model, deployment) and priced with
-   `estimate_requests`, beside one `estimate_request` per item;
-2. estimator: `service.batch_pricing.price_batch` (resolution, cost model, regressor features and
-   onnxruntime in 64-request slices, carbon, response documents), beside `Estimator.estimate`
-   per item;
+   one `estimate_workloads` evaluation per group, beside one `estimate_request` (a group of
+   one) per item;
+2. estimator: `Estimator.price` of the whole list (resolution, cost model, regressor features
+   and onnxruntime in 64-request slices, carbon, response documents), beside `Estimator.estimate`
+   (a list of one) per item;
 3. endpoint: `POST /v1/estimate/batch` through the ASGI app in process (FastAPI TestClient:
    JSON parsing and validation, pricing, one SQLite transaction storing every quote, JSON
    response), on a fresh migrated SQLite file;
@@ -23,10 +24,9 @@ prompts and outputs) is priced:
 
 Depths 1-3 run in this one thread and are timed `--repeat` times after a warm-up batch; the best
 and median wall-clock time per batch are turned into estimates per second. The endpoint's
-stages, timed one by one, show where its time goes. A batch of mixed deployments (groups of one
-or two) and the array form's cost by group size are measured too (bench/batch_groups.py).
-Results go to bench/results/batch.md. `--analytical-only` prices every depth without the learned
-regressor (QUOTES_USE_REGRESSOR=false), to show what the regressor costs per item.
+stages, timed one by one, show where its time goes. Results go to bench/results/batch.md.
+`--analytical-only` prices every depth without the learned regressor
+(QUOTES_USE_REGRESSOR=false), to show what the regressor costs per item.
 """
 
 from __future__ import annotations
@@ -51,20 +51,18 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from batch_groups import small_groups_section  # noqa: E402
 from fastapi.testclient import TestClient  # noqa: E402
 from load.batch_clients import BatchRun, run_batches  # noqa: E402
 from load.bodies import encoded_post  # noqa: E402
 from load.server import machine_busy_cpu_s, migrated_server_env, uvicorn_server  # noqa: E402
 
 from service.auth import Principal  # noqa: E402
-from service.batch_pricing import price_batch  # noqa: E402
 from service.config import Settings  # noqa: E402
-from service.core.estimate import estimate_request, estimate_requests  # noqa: E402
+from service.core.estimate import estimate_request, estimate_workloads  # noqa: E402
 from service.errors import ServiceError  # noqa: E402
-from service.pricing.estimator import Estimator  # noqa: E402
 from service.ids import new_quote_id  # noqa: E402
 from service.main import create_app  # noqa: E402
+from service.pricing.estimator import Estimator  # noqa: E402
 from service.quoting import _Priced, _quote_row, request_fingerprint  # noqa: E402
 from service.regressor.runtime import EnergyRegressor  # noqa: E402
 from service.resolve import ResolvedRequest, resolve_request  # noqa: E402
@@ -136,7 +134,7 @@ def core_calls(
     def batched() -> None:
         for (arch, deployment, engine), members in groups.items():
             coefficients = estimator.engine_coefficients[engine]
-            estimate_requests(arch, [m.workload for m in members], deployment, coefficients)
+            estimate_workloads(arch, [m.workload for m in members], deployment, coefficients)
 
     def one_by_one() -> None:
         for r in resolved:
@@ -163,7 +161,7 @@ def stage_table(client: TestClient, bodies: list[dict[str, Any]], endpoint_s: fl
     principal = Principal(tenant="bench", scopes=frozenset({"estimate"}), key_prefix=None)
     raw = json.dumps({"items": bodies}).encode()
     requests = [EstimateRequest.model_validate(body) for body in bodies]
-    results = price_batch(services.estimator, requests, verbose=False, calibration=None)
+    results = services.estimator.price(requests)
     assert all(not isinstance(r, ServiceError) for r in results)
     priced = [
         _Priced(r, request_fingerprint(r, False), a)  # type: ignore[arg-type]
@@ -176,18 +174,19 @@ def stage_table(client: TestClient, bodies: list[dict[str, Any]], endpoint_s: fl
             lambda: [EstimateRequest.model_validate(body) for body in bodies],
         ),
         (
-            "price: cost model, features, regressor, carbon, responses (`price_batch`)",
-            lambda: price_batch(services.estimator, requests, verbose=False, calibration=None),
+            "price: cost model, features, regressor, carbon, responses (`Estimator.price`)",
+            lambda: services.estimator.price(requests),
         ),
         (
             "store: request fingerprints, quote rows, one INSERT and commit",
-            lambda: services.quotes._store(  # the storing half of quote_batch
-                [
-                    _Priced(r, request_fingerprint(r, False), a)  # type: ignore[arg-type]
-                    for r, a in zip(requests, results, strict=True)
-                ],
-                "bench",
-                None,
+            lambda: asyncio.run(  # the storing half of QuoteService.quote
+                services.quotes._store(
+                    [
+                        _Priced(r, request_fingerprint(r, False), a)  # type: ignore[arg-type]
+                        for r, a in zip(requests, results, strict=True)
+                    ],
+                    "bench",
+                )
             ),
         ),
         (
@@ -199,8 +198,8 @@ def stage_table(client: TestClient, bodies: list[dict[str, Any]], endpoint_s: fl
             lambda: [_quote_row(p, new_quote_id(), "bench", None) for p in priced],
         ),
         (
-            "price and store: `QuoteService.quote_batch`",
-            lambda: services.quotes.quote_batch(requests, principal=principal, verbose=False),
+            "price and store: `QuoteService.quote`",
+            lambda: asyncio.run(services.quotes.quote(requests, principal=principal)),
         ),
         (
             "answer: each document's whole text (written when priced) as bytes",
@@ -331,18 +330,15 @@ def main() -> None:
     core_batched, core_single = core_calls(estimator, resolved)
     rows = [
         rate_row(
-            "core: `estimate_requests` per group", args.items, wall_s(core_batched, args.repeat)
+            "core: `estimate_workloads` per group", args.items, wall_s(core_batched, args.repeat)
         ),
         rate_row("core: `estimate_request` per item", args.items, wall_s(core_single, args.repeat)),
     ]
     rows.append(
         rate_row(
-            "estimator: `price_batch` (incl. regressor, carbon, responses)",
+            "estimator: `Estimator.price` (incl. regressor, carbon, responses)",
             args.items,
-            wall_s(
-                lambda: price_batch(estimator, requests, verbose=False, calibration=None),
-                args.repeat,
-            ),
+            wall_s(lambda: estimator.price(requests), args.repeat),
         )
     )
     rows.append(
@@ -352,7 +348,6 @@ def main() -> None:
             wall_s(lambda: [estimator.estimate(r) for r in requests], args.repeat),
         )
     )
-    small_groups = small_groups_section(estimator, args.items, args.repeat)
     with (
         tempfile.TemporaryDirectory() as scratch,
         endpoint_client(Path(scratch) / "q.sqlite3", use_regressor) as client,
@@ -413,11 +408,10 @@ def main() -> None:
         + f"{table}\n\n"
         "## Where the endpoint's time goes\n\n"
         "The endpoint's stages run one by one in the benchmark's thread with the app's own "
-        "services (`quote_batch` is pricing plus storing). The "
+        "services (`QuoteService.quote` is pricing plus storing). The "
         "endpoint's time beyond parse + validate + store + serialise is HTTP, ASGI and FastAPI "
         "(TestClient's transport, request body handling, dependencies).\n\n"
         f"{stages}\n\n"
-        f"{small_groups}"
         f"{http}"
     )
     args.output.parent.mkdir(parents=True, exist_ok=True)

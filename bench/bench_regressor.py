@@ -34,10 +34,10 @@ from service.catalog import load_engine_coefficients, load_gpu_catalog, load_mod
 from service.core.architecture import ModelArchitecture  # noqa: E402
 from service.core.coefficients import CostModelCoefficients  # noqa: E402
 from service.core.dtypes import DType  # noqa: E402
-from service.core.estimate import estimate_request  # noqa: E402
+from service.core.estimate import estimate_workloads  # noqa: E402
 from service.core.workload import Deployment, Parallelism, Precision, Workload  # noqa: E402
 from service.regressor.encoding import OUTPUT_NAMES, model_inputs  # noqa: E402
-from service.regressor.features import RequestFeatures  # noqa: E402
+from service.regressor.features import Features, workload_features  # noqa: E402
 from service.regressor.runtime import (  # noqa: E402
     DEFAULT_METADATA_PATH,
     DEFAULT_MODEL_PATH,
@@ -91,8 +91,11 @@ def case_inputs(
     return arch, workload, deployment, load_engine_coefficients()["vllm-v1"]
 
 
-def case_features(model_id: str, gpu_id: str, par: Parallelism, weights: DType) -> RequestFeatures:
-    return EnergyRegressor.features(*case_inputs(model_id, gpu_id, par, weights))
+def case_features(model_id: str, gpu_id: str, par: Parallelism, weights: DType) -> Features:
+    """One request's features, its analytical estimate included (a group of one)."""
+    arch, workload, deployment, coefficients = case_inputs(model_id, gpu_id, par, weights)
+    estimates, _ = estimate_workloads(arch, [workload], deployment, coefficients)
+    return workload_features(arch, deployment, estimates)
 
 
 def features_from_estimate(
@@ -100,8 +103,9 @@ def features_from_estimate(
 ) -> tuple[float, float, float]:
     """CPU time of the features alone given the analytical estimate, as the estimator runs them
     (it has the estimate already, for latency)."""
-    estimate = estimate_request(*inputs, check_memory=False)
-    return thread_cpu_us(lambda: EnergyRegressor.features(*inputs, estimate), repeats, 500)
+    arch, workload, deployment, coefficients = inputs
+    estimates, _ = estimate_workloads(arch, [workload], deployment, coefficients)
+    return thread_cpu_us(lambda: workload_features(arch, deployment, estimates), repeats, 500)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -126,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
                 lambda f=features: model_inputs([f], regressor.normalisation), args.repeats, 500
             ),
             "predict (encode + run)": thread_cpu_us(
-                lambda f=features: regressor.predict(f), args.repeats, 500
+                lambda f=features: regressor.predict([f]), args.repeats, 500
             ),
             "features (estimate + encode graph)": thread_cpu_us(
                 lambda m=model_id, g=gpu_id, p=par, w=weights: case_features(m, g, p, w),
@@ -137,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
                 case_inputs(model_id, gpu_id, par, weights), args.repeats
             ),
         }
-        nodes = features.node_x.shape[0]
+        nodes = features.adjacency.shape[0]
         for what, (median, best, p90) in timings.items():
             rows.append(
                 f"| {model_id} ({nodes} nodes, {arch.num_layers} layers) | {what} | "

@@ -120,9 +120,8 @@ class Settings(BaseSettings):
         default=32,
         ge=0,
         description="Requests a worker processes at once, their quotes' commit included; 0 turns "
-        "shedding off. Pricing runs one at a time in the event loop; the rest of the slots are "
-        "for requests waiting on a group commit (a few ms each under load), which 8 slots "
-        "were too few to cover at 1,000 estimates/s per worker (bench/results/load.md).",
+        "shedding off. A slot is held while the request is priced in the thread pool and while "
+        "it waits on its group commit, so it must cover a few ms of commit wait under load.",
     )
     shed_max_queued: int = Field(
         default=64, ge=0, description="Requests that may wait for a slot; more get 503 at once."

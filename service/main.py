@@ -122,9 +122,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         replayer.start()
     # What start-up built (catalogues, schemas, the model, the app) lives as long as the
     # process: freezing it keeps the collector's full passes, which a 1000-item batch
-    # triggers, to what requests allocate (bench/instruction_counts.py: 6.6 % fewer
-    # instructions per batch item). Unfrozen at shutdown, so that an app that stops (in tests,
-    # many do in one process) leaves nothing uncollectable behind.
+    # triggers, to what requests allocate. Unfrozen at shutdown, so that an app that stops (in
+    # tests, many do in one process) leaves nothing uncollectable behind.
     gc.collect()
     gc.freeze()
     try:

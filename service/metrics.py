@@ -39,7 +39,7 @@ class Metrics:
             registry=self.registry,
         )
         # Each request looks up its labelled children here, not through `labels()`, which
-        # validates and locks on every call (~9 µs of the estimate hot path's budget). The
+        # validates and locks on every call, a cost paid by every estimate. The
         # label sets are bounded: route templates x methods x status codes, catalogue models
         # x GPUs.
         self._request_children: dict[tuple[str, str, str], tuple[Any, Any]] = {}

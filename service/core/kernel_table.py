@@ -28,7 +28,7 @@ class KernelTable:
     """One phase's kernels, one entry per node: times [s] are wall-clock shares, energies [J]
     those of the GPUs running the kernel (`kernel_time_s` and `kernel_gpu_j` their sums);
     counts are totalled on first use. Read-only by convention (not frozen: a frozen
-    dataclass's __init__ costs several µs, a tenth of an estimate)."""
+    dataclass's __init__ costs more than the rest of building a table)."""
 
     phase: Phase
     nodes: tuple[KernelNode, ...]

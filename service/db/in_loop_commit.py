@@ -2,9 +2,7 @@
 
 The writer thread (service/db/quote_writer.py) keeps the event loop from waiting on the
 database, but each hand-over costs two thread wake-ups, and the writer's Python code competes
-with the loop for the GIL. On the two-core benchmark machine, two workers at 1,000 estimates/s:
-p50 10.5 ms with the writer thread, 2.8 ms committing in the loop, p99 26.4 against 21.3 ms
-(`bench/results/load_writer_thread.md`, `bench/results/load.md` as of 8401a85).
+with the loop for the GIL (docs/history/2026-11-performance.md has the measurements).
 
 A SQLite commit in WAL mode with `synchronous=NORMAL` is a write to the page cache, tens of
 microseconds, so the loop can afford it as long as it never waits: its connection has a busy

@@ -1,9 +1,7 @@
 """PostgreSQL: the hot path's quotes committed from the event loop, asynchronously.
 
 As with SQLite (service/db/in_loop_commit.py), handing each group to the writer thread costs
-two thread wake-ups and the thread's Python competes with the loop for the GIL; with SQLite,
-committing in the loop instead took p50 at 1,000 estimates/s from 10.5 to 2.8 ms
-(bench/results/load_writer_thread.md, bench/results/load.md as of 8401a85). A PostgreSQL
+two thread wake-ups and the thread's Python competes with the loop for the GIL. A PostgreSQL
 commit cannot be made in the loop the same way: it is a network round trip and a WAL flush on
 the server, and an unreachable server would stall the loop for a connect timeout. So the loop
 sends it on an asyncio connection (service/db/postgres_quote_inserts.py) and serves other

@@ -6,8 +6,7 @@ with SQLAlchemy's per-statement Python around them, the thread competes with the
 GIL, and the hand-over costs two thread wake-ups. Here the connection is in autocommit mode and
 a group is one multi-row `INSERT` (its carbon factor sets inserted by a data-modifying `WITH`
 in the same statement): one round trip, one implicit transaction, all of the group or nothing,
-and while the server works the loop serves other requests (measured against the writer thread
-in bench/results/postgres_in_loop.md). psycopg prepares a statement text it has run five times,
+and while the server works the loop serves other requests. psycopg prepares a statement text it has run five times,
 so the group sizes that recur are parsed once per connection.
 
 The rows are those `insert_quotes` writes (service/db/quote_insert_rows.py;

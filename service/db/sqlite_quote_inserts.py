@@ -2,8 +2,8 @@
 
 The event loop commits the hot path's quotes itself (service/db/in_loop_commit.py), so every
 microsecond of a commit is a microsecond of every request's latency. Through SQLAlchemy Core
-a one-quote transaction costs ~200 µs of Python (pool checkout, statement cache lookup,
-parameter processing, result set, reset on return) around ~100 µs of SQLite; here the loop
+a one-quote transaction costs more Python (pool checkout, statement cache lookup, parameter
+processing, result set, reset on return) than SQLite work; here the loop
 keeps one connection checked out of the in-loop engine for good and runs two prepared
 statements on it.
 

@@ -1,7 +1,7 @@
 """Quote documents are ASCII. One character outside Latin-1 (an em dash in a GPU's source, say)
 makes Python hold the whole ~8 KB JSON text at two bytes a character, and storing it then costs
 a UTF-8 re-encoding: about 7 % of the batch endpoint's instructions per item when the GPU
-catalogue's sources still had em dashes (bench/instruction_counts.py)."""
+catalogue's sources still had em dashes (docs/history/2026-11-performance.md)."""
 
 from __future__ import annotations
 
