@@ -25,9 +25,12 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def uvicorn_command(port: int, workers: int) -> list[str]:
+SERVICE_APP = "service.main:app"
+
+
+def uvicorn_command(port: int, workers: int, app: str = SERVICE_APP) -> list[str]:
     return [
-        sys.executable, "-m", "uvicorn", "service.main:app",
+        sys.executable, "-m", "uvicorn", app,
         "--host", "127.0.0.1", "--port", str(port),
         "--loop", "uvloop", "--http", "httptools",
         "--workers", str(workers), "--no-access-log", "--log-level", "warning",
@@ -139,13 +142,16 @@ def migrated_server_env(database_url: str, **extra: str) -> dict[str, str]:
 
 
 @contextmanager
-def uvicorn_server(env: Mapping[str, str], workers: int, log_path: Path) -> Iterator[RunningServer]:
-    """Start uvicorn with `env` (QUOTES_* settings) and stop it with SIGTERM afterwards."""
+def uvicorn_server(
+    env: Mapping[str, str], workers: int, log_path: Path, app: str = SERVICE_APP
+) -> Iterator[RunningServer]:
+    """Start uvicorn serving `app` (the service by default) with `env` (QUOTES_* settings) and
+    stop it with SIGTERM afterwards."""
     port = free_port()
     environment = {**os.environ, "PYTHONPATH": str(REPOSITORY), **env}
     with log_path.open("ab") as log:
         process = subprocess.Popen(
-            uvicorn_command(port, workers), cwd=REPOSITORY, env=environment,
+            uvicorn_command(port, workers, app), cwd=REPOSITORY, env=environment,
             stdout=log, stderr=subprocess.STDOUT,
         )  # fmt: skip
     try:
