@@ -19,7 +19,7 @@ COPY --from=build /opt/venv /opt/venv
 COPY alembic.ini ./
 COPY migrations ./migrations
 COPY service ./service
-# The learned energy regressor: service/regressor/runtime.py looks for it in /app/models.
+# The learned energy regressor: service/pricing/regressor/runtime.py looks for it in /app/models.
 COPY models ./models
 # var/ holds the default SQLite file and, when QUOTES_SPOOL_DIR points there, the quote spool;
 # created here so that a volume mounted on it starts out owned by the non-root user.

@@ -36,9 +36,9 @@ from service.core.coefficients import CostModelCoefficients  # noqa: E402
 from service.core.dtypes import DType  # noqa: E402
 from service.core.estimate import estimate_workloads  # noqa: E402
 from service.core.workload import Deployment, Parallelism, Precision, Workload  # noqa: E402
-from service.regressor.encoding import OUTPUT_NAMES, model_inputs  # noqa: E402
-from service.regressor.features import Features, workload_features  # noqa: E402
-from service.regressor.runtime import (  # noqa: E402
+from service.pricing.regressor.encoding import OUTPUT_NAMES, model_inputs  # noqa: E402
+from service.pricing.regressor.features import Features, workload_features  # noqa: E402
+from service.pricing.regressor.runtime import (  # noqa: E402
     DEFAULT_METADATA_PATH,
     DEFAULT_MODEL_PATH,
     EnergyRegressor,

@@ -46,8 +46,8 @@ from offline.training.validation import Priors  # noqa: E402
 from service.config import Settings  # noqa: E402
 from service.db import migrate  # noqa: E402
 from service.main import create_app  # noqa: E402
-from service.regressor.feature_spec import feature_spec, feature_spec_sha256  # noqa: E402
-from service.regressor.runtime import sha256_bytes  # noqa: E402
+from service.pricing.regressor.feature_spec import feature_spec, feature_spec_sha256  # noqa: E402
+from service.pricing.regressor.runtime import sha256_bytes  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "recalibration.md"
 SEED = 20261122

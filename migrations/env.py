@@ -8,7 +8,7 @@ from alembic import context
 from sqlalchemy import create_engine, make_url, pool
 
 from service.config import Settings
-from service.db import models  # noqa: F401  (registers the tables on Base.metadata)
+from service.db import tables  # noqa: F401  (registers the tables on Base.metadata)
 from service.db.base import Base
 
 config = context.config

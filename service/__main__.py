@@ -6,13 +6,13 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from service.auth import generate_key, parse_scopes
+from service.api.keys import generate_key, parse_scopes
 from service.config import get_settings
 from service.db import migrate
 from service.db.base import utc_now
 from service.db.engine import Database
-from service.db.models import ApiKey
 from service.db.repositories import ApiKeyRepository
+from service.db.tables import ApiKey
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -12,14 +12,14 @@ from fastapi import FastAPI
 from sqlalchemy.exc import OperationalError
 
 from service.api.deps import AppServices
+from service.api.keys import KeyStore
 from service.api.load_shedding import LoadSheddingMiddleware
+from service.api.metrics import Metrics
 from service.api.middleware import BodyLimitMiddleware, MetricsMiddleware
 from service.api.openapi import QuotesAPI
 from service.api.problems import install_problem_handlers
 from service.api.rate_limit import install_rate_limits
 from service.api.routes import calibrations, catalog, estimate, health, quotes
-from service.auth import KeyStore
-from service.calibrating import CalibrationRegistry
 from service.config import Settings, get_settings
 from service.db import migrate
 from service.db.engine import Database
@@ -29,15 +29,15 @@ from service.db.quote_store import QuoteStore
 from service.db.quote_writer import QuoteWriter
 from service.db.spool import QuoteSpool, SpoolReplayer
 from service.db.wal_checkpoints import wal_checkpointer_for
-from service.idempotency import InFlightGuard
-from service.metrics import Metrics
 from service.pricing.estimator import Estimator
-from service.quoting import QuoteService
-from service.regressor.runtime import (
+from service.pricing.regressor.runtime import (
     DEFAULT_METADATA_PATH,
     DEFAULT_MODEL_PATH,
     EnergyRegressor,
 )
+from service.quotes.idempotency import InFlightGuard
+from service.quotes.recalibration import CalibrationRegistry
+from service.quotes.service import QuoteService
 
 logger = logging.getLogger("service")
 

@@ -19,8 +19,8 @@ from offline.fitting.datasets import EnergyMeasurement, PhaseTimeMeasurement
 from offline.fitting.request_inputs import ENGINE_OF_SOURCE, RequestInputs, mlenergy_inputs
 from service.catalog import GpuCatalog, ModelCatalog
 from service.core.coefficients import CostModelCoefficients
+from service.core.cost_model_errors import CostModelError
 from service.core.dtypes import DType
-from service.core.errors import CostModelError
 from service.core.estimate import estimate_request
 from service.core.kernel_table import KernelTable
 from service.core.memory import active_parameter_count

@@ -33,7 +33,7 @@ from offline.fitting.kernel_fit import (
     kernel_samples,
 )
 from service.catalog import load_gpu_catalog, load_model_catalog
-from service.catalog.coefficients import COEFFICIENTS_PATH, coefficients_from_document
+from service.catalog.engines import COEFFICIENTS_PATH, coefficients_from_document
 from service.catalog.gpus import GpuCatalog
 from service.catalog.models import ModelCatalog
 from service.core.coefficients import CostModelCoefficients

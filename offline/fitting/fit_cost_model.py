@@ -44,7 +44,7 @@ from offline.fitting.kernel_fit import (
 from offline.fitting.metrics import accuracy
 from offline.fitting.report import write_report
 from service.catalog import load_gpu_catalog, load_model_catalog
-from service.catalog.coefficients import (
+from service.catalog.engines import (
     COEFFICIENTS_PATH,
     DEFAULT_ENGINE,
     ENGINE_DESCRIPTIONS,

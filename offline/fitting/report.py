@@ -10,7 +10,7 @@ import numpy.typing as npt
 
 from offline.fitting.cross_validation import HeldOut
 from offline.fitting.metrics import accuracy
-from service.catalog.coefficients import HOST_OVERHEAD_POWER, HOST_PER_SEQUENCE_POWER
+from service.catalog.engines import HOST_OVERHEAD_POWER, HOST_PER_SEQUENCE_POWER
 
 FloatArray = npt.NDArray[np.float64]
 _HEADER = (

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 from offline.fitting.datasets import EnergyMeasurement
 from service.catalog import GpuCatalog, ModelCatalog
-from service.catalog.coefficients import unfused_norms
+from service.catalog.engines import unfused_norms
 from service.core.architecture import ModelArchitecture
+from service.core.cost_model_errors import CostModelError
 from service.core.dtypes import DType, parse_dtype
-from service.core.errors import CostModelError
 from service.core.workload import Deployment, Parallelism, Precision, Workload
 
 SPLITWISE_HARNESS = "splitwise-harness"

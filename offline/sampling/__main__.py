@@ -22,9 +22,13 @@ from offline.sampling.priors import (
     trace_lengths,
 )
 from service.catalog.models import ModelCatalog, load_model_catalog
-from service.core.errors import CostModelError
+from service.core.cost_model_errors import CostModelError
 from service.pricing.estimator import Estimator
-from service.regressor.runtime import DEFAULT_METADATA_PATH, DEFAULT_MODEL_PATH, EnergyRegressor
+from service.pricing.regressor.runtime import (
+    DEFAULT_METADATA_PATH,
+    DEFAULT_MODEL_PATH,
+    EnergyRegressor,
+)
 
 logger = logging.getLogger("offline.sampling")
 

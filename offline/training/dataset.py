@@ -15,12 +15,12 @@ from offline.fitting.datasets import EnergyMeasurement, load_mlenergy
 from offline.fitting.request_inputs import RequestInputs, mlenergy_inputs
 from service.catalog import load_engine_coefficients, load_gpu_catalog, load_model_catalog
 from service.core.coefficients import CostModelCoefficients
+from service.core.cost_model_errors import CostModelError
 from service.core.dtypes import gemm_compute_key
-from service.core.errors import CostModelError
 from service.core.estimate import estimate_request
 from service.core.memory import active_parameter_count
-from service.regressor.feature_spec import NODE_STATIC_FEATURES
-from service.regressor.features import (
+from service.pricing.regressor.feature_spec import NODE_STATIC_FEATURES
+from service.pricing.regressor.features import (
     RAW_COLUMNS,
     RequestFeatures,
     phase_node_block_of,

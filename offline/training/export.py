@@ -13,7 +13,7 @@ import torch
 
 from offline.training.dataset import TrainingRow
 from offline.training.fit import TrainedModel, variant_features
-from service.regressor.encoding import INPUT_NAMES, OUTPUT_NAMES, request_inputs
+from service.pricing.regressor.encoding import INPUT_NAMES, OUTPUT_NAMES, request_inputs
 
 OPSET = 17
 MAX_ABS_DIFFERENCE = 1e-5

@@ -14,8 +14,8 @@ from tqdm import tqdm
 
 from offline.training.dataset import TrainingRow
 from offline.training.model import EnergyGNN, ModelConfig, ServingModel, log_request_j
-from service.regressor.encoding import Normalisation, request_inputs
-from service.regressor.feature_spec import (
+from service.pricing.regressor.encoding import Normalisation, request_inputs
+from service.pricing.regressor.feature_spec import (
     GLOBAL_FEATURE_GROUPS,
     GLOBAL_FEATURES,
     NODE_PHASE_FEATURES,
@@ -23,7 +23,7 @@ from service.regressor.feature_spec import (
     ROOFLINE_GLOBAL_FEATURES,
     ROOFLINE_NODE_FEATURES,
 )
-from service.regressor.features import RequestFeatures
+from service.pricing.regressor.features import RequestFeatures
 
 logger = logging.getLogger(__name__)
 FloatArray = npt.NDArray[np.float64]

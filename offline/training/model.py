@@ -61,7 +61,8 @@ def _bias(members: int, width: int) -> nn.Parameter:
 
 
 class EnergyGNN(nn.Module):
-    """Inputs as `service.regressor.encoding.model_inputs`; returns log phase energy [B, K, O].
+    """Inputs as `service.pricing.regressor.encoding.model_inputs`; returns log phase energy
+    [B, K, O].
 
     Hidden states are laid out [B, K, N, H] (member axis second; inputs carry it with length 1);
     graph-level states keep a node axis of length 1, so every layer is one batched product.

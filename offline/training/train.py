@@ -41,11 +41,11 @@ from offline.training.validation import (
     residual_interval,
 )
 from service.catalog import load_model_catalog
-from service.catalog.coefficients import COEFFICIENTS_PATH
+from service.catalog.engines import COEFFICIENTS_PATH
 from service.core.memory import active_parameter_count
-from service.regressor.encoding import INPUT_NAMES, OUTPUT_NAMES
-from service.regressor.feature_spec import feature_spec, feature_spec_sha256
-from service.regressor.runtime import sha256_bytes
+from service.pricing.regressor.encoding import INPUT_NAMES, OUTPUT_NAMES
+from service.pricing.regressor.feature_spec import feature_spec, feature_spec_sha256
+from service.pricing.regressor.runtime import sha256_bytes
 
 logger = logging.getLogger("offline.training")
 

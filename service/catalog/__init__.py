@@ -1,7 +1,7 @@
 """Reference data (GPUs, models, fitted coefficients) as versioned files with their sources,
 loaded once into small read-only repositories."""
 
-from service.catalog.coefficients import (
+from service.catalog.engines import (
     DEFAULT_ENGINE,
     load_cost_model_coefficients,
     load_engine_coefficients,

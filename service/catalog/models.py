@@ -12,8 +12,8 @@ from typing import Any
 
 from service.catalog.lookup import DATA_DIR, build_index, near_matches, normalise
 from service.core.architecture import MlaShape, ModelArchitecture
+from service.core.cost_model_errors import UnsupportedArchitecture
 from service.core.dtypes import DType, parse_dtype
-from service.core.errors import UnsupportedArchitecture
 
 
 class UnknownModel(LookupError):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from service.core.errors import InvalidArchitecture
+from service.core.cost_model_errors import InvalidArchitecture
 
 MlpKind = Literal["gated", "plain"]
 Activation = Literal["silu", "gelu", "relu"]

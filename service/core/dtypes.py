@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from service.core.errors import UnsupportedPrecision
+from service.core.cost_model_errors import UnsupportedPrecision
 
 
 class DType(StrEnum):

@@ -13,7 +13,7 @@ import numpy as np
 
 from service.core.architecture import ModelArchitecture
 from service.core.coefficients import CostModelCoefficients
-from service.core.errors import CostModelError, InvalidParallelism, InvalidWorkload
+from service.core.cost_model_errors import CostModelError, InvalidParallelism, InvalidWorkload
 from service.core.estimates import WorkloadEstimates, price_workloads
 from service.core.memory import check_fits
 from service.core.plan import cost_plan

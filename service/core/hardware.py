@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from service.core.cost_model_errors import UnsupportedPrecision
 from service.core.dtypes import CUDA_CORE_FP32
-from service.core.errors import UnsupportedPrecision
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from service.core.architecture import ModelArchitecture
-from service.core.errors import InsufficientMemory
+from service.core.cost_model_errors import InsufficientMemory
 from service.core.results import MemoryFootprint
 from service.core.shards import ShardShapes
 from service.core.workload import Deployment, Workload

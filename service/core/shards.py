@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from service.core.architecture import ModelArchitecture
+from service.core.cost_model_errors import InvalidParallelism
 from service.core.dtypes import DType, bytes_per_element
-from service.core.errors import InvalidParallelism
 from service.core.workload import Deployment
 
 

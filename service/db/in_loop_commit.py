@@ -32,9 +32,9 @@ from collections.abc import Sequence
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from service.db.models import NewQuote
 from service.db.quote_store import QuoteStore
 from service.db.sqlite_quote_inserts import SqliteQuoteInserts
+from service.db.tables import NewQuote
 
 logger = logging.getLogger(__name__)
 

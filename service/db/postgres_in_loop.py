@@ -27,9 +27,9 @@ from collections.abc import Sequence
 import psycopg
 
 from service.db.in_loop_commit import InLoop
-from service.db.models import NewQuote
 from service.db.postgres_quote_inserts import PostgresQuoteInserts
 from service.db.quote_store import QuoteStore
+from service.db.tables import NewQuote
 
 logger = logging.getLogger(__name__)
 

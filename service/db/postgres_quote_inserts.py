@@ -6,8 +6,8 @@ with SQLAlchemy's per-statement Python around them, the thread competes with the
 GIL, and the hand-over costs two thread wake-ups. Here the connection is in autocommit mode and
 a group is one multi-row `INSERT` (its carbon factor sets inserted by a data-modifying `WITH`
 in the same statement): one round trip, one implicit transaction, all of the group or nothing,
-and while the server works the loop serves other requests. psycopg prepares a statement text it has run five times,
-so the group sizes that recur are parsed once per connection.
+and while the server works the loop serves other requests. psycopg prepares a statement text
+it has run five times, so the group sizes that recur are parsed once per connection.
 
 The rows are those `insert_quotes` writes (service/db/quote_insert_rows.py;
 tests/db/test_postgres_quote_inserts.py compares them).
@@ -25,7 +25,6 @@ from sqlalchemy import Engine
 
 from service.config import Settings
 from service.db.engine import postgres_connect_args
-from service.db.models import NewQuote
 from service.db.quote_insert_rows import (
     FACTOR_SETS,
     QUOTES,
@@ -33,6 +32,7 @@ from service.db.quote_insert_rows import (
     new_factor_sets,
     quote_values,
 )
+from service.db.tables import NewQuote
 
 MAX_PARAMETERS = 65_535  # PostgreSQL's limit on one statement's bind parameters
 MAX_REMEMBERED_STATEMENTS = 256  # statement texts by group size, a bound

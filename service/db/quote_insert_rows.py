@@ -17,8 +17,8 @@ from typing import Any, cast
 from sqlalchemy import Table
 from sqlalchemy.engine import Dialect
 
-from service.db.models import NewQuote, Quote, StoredFactorSet
 from service.db.quote_document import CarbonFactorSet, QuoteDocument
+from service.db.tables import NewQuote, Quote, StoredFactorSet
 
 QUOTES = cast(Table, Quote.__table__)
 FACTOR_SETS = cast(Table, StoredFactorSet.__table__)

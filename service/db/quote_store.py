@@ -23,7 +23,6 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from service.db.base import utc_now
 from service.db.engine import Database
-from service.db.models import IdempotencyClaim, NewQuote, Quote
 from service.db.postgres_quote_inserts import PostgresQuoteInserts
 from service.db.quote_document import QuoteDocument, json_time
 from service.db.repositories import (
@@ -35,6 +34,7 @@ from service.db.repositories import (
 )
 from service.db.spool import QuoteSpool
 from service.db.sqlite_quote_inserts import SqliteQuoteInserts
+from service.db.tables import IdempotencyClaim, NewQuote, Quote
 
 logger = logging.getLogger(__name__)
 MAX_REMEMBERED_FACTOR_SETS = 4096  # a bound, as for the estimator's request contexts

@@ -34,9 +34,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from service.db.in_loop_commit import InLoop, InLoopCommits
-from service.db.models import NewQuote
 from service.db.postgres_in_loop import PostgresInLoopCommits
 from service.db.quote_store import DuplicateIdempotencyKey, QuoteStore, Saved, StoreFailed
+from service.db.tables import NewQuote
 
 logger = logging.getLogger(__name__)
 

@@ -24,7 +24,8 @@ from sqlalchemy import cast as cast_to
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from service.db.models import (
+from service.db.quote_document import QuoteDocument, with_factors
+from service.db.tables import (
     GLOBAL_SCOPE,
     TENANT_SCOPE,
     ApiKey,
@@ -35,7 +36,6 @@ from service.db.models import (
     Quote,
     StoredFactorSet,
 )
-from service.db.quote_document import QuoteDocument, with_factors
 
 _QUOTES = cast(Table, Quote.__table__)
 _FACTOR_SETS = cast(Table, StoredFactorSet.__table__)

@@ -21,10 +21,10 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from service.db.engine import Database
-from service.db.models import NewQuote, Quote
 from service.db.quote_document import QuoteDocument
 from service.db.repositories import QUOTE_COLUMNS, QuoteRepository
-from service.ids import ulid
+from service.db.tables import NewQuote, Quote
+from service.quotes.ids import ulid
 
 logger = logging.getLogger(__name__)
 

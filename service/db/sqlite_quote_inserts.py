@@ -22,7 +22,6 @@ from sqlalchemy import Engine
 from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.pool import PoolProxiedConnection
 
-from service.db.models import NewQuote
 from service.db.quote_insert_rows import (
     FACTOR_SETS,
     QUOTES,
@@ -30,6 +29,7 @@ from service.db.quote_insert_rows import (
     new_factor_sets,
     quote_values,
 )
+from service.db.tables import NewQuote
 
 
 class SqliteQuoteInserts:

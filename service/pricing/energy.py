@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from service.core.coefficients import CostModelCoefficients
-from service.regressor.runtime import EnergyPrediction
+from service.pricing.regressor.runtime import EnergyPrediction
 
 
 def roofline_energy(

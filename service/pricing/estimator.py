@@ -15,29 +15,29 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
-from service.calibration import ActiveCalibration
-from service.catalog.coefficients import DEFAULT_ENGINE, load_engine_coefficients
+from service.api.schemas.estimate_request import EstimateRequest
+from service.api.schemas.estimate_response import EstimateResponse
+from service.catalog.engines import DEFAULT_ENGINE, load_engine_coefficients
 from service.catalog.facilities import FacilityCatalog, load_facility_catalog
 from service.catalog.gpus import GpuCatalog, load_gpu_catalog
 from service.catalog.models import ModelCatalog, UnknownModel, load_model_catalog
 from service.catalog.regions import RegionCatalog, load_region_catalog
 from service.catalog.servers import ServerCatalog, load_server_catalog
 from service.core.coefficients import CostModelCoefficients
-from service.core.errors import CostModelError
+from service.core.cost_model_errors import CostModelError
 from service.core.estimate import estimate_workloads
 from service.core.estimates import WorkloadEstimates
 from service.core.results import RequestEstimate
 from service.core.workload import Workload
 from service.db.quote_document import QuoteDocument
 from service.errors import ServiceError
+from service.pricing.calibration import ActiveCalibration
 from service.pricing.document import Calibrated, Latency, quote_document
 from service.pricing.energy import roofline_energy, scaled_energy
-from service.pricing.errors import invalid_request
-from service.regressor.features import Features, workload_features
-from service.regressor.runtime import EnergyPrediction, EnergyRegressor
-from service.resolve import CUSTOM_MODEL_ID, ResolvedRequest, resolve_request
-from service.schemas.estimate_request import EstimateRequest
-from service.schemas.estimate_response import EstimateResponse
+from service.pricing.refusals import invalid_request
+from service.pricing.regressor.features import Features, workload_features
+from service.pricing.regressor.runtime import EnergyPrediction, EnergyRegressor
+from service.pricing.resolve import CUSTOM_MODEL_ID, ResolvedRequest, resolve_request
 
 logger = logging.getLogger("service.estimator")
 

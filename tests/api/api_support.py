@@ -14,13 +14,13 @@ from fastapi.testclient import TestClient
 from sqlalchemy import create_engine, func, make_url, select
 
 from service.api.deps import AppServices
-from service.auth import generate_key
+from service.api.keys import generate_key
 from service.config import Settings
 from service.db import migrate
 from service.db.base import utc_now
 from service.db.engine import Database, build_in_loop_engine
-from service.db.models import ApiKey, Quote
 from service.db.repositories import ApiKeyRepository
+from service.db.tables import ApiKey, Quote
 from service.main import create_app
 
 

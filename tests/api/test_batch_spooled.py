@@ -10,7 +10,7 @@ from typing import Any
 
 from api_support import example_body, running_client, services_of, take_database_away
 
-from service.quoting import SPOOLED_WARNING
+from service.quotes.service import SPOOLED_WARNING
 
 ITEMS: list[dict[str, Any]] = [
     example_body(),

@@ -13,7 +13,7 @@ from api_support import example_body, running_client, services_of, take_database
 from fastapi.testclient import TestClient
 from sqlalchemy import make_url
 
-from service.quoting import NOT_STORED_WARNING, SPOOLED_WARNING
+from service.quotes.service import NOT_STORED_WARNING, SPOOLED_WARNING
 
 OBSERVATION = {"gpu_j": 5.0, "measured_with": "nvml", "measured_at": "2026-11-22T10:00:00Z"}
 

@@ -21,7 +21,7 @@ from fastapi.testclient import TestClient
 from httpx import Response
 from sqlalchemy import create_engine, text
 
-from service.quoting import NOT_STORED_WARNING, SPOOLED_WARNING
+from service.quotes.service import NOT_STORED_WARNING, SPOOLED_WARNING
 
 FAST_S = 3.0  # "fast": well under a gateway's timeout, and bounded
 OBSERVATION = {"gpu_j": 5.0, "measured_with": "nvml", "measured_at": "2026-11-22T10:00:00Z"}

@@ -14,7 +14,7 @@ import pytest
 from api_support import bearer, create_key, example_body, running_client
 from sqlalchemy import create_engine, text
 
-from service.auth import generate_key, hash_key
+from service.api.keys import generate_key, hash_key
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -13,8 +13,8 @@ from numpy.testing import assert_allclose
 from service.catalog import load_engine_coefficients, load_gpu_catalog, load_model_catalog
 from service.core.estimate import estimate_request
 from service.core.workload import Deployment, Parallelism, Precision, Workload
-from service.regressor.features import Features, request_features
-from service.regressor.runtime import (
+from service.pricing.regressor.features import Features, request_features
+from service.pricing.regressor.runtime import (
     DEFAULT_METADATA_PATH,
     DEFAULT_MODEL_PATH,
     EnergyRegressor,

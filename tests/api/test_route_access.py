@@ -18,7 +18,7 @@ from fastapi.testclient import TestClient
 from httpx import Response
 
 from service.api.access import PUBLIC, app_routes, route_access
-from service.auth import SCOPES
+from service.api.keys import SCOPES
 
 OBSERVATION = {"gpu_j": 790.0, "measured_with": "nvml", "measured_at": "2026-11-22T10:00:05Z"}
 BODIES: dict[tuple[str, str], Any] = {

@@ -20,7 +20,7 @@ from api_support import (
 )
 from fastapi.testclient import TestClient
 
-from service.auth import key_prefix
+from service.api.keys import key_prefix
 from service.db.base import utc_now
 from service.db.engine import Database
 from service.db.repositories import ApiKeyRepository

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from service.calibration import (
+from service.pricing.calibration import (
     CalibrationPoint,
     Corrections,
     FitSettings,
@@ -17,7 +17,7 @@ from service.calibration import (
     mape,
     screen,
 )
-from service.calibration.fit import holdout_size
+from service.pricing.calibration.fit import holdout_size
 
 T0 = datetime(2026, 11, 22, tzinfo=UTC)
 

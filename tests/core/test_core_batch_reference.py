@@ -17,9 +17,9 @@ from numpy.testing import assert_allclose
 from service.catalog import load_cost_model_coefficients, load_gpu_catalog, load_model_catalog
 from service.core.architecture import ModelArchitecture
 from service.core.coefficients import CostModelCoefficients
+from service.core.cost_model_errors import InsufficientMemory, InvalidWorkload
 from service.core.counts import AttentionSpan, PassShape
 from service.core.dtypes import DType, gemm_compute_key
-from service.core.errors import InsufficientMemory, InvalidWorkload
 from service.core.estimate import estimate_request, estimate_workloads
 from service.core.graph import build_kernel_graph
 from service.core.kernel_work import kernel_work

@@ -9,8 +9,8 @@ from core_support import REALISTIC, catalog_arch, deployment, estimate
 
 from service.catalog import GpuRecord, load_gpu_catalog, load_model_catalog
 from service.core.architecture import ModelArchitecture
+from service.core.cost_model_errors import InsufficientMemory, InvalidParallelism
 from service.core.dtypes import DType
-from service.core.errors import InsufficientMemory, InvalidParallelism
 from service.core.hardware import GpuSpec
 from service.core.results import RequestEstimate
 from service.core.workload import Precision

@@ -9,8 +9,7 @@ from core_support import A100_1_5TB, IDEAL, catalog_arch, catalog_gpu, deploymen
 
 from service.catalog import load_model_catalog
 from service.core.architecture import ModelArchitecture, default_head_dim
-from service.core.dtypes import DType
-from service.core.errors import (
+from service.core.cost_model_errors import (
     InsufficientMemory,
     InvalidArchitecture,
     InvalidParallelism,
@@ -18,6 +17,7 @@ from service.core.errors import (
     UnsupportedArchitecture,
     UnsupportedPrecision,
 )
+from service.core.dtypes import DType
 from service.core.estimate import estimate_request
 from service.core.workload import Precision, Workload
 

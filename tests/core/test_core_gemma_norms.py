@@ -14,7 +14,7 @@ import pytest
 from core_support import A100_1_5TB, catalog_arch, column_sum, deployment, estimate
 from numpy.testing import assert_allclose
 
-from service.catalog.coefficients import unfused_norms
+from service.catalog.engines import unfused_norms
 from service.core.architecture import ModelArchitecture
 from service.core.graph import build_kernel_graph
 

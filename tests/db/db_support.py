@@ -7,9 +7,9 @@ from typing import Any
 
 from sqlalchemy import Engine, text
 
-from service.db.models import NewQuote, Quote, QuoteRow
 from service.db.quote_document import CarbonFactorSet, QuoteDocument
-from service.ids import new_quote_id
+from service.db.tables import NewQuote, Quote, QuoteRow
+from service.quotes.ids import new_quote_id
 
 STAMPED = object()  # `created_at` default: now, as the quote service stamps a priced quote
 STAMP = datetime(2026, 11, 25, 6, 30, 15, 123456, tzinfo=UTC)

@@ -13,14 +13,14 @@ import pytest
 from db_support import quote_row
 from sqlalchemy import create_engine, event, func, select
 
+from service.api.schemas.estimate_request import EXAMPLE_REQUEST, EstimateRequest
 from service.db.engine import Database
-from service.db.models import Quote, QuoteRow, StoredFactorSet
 from service.db.quote_document import QuoteDocument
 from service.db.quote_store import DuplicateIdempotencyKey, QuoteStore, Saved, StoreFailed
 from service.db.repositories import stored_response
-from service.ids import new_quote_id
+from service.db.tables import Quote, QuoteRow, StoredFactorSet
 from service.pricing.estimator import Estimator
-from service.schemas.estimate_request import EXAMPLE_REQUEST, EstimateRequest
+from service.quotes.ids import new_quote_id
 
 
 @pytest.fixture(scope="module")

@@ -19,10 +19,10 @@ from service.config import Settings
 from service.db import migrate
 from service.db.engine import Database, build_in_loop_engine
 from service.db.in_loop_commit import InLoopCommits
-from service.db.models import NewQuote, Quote
 from service.db.quote_store import Claim, DuplicateIdempotencyKey, QuoteStore, Saved
 from service.db.quote_writer import QuoteWriter
 from service.db.sqlite_quote_inserts import SqliteQuoteInserts
+from service.db.tables import NewQuote, Quote
 
 THREAD_BUSY_TIMEOUT_MS = 3000
 PAUSE_S = 0.3

@@ -14,11 +14,11 @@ from alembic.migration import MigrationContext
 from db_support import quote_row
 from sqlalchemy import create_engine, inspect, text
 
+from service.api.schemas.estimate_request import EXAMPLE_REQUEST, EstimateRequest
 from service.db import migrate
 from service.db.base import Base
 from service.db.repositories import insert_quotes
 from service.pricing.estimator import Estimator
-from service.schemas.estimate_request import EXAMPLE_REQUEST, EstimateRequest
 
 STAMP = datetime(2026, 11, 25, 9, 30, tzinfo=UTC)
 

@@ -16,11 +16,11 @@ from sqlalchemy import create_engine, select, text
 
 from service.config import Settings
 from service.db.engine import Database
-from service.db.models import NewQuote, Quote
 from service.db.postgres_in_loop import PostgresInLoopCommits
 from service.db.quote_store import Claim, DuplicateIdempotencyKey, QuoteStore, Saved
 from service.db.quote_writer import QuoteWriter
 from service.db.spool import QuoteSpool
+from service.db.tables import NewQuote, Quote
 
 UNREACHABLE = "postgresql+psycopg://quotes:quotes@127.0.0.1:1/quotes"
 

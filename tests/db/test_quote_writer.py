@@ -17,7 +17,6 @@ from db_support import quote
 from sqlalchemy import create_engine, func, select
 
 from service.db.engine import Database
-from service.db.models import Quote, QuoteRow
 from service.db.quote_store import (
     Claim,
     DuplicateIdempotencyKey,
@@ -27,6 +26,7 @@ from service.db.quote_store import (
 )
 from service.db.quote_writer import QuoteWriter
 from service.db.spool import QuoteSpool
+from service.db.tables import Quote, QuoteRow
 
 
 def unstamped(key: str | None = None) -> Quote:

@@ -18,9 +18,9 @@ from fastapi.testclient import TestClient
 from service.config import Settings
 from service.db import migrate
 from service.db.engine import build_in_loop_engine
-from service.db.models import NewQuote
 from service.db.quote_document import CarbonFactorSet, QuoteDocument
 from service.db.sqlite_quote_inserts import SqliteQuoteInserts
+from service.db.tables import NewQuote
 from service.db.wal_checkpoints import (
     BACKSTOP_PAGES,
     WalCheckpointer,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from service.regressor.runtime import DEFAULT_METADATA_PATH, DEFAULT_MODEL_PATH
+from service.pricing.regressor.runtime import DEFAULT_METADATA_PATH, DEFAULT_MODEL_PATH
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from service import ids
+from service.quotes import ids
 
 
 @pytest.fixture

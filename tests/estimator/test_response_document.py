@@ -14,13 +14,13 @@ from typing import Any
 import pytest
 from test_ascii_documents import CUSTOM_MOE
 
-from service.calibration import ActiveCalibration, fit_corrections
-from service.calibration.fit import CalibrationPoint
+from service.api.schemas.estimate_request import EstimateRequest
+from service.api.schemas.estimate_response import EstimateResponse
 from service.errors import ServiceError
+from service.pricing.calibration import ActiveCalibration, fit_corrections
+from service.pricing.calibration.fit import CalibrationPoint
 from service.pricing.estimator import Estimator, PricedRequest
-from service.regressor.runtime import EnergyRegressor
-from service.schemas.estimate_request import EstimateRequest
-from service.schemas.estimate_response import EstimateResponse
+from service.pricing.regressor.runtime import EnergyRegressor
 
 T0 = datetime(2026, 11, 25, tzinfo=UTC)
 WORKLOAD = {"batch_size": 3, "prompt_tokens": 300, "output_tokens": 40}

@@ -17,7 +17,7 @@ from typing import Any
 from api_support import count_quotes_by_id, example_body, running_client
 from locking import database_locked
 
-from service.quoting import SPOOLED_WARNING
+from service.quotes.service import SPOOLED_WARNING
 
 LOCK_WAIT_S = 0.3
 ESTIMATE_BOUND_S = 3 * LOCK_WAIT_S + 1.0

@@ -19,8 +19,8 @@ from api_support import TcpProxy, count_quotes_by_id, example_body
 from sqlalchemy import create_engine, func, make_url, select
 from uvicorn_support import running_worker, worker_settings
 
-from service.db.models import Quote
-from service.quoting import SPOOLED_WARNING
+from service.db.tables import Quote
+from service.quotes.service import SPOOLED_WARNING
 
 pytestmark = [
     pytest.mark.postgres,

@@ -17,7 +17,7 @@ from locking import database_locked
 from sqlalchemy import create_engine, func, select
 from uvicorn_support import GRACE_S, running_worker, worker_settings
 
-from service.db.models import Quote
+from service.db.tables import Quote
 
 WRITERS = 6
 ANSWERS_BEFORE_KILL = 60

@@ -16,7 +16,7 @@ from offline.fitting.energy_leaderboard import (
 )
 from offline.fitting.request_inputs import ENGINE_OF_SOURCE, SPLITWISE_HARNESS, mlenergy_inputs
 from service.catalog import load_gpu_catalog, load_model_catalog
-from service.catalog.coefficients import COEFFICIENTS_PATH, ENGINE_DESCRIPTIONS
+from service.catalog.engines import COEFFICIENTS_PATH, ENGINE_DESCRIPTIONS
 
 DATA_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 V3_CSV = DATA_DIR / "mlenergy-v3-h100" / "mlenergy_v3_h100_text.csv"

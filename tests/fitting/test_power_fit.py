@@ -10,7 +10,7 @@ import pytest
 
 from offline.fitting.cross_validation import _fit_power_per_engine
 from offline.fitting.end_to_end import EndToEndRow, Overheads, PhaseArrays, predicted_per_sequence_j
-from service.catalog.coefficients import (
+from service.catalog.engines import (
     HOST_OVERHEAD_POWER,
     HOST_PER_SEQUENCE_POWER,
     engine_coefficients_from_document,

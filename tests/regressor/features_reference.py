@@ -1,6 +1,6 @@
 """The feature encoder as the committed model was trained with it (energy-gnn-features 1),
 written the straightforward way: per phase, Work rows from the kernel table, scalar global
-features. The encoder in service.regressor is held equal to it."""
+features. The encoder in service.pricing.regressor is held equal to it."""
 
 from __future__ import annotations
 
@@ -16,15 +16,15 @@ from service.core.memory import active_parameter_count, parameter_count
 from service.core.results import RequestEstimate
 from service.core.work import WORK_FIELDS
 from service.core.workload import Deployment, Workload
-from service.regressor.context_features import graph_arrays
-from service.regressor.feature_spec import (
+from service.pricing.regressor.context_features import graph_arrays
+from service.pricing.regressor.feature_spec import (
     MEMORY_WORK_FIELDS,
     MJ_PER_J,
     NODE_PHASE_FEATURES,
     SHAPE_FIELDS,
     US_PER_S,
 )
-from service.regressor.features import RAW_COLUMNS, safe_log
+from service.pricing.regressor.features import RAW_COLUMNS, safe_log
 
 FloatArray = npt.NDArray[np.float64]
 RAW = {name: i for i, name in enumerate(RAW_COLUMNS)}

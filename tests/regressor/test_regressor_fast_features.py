@@ -12,7 +12,7 @@ from service.catalog import load_engine_coefficients, load_gpu_catalog, load_mod
 from service.core.dtypes import DType
 from service.core.estimate import estimate_request, estimate_workloads
 from service.core.workload import Deployment, Parallelism, Precision, Workload
-from service.regressor.features import request_features, workload_features
+from service.pricing.regressor.features import request_features, workload_features
 
 COEFFICIENTS = load_engine_coefficients()["vllm-v1"]
 FP8 = Precision(weights=DType.FP8, activations=DType.FP8, kv_cache=DType.BF16)

@@ -11,14 +11,14 @@ from offline.training.dataset import training_row
 from service.catalog import load_engine_coefficients
 from service.core.estimate import estimate_request, estimate_workloads
 from service.core.workload import Workload
-from service.regressor.feature_spec import (
+from service.pricing.regressor.feature_spec import (
     GLOBAL_FEATURES,
     NODE_PHASE_FEATURES,
     NODE_STATIC_FEATURES,
     feature_spec,
     feature_spec_sha256,
 )
-from service.regressor.features import request_features, workload_features
+from service.pricing.regressor.features import request_features, workload_features
 
 ROWS = measurements()
 

@@ -13,15 +13,15 @@ from regressor_support import METADATA_PATH, MODEL_PATH, measurements, request_i
 from service.catalog import load_engine_coefficients, load_gpu_catalog, load_model_catalog
 from service.core.estimate import estimate_workloads
 from service.core.workload import Deployment, Parallelism, Precision, Workload
-from service.regressor.encoding import INPUT_NAMES, OUTPUT_NAMES
-from service.regressor.feature_spec import feature_spec, feature_spec_sha256
-from service.regressor.features import (
+from service.pricing.regressor.encoding import INPUT_NAMES, OUTPUT_NAMES
+from service.pricing.regressor.feature_spec import feature_spec, feature_spec_sha256
+from service.pricing.regressor.features import (
     Features,
     RequestFeatures,
     request_features,
     workload_features,
 )
-from service.regressor.runtime import (
+from service.pricing.regressor.runtime import (
     INFERENCE_SLICE,
     EnergyPrediction,
     EnergyRegressor,

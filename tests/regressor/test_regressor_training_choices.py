@@ -22,8 +22,8 @@ from offline.training.fit import (  # noqa: E402
 )
 from offline.training.inner_cv import inner_scores  # noqa: E402
 from offline.training.validation import Priors, fixed_folds  # noqa: E402
-from service.regressor.encoding import INPUT_NAMES, request_inputs  # noqa: E402
-from service.regressor.feature_spec import GLOBAL_FEATURE_GROUPS, GLOBAL_FEATURES  # noqa: E402
+from service.pricing.regressor.encoding import INPUT_NAMES, request_inputs  # noqa: E402
+from service.pricing.regressor.feature_spec import GLOBAL_FEATURE_GROUPS, GLOBAL_FEATURES  # noqa: E402
 
 
 def test_balanced_weights_give_every_series_the_same_total() -> None:

@@ -16,8 +16,8 @@ if not DATA_DIR.is_dir():
 
 from offline.training.train import main
 from service.catalog import load_engine_coefficients
-from service.regressor.features import Features, request_features
-from service.regressor.runtime import EnergyRegressor
+from service.pricing.regressor.features import Features, request_features
+from service.pricing.regressor.runtime import EnergyRegressor
 
 
 @pytest.mark.slow

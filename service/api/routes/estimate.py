@@ -14,11 +14,11 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from service.api.deps import EstimateCaller, IdempotencyKeyHeader, QuoteServiceDep, ServicesDep
 from service.api.openapi import problem_responses
 from service.api.problems import problem_body, validation_problem
+from service.api.schemas.common import PROBLEM_EXAMPLE, Problem, example
+from service.api.schemas.estimate_request import EXAMPLE_REQUEST, EstimateRequest
+from service.api.schemas.estimate_response import EstimateResponse
 from service.config import MAX_BATCH_ITEMS
 from service.errors import FieldError, InvalidRequest, ServiceError
-from service.schemas.common import PROBLEM_EXAMPLE, Problem, example
-from service.schemas.estimate_request import EXAMPLE_REQUEST, EstimateRequest
-from service.schemas.estimate_response import EstimateResponse
 
 router = APIRouter(prefix="/v1/estimate", tags=["estimate"])
 

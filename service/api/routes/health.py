@@ -10,11 +10,11 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy.exc import SQLAlchemyError
 
 from service.api.deps import ServicesDep, bearer_scheme, public_route
+from service.api.keys import DEV_TENANT
 from service.api.openapi import problem_responses
-from service.auth import DEV_TENANT
-from service.db.models import GLOBAL_SCOPE
+from service.api.schemas.health import DatabaseHealth, Health
 from service.db.repositories import CalibrationRepository
-from service.schemas.health import DatabaseHealth, Health
+from service.db.tables import GLOBAL_SCOPE
 
 router = APIRouter(tags=["operations"], dependencies=[Depends(public_route)])
 

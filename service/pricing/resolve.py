@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from service.carbon_accounting import CarbonInputs, resolve_carbon_inputs
-from service.catalog.coefficients import DEFAULT_ENGINE, unfused_norms
+from service.api.schemas.estimate_request import ArchitectureIn, EstimateRequest
+from service.catalog.engines import DEFAULT_ENGINE, unfused_norms
 from service.catalog.facilities import FacilityCatalog, load_facility_catalog
 from service.catalog.gpus import GpuCatalog, GpuRecord, UnknownGpu
 from service.catalog.models import ModelCatalog, UnknownModel
@@ -16,7 +16,7 @@ from service.core.architecture import ModelArchitecture, default_head_dim
 from service.core.dtypes import DType
 from service.core.workload import Deployment, Parallelism, Precision, Workload
 from service.errors import FieldError, UnknownName
-from service.schemas.estimate_request import ArchitectureIn, EstimateRequest
+from service.pricing.carbon_accounting import CarbonInputs, resolve_carbon_inputs
 
 CUSTOM_MODEL_ID = "custom"
 

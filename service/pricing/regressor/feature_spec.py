@@ -1,5 +1,6 @@
 """What the regressor's input is: the names of the per-node and global features, their units,
-and the spec whose hash a shipped model must match (service.regressor.features computes them).
+and the spec whose hash a shipped model must match (computed in
+service.pricing.regressor.features).
 
 Nodes are the cost model's kernels (`graph.nodes + graph.step_nodes`, the order of the kernel
 tables). Edges are the layer graph's data dependencies, plus the per-step kernels chained in

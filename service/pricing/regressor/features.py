@@ -1,8 +1,8 @@
 """The regressor's input for N requests of one context (model and deployment) at once, from the
 cost model's estimates of them: per-node features of both phases over the kernel graph, and
-global features (service.regressor.feature_spec names them). One request is N = 1; training and
-serving both encode through `workload_features`, so the two can never encode a request
-differently. Pure numpy.
+global features (named in service.pricing.regressor.feature_spec). One request is N = 1;
+training and serving both encode through `workload_features`, so the two can never encode a
+request differently. Pure numpy.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from service.core.estimates import WorkloadEstimates
 from service.core.kernel_table import KernelTable
 from service.core.work import WORK_FIELDS
 from service.core.workload import Deployment, Workload
-from service.regressor.context_features import WORKLOAD_AT, deployment_values, graph_arrays
-from service.regressor.feature_spec import (
+from service.pricing.regressor.context_features import WORKLOAD_AT, deployment_values, graph_arrays
+from service.pricing.regressor.feature_spec import (
     MEMORY_WORK_FIELDS,
     MIN_ENERGY_J,
     MJ_PER_J,

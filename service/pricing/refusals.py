@@ -1,8 +1,8 @@
-"""The cost model's errors as the request's 422s."""
+"""The cost model's refusals (its typed errors) as the request's 422s."""
 
 from __future__ import annotations
 
-from service.core.errors import CostModelError, InsufficientMemory, InvalidArchitecture
+from service.core.cost_model_errors import CostModelError, InsufficientMemory, InvalidArchitecture
 from service.errors import FieldError, InvalidRequest
 
 

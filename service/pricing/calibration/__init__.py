@@ -3,16 +3,16 @@
 `screening` decides which observations may be fitted (range check, robust outliers),
 `corrections` holds a fitted calibration's per-segment factors and applies them, and `fit`
 fits one from observations with a time-ordered holdout. The service's adapter
-(`service/calibrating.py`) reads observations from the database and stores the result.
+(`service/quotes/recalibration.py`) reads observations from the database and stores the result.
 """
 
-from service.calibration.corrections import (
+from service.pricing.calibration.corrections import (
     GLOBAL_SEGMENT,
     ActiveCalibration,
     Corrections,
     SegmentCorrection,
 )
-from service.calibration.fit import (
+from service.pricing.calibration.fit import (
     CalibrationFit,
     CalibrationPoint,
     FitSettings,
@@ -20,7 +20,7 @@ from service.calibration.fit import (
     fit_corrections,
     mape,
 )
-from service.calibration.screening import Flag, screen
+from service.pricing.calibration.screening import Flag, screen
 
 __all__ = [
     "GLOBAL_SEGMENT",

@@ -14,9 +14,10 @@ from dataclasses import dataclass, replace
 
 from fastapi.concurrency import run_in_threadpool
 
-from service.auth import Principal
-from service.calibrating import CalibrationRegistry
-from service.db.models import QuoteRow
+from service.api.keys import Principal
+from service.api.metrics import Metrics
+from service.api.schemas.estimate_request import EstimateRequest
+from service.api.schemas.estimate_response import EstimateResponse
 from service.db.quote_document import QuoteDocument
 from service.db.quote_store import (
     Claim,
@@ -28,13 +29,12 @@ from service.db.quote_store import (
     StoreFailed,
 )
 from service.db.quote_writer import QuoteWriter
+from service.db.tables import QuoteRow
 from service.errors import Conflict, IdempotencyMismatch, ServiceError
-from service.idempotency import InFlightGuard, fingerprint
-from service.ids import new_quote_id
-from service.metrics import Metrics
 from service.pricing.estimator import Estimator, PricedRequest
-from service.schemas.estimate_request import EstimateRequest
-from service.schemas.estimate_response import EstimateResponse
+from service.quotes.idempotency import InFlightGuard, fingerprint
+from service.quotes.ids import new_quote_id
+from service.quotes.recalibration import CalibrationRegistry
 
 NOT_STORED_WARNING = (
     "the quote could not be stored (database unavailable): quote_id is null; "

@@ -1,6 +1,7 @@
-"""Recalibration, the adapter between the database and the pure fit in `service.calibration`:
-fit a calibration from stored observations, make one current, roll back; and the in-process
-registry through which quotes find the calibration that applies to their tenant.
+"""Recalibration, the adapter between the database and the pure fit in
+`service.pricing.calibration`: fit a calibration from stored observations, make one current,
+roll back; and the in-process registry through which quotes find the calibration that applies
+to their tenant.
 """
 
 from __future__ import annotations
@@ -15,7 +16,19 @@ from typing import Any
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from service.calibration import (
+from service.api.schemas.calibrations import (
+    CalibrationIn,
+    CalibrationOut,
+    FlaggedOut,
+    ObservationCounts,
+    SegmentOut,
+)
+from service.db.base import utc_now
+from service.db.engine import Database
+from service.db.repositories import CalibrationRepository, ObservationRepository
+from service.db.tables import GLOBAL_SCOPE, TENANT_SCOPE, Calibration, Observation, Quote
+from service.errors import Conflict, InvalidRequest, NotFound
+from service.pricing.calibration import (
     ActiveCalibration,
     CalibrationFit,
     CalibrationPoint,
@@ -23,19 +36,7 @@ from service.calibration import (
     FitSettings,
     fit_calibration,
 )
-from service.db.base import utc_now
-from service.db.engine import Database
-from service.db.models import GLOBAL_SCOPE, TENANT_SCOPE, Calibration, Observation, Quote
-from service.db.repositories import CalibrationRepository, ObservationRepository
-from service.errors import Conflict, InvalidRequest, NotFound
-from service.ids import new_calibration_id
-from service.schemas.calibrations import (
-    CalibrationIn,
-    CalibrationOut,
-    FlaggedOut,
-    ObservationCounts,
-    SegmentOut,
-)
+from service.quotes.ids import new_calibration_id
 
 logger = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from service.regressor.features import Features, RequestFeatures
+from service.pricing.regressor.features import Features, RequestFeatures
 
 FloatArray = npt.NDArray[np.float64]
 Float32Array = npt.NDArray[np.float32]

@@ -17,11 +17,11 @@ from typing import Any
 import numpy as np
 import onnxruntime as ort
 
-from service.regressor.encoding import OUTPUT_NAMES, Normalisation, model_inputs
-from service.regressor.feature_spec import feature_spec_sha256
-from service.regressor.features import Features
+from service.pricing.regressor.encoding import OUTPUT_NAMES, Normalisation, model_inputs
+from service.pricing.regressor.feature_spec import feature_spec_sha256
+from service.pricing.regressor.features import Features
 
-MODELS_DIR = Path(__file__).resolve().parents[2] / "models"
+MODELS_DIR = Path(__file__).resolve().parents[3] / "models"
 DEFAULT_MODEL_PATH = MODELS_DIR / "energy_gnn.onnx"
 DEFAULT_METADATA_PATH = MODELS_DIR / "energy_gnn.json"
 

@@ -15,7 +15,7 @@ from service.core.dtypes import bytes_per_element, gemm_compute_key
 from service.core.graph import KERNEL_KINDS, build_kernel_graph
 from service.core.memory import active_parameter_count, parameter_count
 from service.core.workload import Deployment
-from service.regressor.feature_spec import GLOBAL_FEATURE_GROUPS, NODE_STATIC_FEATURES
+from service.pricing.regressor.feature_spec import GLOBAL_FEATURE_GROUPS, NODE_STATIC_FEATURES
 
 FloatArray = npt.NDArray[np.float64]
 

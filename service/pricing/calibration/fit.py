@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from service.calibration.corrections import GLOBAL_SEGMENT, Corrections, SegmentCorrection
-from service.calibration.screening import Flag, screen
+from service.pricing.calibration.corrections import GLOBAL_SEGMENT, Corrections, SegmentCorrection
+from service.pricing.calibration.screening import Flag, screen
 
 
 @dataclass(frozen=True, slots=True)
