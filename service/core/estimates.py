@@ -51,6 +51,7 @@ class WorkloadEstimates:
     decode; [2, N, kernels] per kernel); `item(j)` is the j-th as a RequestEstimate.
 
     Attributes:
+        sizes: [N, 3] each workload's batch size, prompt and output tokens.
         positions: [N] each workload's index in the caller's list.
         phase_s, phase_gpu_j: each phase's wall-clock time [s] and GPU energy [J].
         overhead_s: host-side part of phase_s [s].
@@ -62,6 +63,7 @@ class WorkloadEstimates:
 
     plan: CostPlan
     workloads: tuple[Workload, ...]
+    sizes: FloatArray
     positions: tuple[int, ...]
     phase_s: FloatArray
     phase_gpu_j: FloatArray
@@ -189,6 +191,7 @@ def price_workloads(
     return WorkloadEstimates(
         plan=plan,
         workloads=tuple(workloads),
+        sizes=values,
         positions=tuple(positions),
         phase_s=kernel_s + overhead_s,
         phase_gpu_j=phase_j,

@@ -104,3 +104,11 @@ def deployment_values(arch: ModelArchitecture, deployment: Deployment) -> tuple[
 
 WORKLOAD_AT = len(GLOBAL_FEATURE_GROUPS["architecture"]) + len(GLOBAL_FEATURE_GROUPS["precision"])
 """Index in GLOBAL_FEATURES of the first workload feature (what deployment_values skips)."""
+
+
+@lru_cache(maxsize=512)
+def fixed_global_values(arch: ModelArchitecture, deployment: Deployment) -> FloatArray:
+    """`deployment_values` as a read-only array (cached per context)."""
+    values = np.array(deployment_values(arch, deployment))
+    values.setflags(write=False)
+    return values

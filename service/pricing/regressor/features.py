@@ -20,8 +20,13 @@ from service.core.estimates import WorkloadEstimates
 from service.core.kernel_table import KernelTable
 from service.core.work import WORK_FIELDS
 from service.core.workload import Deployment, Workload
-from service.pricing.regressor.context_features import WORKLOAD_AT, deployment_values, graph_arrays
+from service.pricing.regressor.context_features import (
+    WORKLOAD_AT,
+    fixed_global_values,
+    graph_arrays,
+)
 from service.pricing.regressor.feature_spec import (
+    GLOBAL_FEATURES,
     MEMORY_WORK_FIELDS,
     MIN_ENERGY_J,
     MJ_PER_J,
@@ -107,20 +112,21 @@ def workload_features(
     static, adjacency = graph_arrays(arch, deployment)
     arrays = estimates.arrays
     totals = estimates.totals()  # [2, N, K, WORK_FIELDS]
-    raw = np.concatenate(
-        [
-            arrays.executions[..., None],
-            totals,
-            np.stack(
-                [arrays.time_s, arrays.compute_s, arrays.memory_s, arrays.network_s, arrays.gpu_j],
-                axis=-1,
-            ),
-        ],
-        axis=-1,
-    )
-    prefill, decode = phase_node_block_of(raw)
-    n = prefill.shape[0]
-    node_x = np.concatenate([np.broadcast_to(static, (n, *static.shape)), prefill, decode], axis=2)
+    raw = np.empty((*totals.shape[:3], len(RAW_COLUMNS)))
+    raw[..., 0] = arrays.executions
+    raw[..., _COUNTS.start + 1 : _COUNTS.stop] = totals
+    for column, values in zip(
+        range(_TIMES_AND_ENERGY.start, _TIMES_AND_ENERGY.stop),
+        (arrays.time_s, arrays.compute_s, arrays.memory_s, arrays.network_s, arrays.gpu_j),
+        strict=True,
+    ):
+        raw[..., column] = values
+    n, kernels, width = totals.shape[1], static.shape[0], static.shape[1]
+    node_x = np.empty((n, kernels, width + 2 * len(NODE_PHASE_FEATURES)))
+    node_x[:, :, :width] = static
+    # Prefill's block, then decode's, written in place: [N, K, 2, F] seen as [2, N, K, F].
+    phases = node_x[:, :, width:].reshape(n, kernels, 2, -1).transpose(2, 0, 1, 3)
+    phase_node_block_of(raw, out=phases)
     log_phase_j = np.log(np.maximum(estimates.phase_gpu_j, MIN_ENERGY_J)).T
     return Features(
         node_x=node_x,
@@ -154,7 +160,11 @@ _TO_US_AND_MJ = np.array([US_PER_S] * 4 + [MJ_PER_J])
 _SHARED = [_RAW["time_s"], _RAW["gpu_j"]]
 _ONE_HOT = np.eye(3)
 _FIELD = {name: i for i, name in enumerate(WORK_FIELDS)}
-_TOTALS_MEMORY = [_FIELD[f] for f in MEMORY_WORK_FIELDS]
+# Work fields -> (tensor FLOPs, memory bytes, network bytes), the global "totals" of a phase.
+_GLOBAL_TOTALS = np.zeros((len(WORK_FIELDS), 3))
+_GLOBAL_TOTALS[_FIELD["tensor_flops"], 0] = 1.0
+_GLOBAL_TOTALS[[_FIELD[f] for f in MEMORY_WORK_FIELDS], 1] = 1.0
+_GLOBAL_TOTALS[_FIELD["network_bytes"], 2] = 1.0
 
 
 def phase_raw(table: KernelTable) -> FloatArray:
@@ -172,22 +182,25 @@ def phase_raw(table: KernelTable) -> FloatArray:
     )
 
 
-def phase_node_block_of(raw: FloatArray) -> FloatArray:
+def phase_node_block_of(raw: FloatArray, out: FloatArray | None = None) -> FloatArray:
     """NODE_PHASE_FEATURES from a raw matrix [..., kernels, RAW_COLUMNS] (any leading axes:
-    phases, requests; also used on prefill + decode in ablations). Shares are of the kernels'
-    sums along the kernels axis."""
-    shape = raw.shape[:-1]
+    phases, requests; also used on prefill + decode in ablations), written into `out` when
+    given. Shares are of the kernels' sums along the kernels axis."""
     counts = 1 + len(WORK_FIELDS)
-    # A kernel with no execution (decode of a one-token output) has all counts 0: dividing by
-    # max(executions, 1) gives its per-execution shapes 0, the others exactly count/executions.
-    per_execution = raw[..., _SHAPES] / np.maximum(raw[..., :1], 1.0)
-    # Every log1p feature in one call: counts, per-execution shapes, times [µs], energy [mJ].
-    scaled = np.concatenate(
-        [raw[..., _COUNTS], per_execution, raw[..., _TIMES_AND_ENERGY] * _TO_US_AND_MJ], axis=-1
-    )
     at = counts + len(SHAPE_FIELDS) + 5
-    block = np.empty((*shape, len(NODE_PHASE_FEATURES)))
-    np.log1p(scaled, out=block[..., :at])
+    block = np.empty((*raw.shape[:-1], len(NODE_PHASE_FEATURES))) if out is None else out
+    # Every log1p feature in one call, computed in place: counts, per-execution shapes, times
+    # [µs], energy [mJ]. A kernel with no execution (decode of a one-token output) has all
+    # counts 0: dividing by max(executions, 1) gives its per-execution shapes 0, the others
+    # exactly count/executions.
+    block[..., :counts] = raw[..., _COUNTS]
+    np.divide(
+        raw[..., _SHAPES],
+        np.maximum(raw[..., :1], 1.0),
+        out=block[..., counts : counts + len(SHAPE_FIELDS)],
+    )
+    np.multiply(raw[..., _TIMES_AND_ENERGY], _TO_US_AND_MJ, out=block[..., at - 5 : at])
+    np.log1p(block[..., :at], out=block[..., :at])
     shared = raw[..., _SHARED]  # time_s, gpu_j
     total = shared.sum(axis=-2, keepdims=True)
     block[..., at : at + 2] = 0.0  # a phase with no kernel time (no decode step) has no shares
@@ -205,38 +218,37 @@ def _global_matrix(
     estimates: WorkloadEstimates,
     totals: FloatArray,
 ) -> FloatArray:
-    """[N, GLOBAL_FEATURES]: the global features of each request."""
-    fixed = np.array(deployment_values(arch, deployment))
-    workloads = np.array(
-        [(w.batch_size, w.prompt_tokens, w.output_tokens) for w in estimates.workloads],
-        dtype=np.float64,
-    ).reshape(-1, 3)
-    required = estimates.plan.weight_bytes_per_gpu + estimates.kv_cache_bytes
-    sums = np.stack(
-        [
-            totals[..., _FIELD["tensor_flops"]].sum(axis=-1),
-            totals[..., _TOTALS_MEMORY].sum(axis=(-2, -1)),
-            totals[..., _FIELD["network_bytes"]].sum(axis=-1),
-        ],
-        axis=-1,
-    )  # [2, N, 3]
-    phase_s, phase_j, overhead_s = estimates.phase_s, estimates.phase_gpu_j, estimates.overhead_s
+    """[N, GLOBAL_FEATURES]: the global features of each request, filled in place column block
+    by column block (few array operations: one request costs what many do)."""
+    fixed = fixed_global_values(arch, deployment)
+    sizes = estimates.sizes  # [N, (batch, prompt, output)]
+    n, at = sizes.shape[0], WORKLOAD_AT
+    out = np.empty((n, len(GLOBAL_FEATURES)))
+    out[:, :at] = fixed[:at]
+    np.log(sizes, out=out[:, at : at + 3])
+    end = fixed.shape[0] + 3  # the fixed values resume after the workload's three
+    out[:, at + 3 : end] = fixed[at:]
+    out[:, end] = (estimates.plan.weight_bytes_per_gpu + estimates.kv_cache_bytes) / (
+        estimates.capacity_bytes_per_gpu
+    )
+    phase_s, phase_j = estimates.phase_s, estimates.phase_gpu_j
     gpu_j = phase_j[0] + phase_j[1]
-    kernel_s = phase_s[0] + phase_s[1]
-    steps = workloads[:, 2] - 1.0
-    per_token_s = np.divide(phase_s[1], steps, out=np.zeros_like(steps), where=steps > 0)
+    energies = np.empty((n, 3))
+    energies[:, 0], energies[:, 1:] = gpu_j, phase_j.T
+    np.log(np.maximum(energies, MIN_ENERGY_J), out=out[:, end + 7 : end + 10])
+    # Every log1p feature in one call: per phase (tensor FLOPs, memory bytes, network bytes),
+    # then the phase and overhead times [µs] and the time per output token [ms].
+    logged = np.empty((n, 11))
+    logged[:, :6] = (totals.sum(axis=2) @ _GLOBAL_TOTALS).transpose(1, 0, 2).reshape(n, 6)
+    logged[:, 6:8] = US_PER_S * phase_s.T
+    logged[:, 8:10] = US_PER_S * estimates.overhead_s.T
+    steps = sizes[:, 2] - 1.0
+    np.divide(1e3 * phase_s[1], steps, out=logged[:, 10], where=steps > 0)
+    logged[steps <= 0, 10] = 0.0
+    np.log1p(logged, out=logged)
+    out[:, end + 1 : end + 7] = logged[:, :6]
+    out[:, end + 10 : end + 15] = logged[:, 6:]
     gpu_count = deployment.parallelism.gpu_count
-    columns = [
-        np.broadcast_to(fixed[:WORKLOAD_AT], (workloads.shape[0], WORKLOAD_AT)),
-        np.log(workloads),
-        np.broadcast_to(fixed[WORKLOAD_AT:], (workloads.shape[0], fixed.shape[0] - WORKLOAD_AT)),
-        (required / estimates.capacity_bytes_per_gpu)[:, None],
-        np.log1p(sums[0]),
-        np.log1p(sums[1]),
-        np.log(np.maximum(np.stack([gpu_j, phase_j[0], phase_j[1]], axis=1), MIN_ENERGY_J)),
-        np.log1p(US_PER_S * np.stack([phase_s[0], phase_s[1], overhead_s[0], overhead_s[1]], 1)),
-        np.log1p(1e3 * per_token_s)[:, None],
-        (gpu_j / (np.maximum(kernel_s, 1e-12) * gpu_count * deployment.gpu.tdp_w))[:, None],
-    ]
-    result: FloatArray = np.concatenate(columns, axis=1)
-    return result
+    kernel_s = phase_s[0] + phase_s[1]
+    out[:, end + 15] = gpu_j / (np.maximum(kernel_s, 1e-12) * gpu_count * deployment.gpu.tdp_w)
+    return out
