@@ -36,6 +36,7 @@ from service.pricing.regressor.runtime import (
     EnergyRegressor,
 )
 from service.quotes.idempotency import InFlightGuard
+from service.quotes.pricing_thread import PricingThread
 from service.quotes.recalibration import CalibrationRegistry
 from service.quotes.service import QuoteService
 
@@ -89,7 +90,8 @@ def build_services(settings: Settings, metrics: Metrics) -> AppServices:
     if database.backend == "postgresql" and settings.postgres_commit_in_loop:
         from_loop = PostgresInLoopCommits(store)
     writer = QuoteWriter(store, in_loop=in_loop, postgres_in_loop=from_loop)
-    quotes = QuoteService(estimator, store, writer, InFlightGuard(), metrics, registry)
+    pricer = PricingThread(estimator)
+    quotes = QuoteService(pricer, store, writer, InFlightGuard(), metrics, registry)
     return AppServices(settings, database, estimator, keys, quotes, metrics, registry)
 
 
@@ -110,7 +112,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     logger.info(
         "estimator %s, database %s", services.estimator.model_version, services.database.backend
     )
-    writer = services.quotes.writer
+    writer, pricer = services.quotes.writer, services.quotes.pricer
+    pricer.start()
     writer.start()
     checkpointer = wal_checkpointer_for(settings)
     if checkpointer is not None:
@@ -130,7 +133,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         yield
     finally:
         gc.unfreeze()
-        # After uvicorn drained the requests: stores what they queued.
+        # After uvicorn drained the requests: prices and stores what they queued.
+        pricer.stop()
         await writer.finish_in_loop()
         writer.stop()
         if replayer is not None:

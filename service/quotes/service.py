@@ -2,8 +2,9 @@
 store their quotes through the quote writer, answering each as its JSON document.
 
 Single, batch, idempotent and verbose estimates all come here; a single request is a list of
-one. Pricing is CPU-bound, so it runs in the thread pool (`Estimator.price`); storing is the
-writer's (group commit per backend, spool when the database refuses).
+one. Pricing is CPU-bound, so it runs on the pricing thread (service/quotes/pricing_thread.py),
+which prices what waits together; storing is the writer's (group commit per backend, spool when
+the database refuses).
 """
 
 from __future__ import annotations
@@ -31,9 +32,10 @@ from service.db.quote_store import (
 from service.db.quote_writer import QuoteWriter
 from service.db.tables import QuoteRow
 from service.errors import Conflict, IdempotencyMismatch, ServiceError
-from service.pricing.estimator import Estimator, PricedRequest
+from service.pricing.estimator import PricedRequest
 from service.quotes.idempotency import InFlightGuard, fingerprint
 from service.quotes.ids import new_quote_id
+from service.quotes.pricing_thread import PricingThread
 from service.quotes.recalibration import CalibrationRegistry
 
 NOT_STORED_WARNING = (
@@ -66,14 +68,15 @@ class QuoteService:
 
     def __init__(
         self,
-        estimator: Estimator,
+        pricer: PricingThread,
         store: QuoteStore,
         writer: QuoteWriter,
         guard: InFlightGuard,
         metrics: Metrics,
         calibrations: CalibrationRegistry | None = None,
     ) -> None:
-        self.estimator = estimator
+        self.pricer = pricer
+        self.estimator = pricer.estimator
         self.store = store
         self.writer = writer
         self.guard = guard
@@ -110,7 +113,7 @@ class QuoteService:
     async def _quote(
         self, items: Sequence[EstimateRequest | ServiceError], tenant: str, verbose: bool
     ) -> list[Answer]:
-        priced = await run_in_threadpool(self._price, items, tenant, verbose)
+        priced = await self._price(items, tenant, verbose)
         stored = iter(await self._store([p for p in priced if isinstance(p, _Priced)], tenant))
         return [next(stored) if isinstance(p, _Priced) else p for p in priced]
 
@@ -124,7 +127,7 @@ class QuoteService:
             if existing is not None:
                 return _replay(existing, request_hash)
             try:
-                (priced,) = await run_in_threadpool(self._price, [request], tenant, verbose)
+                (priced,) = await self._price([request], tenant, verbose)
                 if isinstance(priced, ServiceError):
                     return priced
                 try:
@@ -135,14 +138,18 @@ class QuoteService:
                 if claim is not None:
                     await run_in_threadpool(self.store.release, claim)
 
-    def _price(
+    async def _price(
         self, items: Sequence[EstimateRequest | ServiceError], tenant: str, verbose: bool
     ) -> list[_Priced | ServiceError]:
-        """Every valid item priced together, with `tenant`'s current calibration (its own,
-        else the global one); counted in the metrics by model and GPU."""
+        """Every valid item priced on the pricing thread, with `tenant`'s current calibration
+        (its own, else the global one); counted in the metrics by model and GPU."""
         calibration = self.calibrations.for_tenant(tenant) if self.calibrations else None
         requests = [item for item in items if not isinstance(item, ServiceError)]
-        answers = iter(self.estimator.price(requests, verbose=verbose, calibration=calibration))
+        answers = iter(
+            await self.pricer.price(requests, verbose=verbose, calibration=calibration)
+            if requests
+            else []
+        )
         results: list[_Priced | ServiceError] = []
         counts: Counter[tuple[str, str]] = Counter()
         for item in items:

@@ -81,21 +81,20 @@ def test_overload_is_shed_fast_and_health_stays_up(database_url: str) -> None:
     """Two slots, one queue place, 0.3 s wait: two held estimates fill the slots, a third waits
     and is shed after 0.3 s, a fourth finds the queue full and is shed at once.
 
-    Held where an estimate waits without holding the event loop: its pricing, in the thread
-    pool."""
+    Held where an estimate waits for its pricing without holding the event loop."""
     settings = {"shed_max_concurrent": 2, "shed_max_queued": 1, "shed_max_queue_wait_s": 0.3}
     with running_client(database_url, **settings) as client:
-        estimator = services_of(client).estimator
-        original = estimator.price
+        pricer = services_of(client).quotes.pricer
+        original = pricer.price
         gate_open = threading.Event()
         entered = threading.Semaphore(0)
 
-        def held_price(*args: Any, **kwargs: Any) -> Any:
+        async def held_price(*args: Any, **kwargs: Any) -> Any:
             entered.release()
-            assert gate_open.wait(10)
-            return original(*args, **kwargs)
+            assert await asyncio.to_thread(gate_open.wait, 10)
+            return await original(*args, **kwargs)
 
-        estimator.price = held_price  # type: ignore[method-assign]
+        pricer.price = held_price  # type: ignore[method-assign]
 
         def post() -> tuple[float, Response]:
             started = time.monotonic()
@@ -130,7 +129,7 @@ def test_overload_is_shed_fast_and_health_stays_up(database_url: str) -> None:
             assert bound[0] <= elapsed_s < bound[1], f"shed after {elapsed_s:.3f} s"
         assert [response.status_code for _, response in answers] == [200, 200]
         assert all(response.json()["quote_id"] for _, response in answers)
-        estimator.price = original  # type: ignore[method-assign]
+        pricer.price = original  # type: ignore[method-assign]
         assert client.post("/v1/estimate", json=example_body()).status_code == 200
         metrics = client.get("/metrics").text
         assert 'status="503"' in metrics

@@ -1,0 +1,140 @@
+"""The pricing thread: every estimate of this process is priced on one thread beside the event
+loop, and the requests that arrive while it is busy are priced together in its next pass.
+
+Pricing is CPU-bound, so it must not run in the event loop (which would stop serving while it
+prices); but many threads pricing at once would only take turns on the GIL. One thread prices
+one list at a time with `Estimator.price`, which evaluates the requests of one context in one
+array pass: under load the waiting requests form larger lists, and each costs less. Each
+request is answered with its own result (or error), as if priced alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import queue
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from service.api.schemas.estimate_request import EstimateRequest
+from service.errors import ServiceError
+from service.pricing.calibration import ActiveCalibration
+from service.pricing.estimator import Estimator, PricedRequest
+
+logger = logging.getLogger(__name__)
+
+Priced = PricedRequest | ServiceError
+MAX_ITEMS_PER_PASS = 2000  # requests priced in one pass at most (two full batches)
+
+
+@dataclass(frozen=True, slots=True)
+class _Job:
+    """One caller's requests and the future its coroutine awaits on its event loop."""
+
+    requests: Sequence[EstimateRequest]
+    verbose: bool
+    calibration: ActiveCalibration | None
+    future: asyncio.Future[list[Priced]]
+    loop: asyncio.AbstractEventLoop
+
+
+_STOP = object()
+
+
+class PricingThread:
+    """Prices requests on one thread (see the module doc); `start` before use, `stop` after."""
+
+    def __init__(self, estimator: Estimator) -> None:
+        self.estimator = estimator
+        self.passes = 0  # pricing passes so far, for tests and diagnostics
+        self._queue: queue.SimpleQueue[_Job | object] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name="pricing", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """Price what is queued, then end the thread."""
+        if self._thread.is_alive():
+            self._queue.put(_STOP)
+            self._thread.join(timeout_s)
+
+    async def price(
+        self,
+        requests: Sequence[EstimateRequest],
+        *,
+        verbose: bool = False,
+        calibration: ActiveCalibration | None = None,
+    ) -> list[Priced]:
+        """`Estimator.price` of `requests`, priced on the pricing thread with whatever else is
+        waiting."""
+        if not self._thread.is_alive():
+            raise RuntimeError("the pricing thread is not running")
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[list[Priced]] = loop.create_future()
+        self._queue.put(_Job(requests, verbose, calibration, future, loop))
+        return await future
+
+    def _run(self) -> None:
+        while True:
+            first = self._queue.get()
+            if not isinstance(first, _Job):
+                return  # _STOP
+            jobs, stop = [first], False
+            count = len(first.requests)
+            while count < MAX_ITEMS_PER_PASS:
+                try:
+                    more = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if not isinstance(more, _Job):
+                    stop = True
+                    break
+                jobs.append(more)
+                count += len(more.requests)
+            self._price(jobs)
+            if stop:
+                return
+
+    def _price(self, jobs: list[_Job]) -> None:
+        """Price the jobs, those sharing a calibration and verbosity in one list, and hand
+        each loop its jobs' results in one call."""
+        self.passes += 1
+        together: dict[tuple[int, bool], list[_Job]] = {}
+        for job in jobs:
+            if not job.future.cancelled():  # its client went away before it was priced
+                together.setdefault((id(job.calibration), job.verbose), []).append(job)
+        settled: dict[asyncio.AbstractEventLoop, list[tuple[_Job, list[Priced] | BaseException]]]
+        settled = {}
+        for same in together.values():
+            requests = [request for job in same for request in job.requests]
+            try:
+                results = self.estimator.price(
+                    requests, verbose=same[0].verbose, calibration=same[0].calibration
+                )
+            except Exception as error:  # a bug: every waiting request answers it, none hangs
+                logger.exception("pricing %d request(s) failed", len(requests))
+                for job in same:
+                    settled.setdefault(job.loop, []).append((job, error))
+                continue
+            start = 0
+            for job in same:
+                end = start + len(job.requests)
+                settled.setdefault(job.loop, []).append((job, results[start:end]))
+                start = end
+        for loop, outcomes in settled.items():
+            # RuntimeError: the loop closed meanwhile (shutdown), no one is waiting.
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(_settle_all, outcomes)
+
+
+def _settle_all(outcomes: list[tuple[_Job, list[Priced] | BaseException]]) -> None:
+    for job, outcome in outcomes:
+        if job.future.done():
+            continue
+        if isinstance(outcome, BaseException):
+            job.future.set_exception(outcome)
+        else:
+            job.future.set_result(outcome)
