@@ -121,7 +121,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     spool = services.quotes.store.spool
     replayer = None
     if spool is not None:
-        replayer = SpoolReplayer(spool, services.database, settings.spool_replay_interval_s)
+        replayer = SpoolReplayer(spool, services.quotes.store, settings.spool_replay_interval_s)
         replayer.start()
     # What start-up built (catalogues, schemas, the model, the app) lives as long as the
     # process: freezing it keeps the collector's full passes, which a 1000-item batch

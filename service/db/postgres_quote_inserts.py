@@ -75,40 +75,61 @@ class PostgresQuoteInserts:
         stored_sets: Collection[str],
         stamp: Callable[[], datetime],
     ) -> list[str]:
-        """Insert `quotes` in one statement (one transaction); returns the ids of the carbon
-        factor sets inserted with them (those their documents name that are not in
-        `stored_sets`).
+        """Insert `quotes` in one statement (one transaction) on the event loop's connection;
+        returns the ids of the carbon factor sets inserted with them (those their documents
+        name that are not in `stored_sets`).
 
         `stamp()` sets the quotes' `created_at` and returns it once a connection is held, so
-        a quote commits within the server's statement timeout of its `created_at`, as through
-        the engine. Raises psycopg.Error (psycopg.IntegrityError for a constraint: a duplicate
-        idempotency key), OSError or TimeoutError, with nothing written, or, for a connection
-        lost during the statement, written or not (a spooled quote is replayed only if its id
-        is not stored: service/db/spool.py); the connection is closed after any failure but a
-        constraint's.
+        a quote commits within the server's statement timeout of its `created_at`. Raises
+        psycopg.Error (psycopg.IntegrityError for a constraint: a duplicate idempotency key),
+        OSError or TimeoutError, with nothing written, or, for a connection lost during the
+        statement, written or not (a spooled quote is replayed only if its id is not stored:
+        service/db/spool.py); the connection is closed after any failure but a constraint's.
         """
         try:
             connection = await self._connection()
-            now = stamp()
-            sets = new_factor_sets(quotes, stored_sets)
-            parameters = [
-                value
-                for row in self._set_rows.processed([(s.id, s, now) for s in sets])
-                for value in row
-            ]
-            parameters += [
-                value
-                for row in self._quote_rows.processed([quote_values(quote) for quote in quotes])
-                for value in row
-            ]
+            statement, parameters, sets = self.statement(quotes, stored_sets, stamp())
             async with asyncio.timeout(self._statement_timeout_s + NETWORK_MARGIN_S):
-                await connection.execute(self._statement(len(quotes), len(sets)), parameters)
+                await connection.execute(statement, parameters)
         except psycopg.IntegrityError:
             raise
         except BaseException:  # cancelled too: mid-statement, the connection's state is unknown
             self.close()
             raise
-        return [factors.id for factors in sets]
+        return sets
+
+    def commit_blocking(
+        self,
+        quotes: Sequence[NewQuote],
+        stored_sets: Collection[str],
+        stamp: Callable[[], datetime],
+    ) -> list[str]:
+        """`commit` from a thread, through the engine's pool (and its reconnect backoff): the
+        same statement, on a connection of `engine`. Raises SQLAlchemy's errors
+        (sqlalchemy.exc.IntegrityError for a constraint), with nothing written."""
+        with self.engine.begin() as connection:
+            statement, parameters, sets = self.statement(quotes, stored_sets, stamp())
+            connection.exec_driver_sql(statement, tuple(parameters))
+        return sets
+
+    def statement(
+        self, quotes: Sequence[NewQuote], stored_sets: Collection[str], now: datetime
+    ) -> tuple[str, list[Any], list[str]]:
+        """The one statement inserting `quotes` (stamped `now`) after the carbon factor sets
+        they name that are not in `stored_sets`: its text, its parameters, and those sets'
+        ids."""
+        sets = new_factor_sets(quotes, stored_sets)
+        parameters = [
+            value
+            for row in self._set_rows.processed([(s.id, s, now) for s in sets])
+            for value in row
+        ]
+        parameters += [
+            value
+            for row in self._quote_rows.processed([quote_values(quote) for quote in quotes])
+            for value in row
+        ]
+        return self._statement(len(quotes), len(sets)), parameters, [s.id for s in sets]
 
     def close(self) -> None:
         """Close the connection (at shutdown, or after a failure); a later commit reconnects.

@@ -11,14 +11,13 @@ from __future__ import annotations
 import logging
 import secrets
 import sqlite3
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from enum import StrEnum
 from typing import Any
 
 import psycopg
-from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from service.db.base import utc_now
@@ -28,33 +27,21 @@ from service.db.quote_document import QuoteDocument, json_time
 from service.db.repositories import (
     IdempotencyClaimRepository,
     QuoteRepository,
-    insert_quotes,
-    release_claim,
     stored_response,
 )
 from service.db.spool import QuoteSpool
 from service.db.sqlite_quote_inserts import SqliteQuoteInserts
+from service.db.store_outcomes import (
+    DuplicateIdempotencyKey,
+    KeyClaimed,
+    Saved,
+    StoreFailed,
+    StoreRefused,
+)
 from service.db.tables import IdempotencyClaim, NewQuote, Quote
 
 logger = logging.getLogger(__name__)
 MAX_REMEMBERED_FACTOR_SETS = 4096  # a bound, as for the estimator's request contexts
-
-
-class StoreFailed(Exception):
-    """Neither the database nor the spool could take (or read) quotes right now."""
-
-
-class DuplicateIdempotencyKey(Exception):
-    """Another request stored a quote under the same idempotency key first."""
-
-
-class KeyClaimed(Exception):
-    """Another process is pricing a request under the same idempotency key right now."""
-
-
-class Saved(StrEnum):
-    STORED = "stored"
-    SPOOLED = "spooled"
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,63 +77,86 @@ class QuoteStore:
         # Carbon factor sets seen committed: a set is never changed or deleted (its id is its
         # content's sha256), so a quote naming one of these need not store it again.
         self._stored_factor_sets: set[str] = set()
+        self._per_thread = threading.local()
+        self._blocking_postgres: PostgresQuoteInserts | None = None
 
-    def save(self, quotes: Sequence[NewQuote], release: Claim | None = None) -> Saved:
-        """Commit `quotes` in one transaction (releasing the claim `release` in it), or spool
-        them; raises StoreFailed or DuplicateIdempotencyKey.
+    def save(self, quotes: Sequence[NewQuote]) -> Saved:
+        """Commit `quotes` in one transaction from this thread, or spool them; raises
+        StoreFailed or DuplicateIdempotencyKey.
 
         `created_at` (row and response) is stamped once the connection is held, so a quote
         commits at most one statement/busy timeout after its `created_at` (the billing pull's
         settle window relies on it).
         """
         try:
-            self.commit(quotes, self.database.engine, release)
-            return Saved.STORED
-        except IntegrityError as error:
-            raise DuplicateIdempotencyKey() from error
-        except SQLAlchemyError as error:
+            self.commit(quotes)
+        except StoreRefused as error:
             logger.warning("could not store %d quote(s): %s", len(quotes), error)
             return self.spool_instead(quotes, str(error))
+        return Saved.STORED
 
-    def commit(
-        self, quotes: Sequence[NewQuote], engine: Engine, release: Claim | None = None
-    ) -> None:
-        """Commit `quotes` (and release `release`) in one transaction through `engine`,
-        stamping their `created_at` once it holds a connection; raises SQLAlchemyError, with
-        nothing written, when the database refuses."""
+    def commit(self, quotes: Sequence[NewQuote], *, stamp: bool = True) -> None:
+        """Commit `quotes` in one transaction from this thread, through the backend's one
+        INSERT implementation (service/db/sqlite_quote_inserts.py,
+        service/db/postgres_quote_inserts.py), as the event loop's commits are; `stamp`: set
+        their `created_at` once the connection is held (a replayed quote keeps its own).
+        Raises DuplicateIdempotencyKey, or StoreRefused with nothing written."""
         try:
-            # A Core transaction: the hot path's one write needs no ORM session.
-            with engine.begin() as connection:
-                _stamp(quotes, utc_now())
-                new_sets = insert_quotes(connection, quotes, self._stored_factor_sets)
-                if release is not None:
-                    release_claim(connection, release.tenant, release.key, release.holder)
-        except IntegrityError:
-            raise
-        except SQLAlchemyError:
-            # The database may come back as another one (a failover, a restore): sets are
-            # stored again, as no-ops where they are there, rather than trusted from memory.
-            self._stored_factor_sets.clear()
-            raise
+            if self.database.backend == "sqlite":
+                self.commit_sqlite(quotes, self._thread_sqlite_inserts(), stamp=stamp)
+                return
+            now: Callable[[], datetime] = (lambda: _stamp_now(quotes)) if stamp else utc_now
+            new_sets = self._postgres_inserts().commit_blocking(
+                quotes, self._stored_factor_sets, now
+            )
+        except (IntegrityError, sqlite3.IntegrityError) as error:
+            raise DuplicateIdempotencyKey() from error
+        except (SQLAlchemyError, sqlite3.Error, OSError) as error:
+            self._stored_factor_sets.clear()  # the database may come back as another one
+            raise StoreRefused(str(error)) from error
         self._remember(new_sets)
 
-    def commit_sqlite(self, quotes: Sequence[NewQuote], inserts: SqliteQuoteInserts) -> None:
-        """`commit` on the held SQLite connection of `inserts` (the event loop's, see
-        service/db/sqlite_quote_inserts.py); raises sqlite3.Error, with nothing written."""
+    def _thread_sqlite_inserts(self) -> SqliteQuoteInserts:
+        """This thread's inserts on the database's current engine (the writer's and the spool
+        replayer's threads each hold one connection; a swapped engine gets a new one)."""
+        engine = self.database.engine
+        held: SqliteQuoteInserts | None = getattr(self._per_thread, "inserts", None)
+        if held is None or held.engine is not engine:
+            if held is not None:
+                held.close(invalidate=True)
+            held = self._per_thread.inserts = SqliteQuoteInserts(engine)
+        return held
+
+    def _postgres_inserts(self) -> PostgresQuoteInserts:
+        """The statement builder for the database's current engine (thread-safe to share: the
+        blocking commit takes its connection from the engine's pool)."""
+        engine = self.database.engine
+        held = self._blocking_postgres
+        if held is None or held.engine is not engine:
+            held = self._blocking_postgres = PostgresQuoteInserts(engine, self.database.settings)
+        return held
+
+    def commit_sqlite(
+        self, quotes: Sequence[NewQuote], inserts: SqliteQuoteInserts, *, stamp: bool = True
+    ) -> None:
+        """Commit `quotes` on the held SQLite connection of `inserts` (the event loop's or a
+        thread's), stamping them once the write lock is held (unless not `stamp`); raises
+        sqlite3.Error, with nothing written."""
+        now: Callable[[], datetime] = (lambda: _stamp_now(quotes)) if stamp else utc_now
         try:
-            new_sets = inserts.commit(quotes, self._stored_factor_sets, lambda: _stamp_now(quotes))
+            new_sets = inserts.commit(quotes, self._stored_factor_sets, now)
         except sqlite3.IntegrityError:
             raise
         except sqlite3.Error:
-            self._stored_factor_sets.clear()  # as in `commit`
+            self._stored_factor_sets.clear()  # the database may come back as another one
             raise
         self._remember(new_sets)
 
     async def commit_postgres(
         self, quotes: Sequence[NewQuote], inserts: PostgresQuoteInserts
     ) -> None:
-        """`commit` by one statement on the event loop's asyncio connection held by `inserts`
-        (service/db/postgres_quote_inserts.py); raises as PostgresQuoteInserts.commit."""
+        """Commit `quotes` by one statement on the event loop's asyncio connection held by
+        `inserts` (service/db/postgres_quote_inserts.py); raises as its `commit`."""
         try:
             new_sets = await inserts.commit(
                 quotes, self._stored_factor_sets, lambda: _stamp_now(quotes)
@@ -154,7 +164,7 @@ class QuoteStore:
         except psycopg.IntegrityError:
             raise
         except BaseException:
-            self._stored_factor_sets.clear()  # as in `commit`
+            self._stored_factor_sets.clear()  # the database may come back as another one
             raise
         self._remember(new_sets)
 

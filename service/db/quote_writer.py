@@ -35,7 +35,8 @@ from dataclasses import dataclass, replace
 
 from service.db.in_loop_commit import InLoop, InLoopCommits
 from service.db.postgres_in_loop import PostgresInLoopCommits
-from service.db.quote_store import DuplicateIdempotencyKey, QuoteStore, Saved, StoreFailed
+from service.db.quote_store import QuoteStore
+from service.db.store_outcomes import DuplicateIdempotencyKey, Saved, StoreFailed
 from service.db.tables import NewQuote
 
 logger = logging.getLogger(__name__)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Any, cast
 
@@ -15,23 +14,20 @@ from sqlalchemy import (
     and_,
     delete,
     func,
-    insert,
     or_,
     select,
     update,
 )
 from sqlalchemy import cast as cast_to
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from service.db.quote_document import QuoteDocument, with_factors
+from service.db.quote_document import with_factors
 from service.db.tables import (
     GLOBAL_SCOPE,
     TENANT_SCOPE,
     ApiKey,
     Calibration,
     IdempotencyClaim,
-    NewQuote,
     Observation,
     Quote,
     StoredFactorSet,
@@ -43,46 +39,6 @@ QUOTE_COLUMNS = tuple(column.key for column in _QUOTES.columns)
 """The `quotes` columns, in table order: what a stored or spooled quote row holds."""
 
 
-def insert_quotes(
-    executor: Connection | Session,
-    quotes: Sequence[NewQuote],
-    stored_sets: Collection[str] = (),
-) -> list[str]:
-    """Insert `quotes` (stamped already) with one executemany INSERT, in the caller's
-    transaction (no unit-of-work bookkeeping per row: a 1000-quote batch is stored in a few ms),
-    after the carbon factor sets their documents name, each inserted unless stored already or
-    named in `stored_sets` (sets the caller saw committed). Returns the ids of the sets the
-    quotes name that were not in `stored_sets`: stored once the transaction commits."""
-    if not quotes:
-        return []
-    sets: dict[str, dict[str, object]] = {}
-    for quote in quotes:
-        document = quote.response
-        if isinstance(document, QuoteDocument) and document.factors.id not in stored_sets:
-            factors = document.factors
-            sets.setdefault(
-                factors.id, {"id": factors.id, "factors": factors, "created_at": quote.created_at}
-            )
-    if sets:
-        _insert_missing_factor_sets(executor, list(sets.values()))
-    rows = [{name: getattr(quote, name) for name in QUOTE_COLUMNS} for quote in quotes]
-    executor.execute(insert(_QUOTES), rows)
-    return list(sets)
-
-
-def _insert_missing_factor_sets(
-    executor: Connection | Session, rows: list[dict[str, object]]
-) -> None:
-    """Insert the factor set rows whose id is not stored yet (a set's id is its content's
-    sha256, so a stored one is the same set): one statement, and writers storing the same set
-    at once are fine, the conflict being ignored. SQLite and PostgreSQL, the two backends the
-    service runs on, both say ON CONFLICT DO NOTHING."""
-    bind = executor if isinstance(executor, Connection) else executor.get_bind()
-    dialect = postgresql if bind.dialect.name == "postgresql" else sqlite
-    executor.execute(dialect.insert(_FACTOR_SETS).on_conflict_do_nothing(), rows)
-
-
-# Factor sets never change (content-addressed): their text is kept once read, up to this many.
 _MAX_CACHED_FACTOR_SETS = 1024
 _factor_set_texts: dict[str, str] = {}
 

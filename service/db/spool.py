@@ -15,16 +15,19 @@ import threading
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.orm import Session
 
 from service.db.engine import Database
 from service.db.quote_document import QuoteDocument
 from service.db.repositories import QUOTE_COLUMNS, QuoteRepository
+from service.db.store_outcomes import DuplicateIdempotencyKey, StoreRefused
 from service.db.tables import NewQuote, Quote
 from service.quotes.ids import ulid
+
+if TYPE_CHECKING:  # the store holds the spool; the replay commits through the store
+    from service.db.quote_store import QuoteStore
 
 logger = logging.getLogger(__name__)
 
@@ -76,22 +79,25 @@ class QuoteSpool:
                     return quote
         return None
 
-    def replay(self, database: Database) -> int:
+    def replay(self, store: QuoteStore) -> int:
         """Move spooled quotes into the database, oldest file first; returns how many moved.
 
-        Stops at the first file the database refuses (it stays for the next attempt).
+        A quote whose id is stored already is skipped (a commit whose answer was lost may have
+        written it); one whose idempotency key another quote took keeps its id, without the
+        key. Each file is committed whole through the store's INSERT; the first file the
+        database refuses stays for the next attempt.
         """
         moved = 0
         with self._lock:
             for path in self.pending():
-                quotes = self._read(path)
                 try:
-                    with database.sessions.begin() as session:
-                        for quote in quotes:
-                            moved += _insert_missing(session, quote)
-                except SQLAlchemyError as error:
+                    missing = _missing(store.database, self._read(path))
+                    if missing:
+                        store.commit(missing, stamp=False)
+                except (StoreRefused, DuplicateIdempotencyKey, SQLAlchemyError) as error:
                     logger.info("spool replay deferred: %s", error)
                     break
+                moved += len(missing)
                 path.unlink(missing_ok=True)
         return moved
 
@@ -106,23 +112,34 @@ class QuoteSpool:
         return [_from_json(json.loads(line)) for line in lines if line.strip()]
 
 
-def _insert_missing(session: Session, quote: Quote) -> int:
-    repository = QuoteRepository(session)
-    if repository.by_id(quote.id) is not None:
-        return 0
-    key = quote.idempotency_key
-    if key is not None and repository.by_idempotency_key(quote.tenant, key) is not None:
-        quote.idempotency_key = None  # its id was returned: keep the quote, without the key
-    repository.add(quote)
-    return 1
+def _missing(database: Database, quotes: list[Quote]) -> list[Quote]:
+    """The spooled `quotes` not stored yet, each without its idempotency key if another quote
+    holds it (its id was answered: the quote is kept, the key is not)."""
+    missing: list[Quote] = []
+    keys: set[tuple[str, str]] = set()
+    with database.sessions() as session:
+        repository = QuoteRepository(session)
+        for quote in quotes:
+            if repository.by_id(quote.id) is not None:
+                continue
+            key = quote.idempotency_key
+            if key is not None and (
+                (quote.tenant, key) in keys
+                or repository.by_idempotency_key(quote.tenant, key) is not None
+            ):
+                quote.idempotency_key = None
+            if quote.idempotency_key is not None:
+                keys.add((quote.tenant, quote.idempotency_key))
+            missing.append(quote)
+    return missing
 
 
 class SpoolReplayer:
     """A daemon thread replaying the spool every `interval_s` seconds until stopped."""
 
-    def __init__(self, spool: QuoteSpool, database: Database, interval_s: float) -> None:
+    def __init__(self, spool: QuoteSpool, store: QuoteStore, interval_s: float) -> None:
         self.spool = spool
-        self.database = database
+        self.store = store
         self.interval_s = interval_s
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="quote-spool", daemon=True)
@@ -137,7 +154,7 @@ class SpoolReplayer:
     def _run(self) -> None:
         while True:
             try:
-                moved = self.spool.replay(self.database)
+                moved = self.spool.replay(self.store)
                 if moved:
                     logger.info("replayed %d spooled quote(s) into the database", moved)
             except Exception:  # a bad file must not kill the thread; it is logged and kept

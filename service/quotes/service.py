@@ -20,16 +20,9 @@ from service.api.metrics import Metrics
 from service.api.schemas.estimate_request import EstimateRequest
 from service.api.schemas.estimate_response import EstimateResponse
 from service.db.quote_document import QuoteDocument
-from service.db.quote_store import (
-    Claim,
-    DuplicateIdempotencyKey,
-    KeyClaimed,
-    QuoteStore,
-    Saved,
-    StoredQuote,
-    StoreFailed,
-)
+from service.db.quote_store import Claim, QuoteStore, StoredQuote
 from service.db.quote_writer import QuoteWriter
+from service.db.store_outcomes import DuplicateIdempotencyKey, KeyClaimed, Saved, StoreFailed
 from service.db.tables import QuoteRow
 from service.errors import Conflict, IdempotencyMismatch, ServiceError
 from service.pricing.estimator import PricedRequest

@@ -5,10 +5,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Engine, text
+import orjson
+from sqlalchemy import Engine, func, select, text
+from sqlalchemy.orm import Session
 
 from service.db.quote_document import CarbonFactorSet, QuoteDocument
-from service.db.tables import NewQuote, Quote, QuoteRow
+from service.db.repositories import stored_response
+from service.db.tables import NewQuote, Quote, QuoteRow, StoredFactorSet
 from service.quotes.ids import new_quote_id
 
 STAMPED = object()  # `created_at` default: now, as the quote service stamps a priced quote
@@ -86,3 +89,30 @@ def empty(engine: Engine) -> None:
         connection.execute(text("DELETE FROM quotes"))
         connection.execute(text("DELETE FROM carbon_factor_sets"))
     engine.dispose()
+
+
+def assert_read_back(engine: Engine, written: list[NewQuote]) -> None:
+    """The quotes `written` (stamped STAMP, mixed_group's) read back through the ORM, as the
+    billing routes read them: every column, the documents whole with their factor sets put
+    back, and each factor set stored once."""
+    with Session(engine) as session:
+        assert session.scalar(select(func.count()).select_from(Quote)) == len(written)
+        for new in written:
+            stored = session.get(Quote, new.id)
+            assert stored is not None
+            for column in ("tenant", "idempotency_key", "request_hash", "request"):
+                assert getattr(stored, column) == getattr(new, column), column
+            for column in ("model_version", "calibration_id", "model_id", "gpu_id", "gpu_count"):
+                assert getattr(stored, column) == getattr(new, column), column
+            assert stored.created_at == STAMP
+            expected = (
+                new.response.as_dict()
+                if isinstance(new.response, QuoteDocument)
+                else new.response
+            )
+            assert stored_response(session, stored) == expected
+        sets = session.scalars(select(StoredFactorSet).order_by(StoredFactorSet.id)).all()
+        assert sorted(s.id for s in sets) == sorted([SET_A.id, SET_B.id])
+        for stored_set in sets:
+            factors = SET_A if stored_set.id == SET_A.id else SET_B
+            assert stored_set.factors == orjson.loads(factors.json)

@@ -19,9 +19,10 @@ from service.config import Settings
 from service.db import migrate
 from service.db.engine import Database, build_in_loop_engine
 from service.db.in_loop_commit import InLoopCommits
-from service.db.quote_store import Claim, DuplicateIdempotencyKey, QuoteStore, Saved
+from service.db.quote_store import QuoteStore
 from service.db.quote_writer import QuoteWriter
 from service.db.sqlite_quote_inserts import SqliteQuoteInserts
+from service.db.store_outcomes import DuplicateIdempotencyKey, Saved
 from service.db.tables import NewQuote, Quote
 
 THREAD_BUSY_TIMEOUT_MS = 3000
@@ -198,15 +199,11 @@ class CountingStore(QuoteStore):
         super().__init__(database)
         self.engines: list[Engine] = []
 
-    def commit(
-        self, quotes: Sequence[NewQuote], engine: Engine, release: Claim | None = None
+    def commit_sqlite(
+        self, quotes: Sequence[NewQuote], inserts: SqliteQuoteInserts, *, stamp: bool = True
     ) -> None:
-        self.engines.append(engine)
-        super().commit(quotes, engine, release)
-
-    def commit_sqlite(self, quotes: Sequence[NewQuote], inserts: SqliteQuoteInserts) -> None:
-        self.engines.append(inserts.engine)
-        super().commit_sqlite(quotes, inserts)
+        self.engines.append(inserts.engine)  # the loop's engine, or the thread's
+        super().commit_sqlite(quotes, inserts, stamp=stamp)
 
 
 def test_a_failing_database_pauses_commits_in_the_loop(sqlite_url: str) -> None:

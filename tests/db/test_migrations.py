@@ -15,9 +15,12 @@ from db_support import quote_row
 from sqlalchemy import create_engine, inspect, text
 
 from service.api.schemas.estimate_request import EXAMPLE_REQUEST, EstimateRequest
+from service.config import Settings
 from service.db import migrate
 from service.db.base import Base
-from service.db.repositories import insert_quotes
+from service.db.engine import Database
+from service.db.quote_store import QuoteStore
+from service.db.tables import QuoteRow
 from service.pricing.estimator import Estimator
 
 STAMP = datetime(2026, 11, 25, 9, 30, tzinfo=UTC)
@@ -91,8 +94,7 @@ def factor_sets_roundtrip(url: str) -> None:
         documents[quote_id] = document
     engine = create_engine(url)
     try:
-        with engine.begin() as connection:
-            insert_quotes(connection, [quote_row(q, d, STAMP) for q, d in documents.items()])
+        store_rows(url, [quote_row(q, d, STAMP) for q, d in documents.items()])
         with engine.connect() as connection:
             assert connection.execute(text("SELECT COUNT(*) FROM carbon_factor_sets")).scalar() == 2
         migrate.downgrade(url, "0004")
@@ -124,3 +126,12 @@ def test_factor_sets_go_back_into_their_documents_on_downgrade_postgres() -> Non
     migrate.downgrade(url, "base")
     factor_sets_roundtrip(url)
     migrate.downgrade(url, "base")
+
+
+def store_rows(url: str, rows: list[QuoteRow]) -> None:
+    """Commit `rows` (stamped already) as the service stores quotes."""
+    database = Database(Settings(database_url=url))
+    try:
+        QuoteStore(database).commit(rows, stamp=False)
+    finally:
+        database.dispose()

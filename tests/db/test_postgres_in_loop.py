@@ -17,9 +17,10 @@ from sqlalchemy import create_engine, select, text
 from service.config import Settings
 from service.db.engine import Database
 from service.db.postgres_in_loop import PostgresInLoopCommits
-from service.db.quote_store import Claim, DuplicateIdempotencyKey, QuoteStore, Saved
+from service.db.quote_store import QuoteStore
 from service.db.quote_writer import QuoteWriter
 from service.db.spool import QuoteSpool
+from service.db.store_outcomes import DuplicateIdempotencyKey, Saved
 from service.db.tables import NewQuote, Quote
 
 UNREACHABLE = "postgresql+psycopg://quotes:quotes@127.0.0.1:1/quotes"
@@ -31,9 +32,9 @@ class CountingStore(QuoteStore):
     attempts = 0
     spoolings = 0
 
-    def save(self, quotes: Sequence[NewQuote], release: Claim | None = None) -> Saved:
+    def save(self, quotes: Sequence[NewQuote]) -> Saved:
         self.attempts += 1
-        return super().save(quotes, release)
+        return super().save(quotes)
 
     def spool_instead(self, quotes: Sequence[NewQuote], reason: str) -> Saved:
         self.spoolings += 1

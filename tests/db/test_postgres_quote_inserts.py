@@ -1,6 +1,6 @@
-"""PostgreSQL: the event loop's one-statement inserts (service/db/postgres_quote_inserts.py)
-write exactly the rows SQLAlchemy's `insert_quotes` writes, all of a group or nothing, and fail
-as the commits from the loop expect."""
+"""PostgreSQL: the one-statement inserts (service/db/postgres_quote_inserts.py) write rows the ORM
+reads back as the quotes written (from the loop and from a thread), all of a group or nothing,
+and fail as the commits from the loop expect."""
 
 from __future__ import annotations
 
@@ -11,13 +11,22 @@ from typing import Any
 
 import psycopg
 import pytest
-from db_support import PLACEHOLDER, SET_A, SET_B, STAMP, empty, mixed_group, quote_row, stamp_with
+from db_support import (
+    PLACEHOLDER,
+    SET_A,
+    SET_B,
+    STAMP,
+    assert_read_back,
+    empty,
+    mixed_group,
+    quote_row,
+    stamp_with,
+)
 from sqlalchemy import Engine, create_engine, text
 
 from service.config import Settings
 from service.db.engine import build_engine
 from service.db.postgres_quote_inserts import MAX_PARAMETERS, PostgresQuoteInserts
-from service.db.repositories import insert_quotes
 
 
 @pytest.fixture
@@ -53,24 +62,25 @@ def commit(inserts: PostgresQuoteInserts, quotes: list[Any], stored: set[str]) -
 
 
 @pytest.mark.postgres
-def test_the_rows_are_those_sqlalchemy_writes(engine: Engine) -> None:
-    through_core = mixed_group()
-    stamp_with(through_core)
-    with engine.begin() as connection:
-        core_sets = insert_quotes(connection, through_core)
-    core_rows = {table: table_rows(engine, table) for table in ("quotes", "carbon_factor_sets")}
-    with engine.begin() as connection:
-        connection.execute(text("DELETE FROM quotes"))
-        connection.execute(text("DELETE FROM carbon_factor_sets"))
+def test_the_rows_read_back_through_the_orm_are_the_quotes_written(engine: Engine) -> None:
+    quotes = mixed_group()
 
-    held_sets = commit(inserts_for(engine), mixed_group(), set())
+    held_sets = commit(inserts_for(engine), quotes, set())
 
-    assert held_sets == core_sets == [SET_A.id, SET_B.id]
-    for table, rows in core_rows.items():
-        assert table_rows(engine, table) == rows
-    stored = {row[0]: row for row in core_rows["quotes"]}
-    assert sorted(stored) == ["q-1", "q-2", "q-3", "q-4"] and stored["q-3"][2] == "retry-1"
+    assert held_sets == [SET_A.id, SET_B.id]
+    assert_read_back(engine, quotes)
+    stored = {row[0]: row for row in table_rows(engine, "quotes")}
     assert stored["q-1"][11] == STAMP  # timestamptz, read back as the aware stamp
+
+
+@pytest.mark.postgres
+def test_a_thread_commits_the_same_statement_through_the_engine(engine: Engine) -> None:
+    quotes = mixed_group()
+
+    held_sets = inserts_for(engine).commit_blocking(quotes, set(), lambda: stamp_with(quotes))
+
+    assert held_sets == [SET_A.id, SET_B.id]
+    assert_read_back(engine, quotes)
 
 
 @pytest.mark.postgres

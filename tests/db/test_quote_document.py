@@ -16,9 +16,12 @@ from sqlalchemy.orm import Session
 
 from service.api.schemas.estimate_request import EstimateRequest
 from service.api.schemas.estimate_response import EstimateResponse
+from service.config import Settings
 from service.db.base import Base
+from service.db.engine import Database
 from service.db.quote_document import CarbonFactorSet, QuoteDocument, json_time
-from service.db.repositories import insert_quotes, stored_response
+from service.db.quote_store import QuoteStore
+from service.db.repositories import stored_response
 from service.db.spool import QuoteSpool
 from service.db.tables import Quote, QuoteRow, StoredFactorSet
 from service.pricing.estimator import Estimator
@@ -102,10 +105,11 @@ def test_documents_are_stored_without_their_factors_once_per_set_and_read_back_w
         row("q_fr", quoted(in_fr, "q_fr")),
         row("q_dict", {"energy": {"gpu_j": 2.5}}),
     ]
-    with engine.begin() as connection:
-        insert_quotes(connection, rows[:1])
-    with engine.begin() as connection:  # q_de2's set is stored already: not stored again
-        insert_quotes(connection, rows[1:])
+    database = Database(Settings(database_url=f"sqlite:///{tmp_path / 'q.sqlite3'}"))
+    store = QuoteStore(database)
+    store.commit(rows[:1], stamp=False)
+    store.commit(rows[1:], stamp=False)  # q_de2's set is stored already: not stored again
+    database.dispose()
     with engine.connect() as connection:
         stored = dict(
             connection.execute(

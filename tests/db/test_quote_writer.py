@@ -17,15 +17,10 @@ from db_support import quote
 from sqlalchemy import create_engine, func, select
 
 from service.db.engine import Database
-from service.db.quote_store import (
-    Claim,
-    DuplicateIdempotencyKey,
-    QuoteStore,
-    Saved,
-    StoreFailed,
-)
+from service.db.quote_store import Claim, QuoteStore
 from service.db.quote_writer import QuoteWriter
 from service.db.spool import QuoteSpool
+from service.db.store_outcomes import DuplicateIdempotencyKey, Saved, StoreFailed
 from service.db.tables import Quote, QuoteRow
 
 

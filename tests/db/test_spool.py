@@ -1,5 +1,6 @@
-"""The quote spool: durable files, replay that skips quotes already stored and never breaks
-on an idempotency key taken meanwhile."""
+"""The quote spool: durable files, replay through the quote store that skips quotes already
+stored, keeps each quote's created_at, and never breaks on an idempotency key taken meanwhile
+(by a stored quote, or by another quote of the same file)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from db_support import quote
 from service.config import Settings
 from service.db import migrate
 from service.db.engine import Database
+from service.db.quote_store import QuoteStore
 from service.db.repositories import QuoteRepository
 from service.db.spool import QuoteSpool
 
@@ -23,17 +25,28 @@ def test_replay_moves_quotes_and_frees_clashing_keys(tmp_path: Path) -> None:
     taken = quote("acme", "k1")
     with database.sessions.begin() as session:
         QuoteRepository(session).add(taken)
-    spooled = [quote("acme", "k1"), quote("acme", "k2"), quote("acme", None)]
+    spooled = [
+        quote("acme", "k1"),
+        quote("acme", "k2"),
+        quote("acme", None),
+        quote("acme", "k3"),
+        quote("acme", "k3"),
+    ]
     spool.append(spooled)
     assert spool.find("acme", "k2") is not None and spool.find("globex", "k2") is None
-    assert spool.replay(database) == 3
+    store = QuoteStore(database)
+    assert spool.replay(store) == 5
     assert spool.pending() == []
     with database.sessions() as session:
         repository = QuoteRepository(session)
         assert all(repository.by_id(q.id) is not None for q in spooled)
         assert repository.by_idempotency_key("acme", "k1").id == taken.id  # type: ignore[union-attr]
         assert repository.by_id(spooled[0].id).idempotency_key is None  # type: ignore[union-attr]
-    assert spool.replay(database) == 0
+        assert repository.by_idempotency_key("acme", "k3").id == spooled[3].id  # type: ignore[union-attr]
+        assert repository.by_id(spooled[4].id).idempotency_key is None  # type: ignore[union-attr]
+        for q in spooled:
+            assert repository.by_id(q.id).created_at == q.created_at  # type: ignore[union-attr]
+    assert spool.replay(store) == 0
     database.dispose()
 
 
@@ -48,8 +61,9 @@ def test_a_file_removed_by_another_worker_is_skipped(
     spool = QuoteSpool(tmp_path / "spool")
     spool.append([quote("acme", "gone")])
     listed = spool.pending()
-    assert QuoteSpool(tmp_path / "spool").replay(database) == 1  # the other worker
+    store = QuoteStore(database)
+    assert QuoteSpool(tmp_path / "spool").replay(store) == 1  # the other worker
     monkeypatch.setattr(spool, "pending", lambda: listed)
     assert spool.find("acme", "gone") is None
-    assert spool.replay(database) == 0
+    assert spool.replay(store) == 0
     database.dispose()

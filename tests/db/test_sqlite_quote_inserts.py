@@ -1,5 +1,6 @@
-"""SQLite: the event loop's held-connection inserts (service/db/sqlite_quote_inserts.py) write
-exactly the rows SQLAlchemy's `insert_quotes` writes, and fail as the in-loop commits expect."""
+"""SQLite: the one INSERT implementation (service/db/sqlite_quote_inserts.py) writes rows the ORM
+reads back as the quotes written, and fails as the commits of the loop and the writer thread
+expect."""
 
 from __future__ import annotations
 
@@ -9,13 +10,20 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from db_support import PLACEHOLDER, SET_A, SET_B, STAMP, mixed_group, stamp_with
+from db_support import (
+    PLACEHOLDER,
+    SET_A,
+    SET_B,
+    STAMP,
+    assert_read_back,
+    mixed_group,
+    stamp_with,
+)
 from sqlalchemy import Engine, create_engine
 
 from service.config import Settings
 from service.db import migrate
 from service.db.engine import build_engine, build_in_loop_engine
-from service.db.repositories import insert_quotes
 from service.db.sqlite_quote_inserts import SqliteQuoteInserts
 
 
@@ -44,24 +52,20 @@ def held(files: tuple[Path, Path]) -> Iterator[SqliteQuoteInserts]:
     engine.dispose()
 
 
-def test_the_rows_are_those_sqlalchemy_writes(
+def test_the_rows_read_back_through_the_orm_are_the_quotes_written(
     files: tuple[Path, Path], held: SqliteQuoteInserts
 ) -> None:
-    core_engine = build_engine(Settings(database_url=f"sqlite:///{files[0]}"))
-    through_core = mixed_group()
-    stamp_with(through_core)
-    with core_engine.begin() as connection:
-        core_sets = insert_quotes(connection, through_core)
-    core_engine.dispose()
-    through_held = mixed_group()
+    quotes = mixed_group()
 
-    held_sets = held.commit(through_held, set(), lambda: stamp_with(through_held))
+    held_sets = held.commit(quotes, set(), lambda: stamp_with(quotes))
 
-    assert held_sets == core_sets == [SET_A.id, SET_B.id]
-    for table in ("quotes", "carbon_factor_sets"):
-        assert table_rows(files[1], table) == table_rows(files[0], table)
+    assert held_sets == [SET_A.id, SET_B.id]
+    engine = build_engine(Settings(database_url=f"sqlite:///{files[1]}"))
+    try:
+        assert_read_back(engine, quotes)
+    finally:
+        engine.dispose()
     stored = {row[0]: row for row in table_rows(files[1], "quotes")}
-    assert len(stored) == 4 and stored["q-3"][2] == "retry-1"
     assert stored["q-1"][11] == "2026-11-25 06:30:15.123456"  # naive UTC text, as SQLAlchemy
 
 
