@@ -49,17 +49,17 @@ class Settings(BaseSettings):
     sqlite_commit_in_loop: bool = Field(
         default=True,
         description="SQLite: commit the hot path's quotes in the event loop thread itself, one "
-        "transaction per loop iteration, instead of handing them to the writer thread; a "
-        "commit that finds the write lock taken goes to the writer thread, which waits for it "
-        "(service/db/in_loop_commit.py).",
+        "transaction per loop iteration, instead of handing them to the sink's thread; a "
+        "commit that finds the write lock taken goes to the sink's thread, which waits for it "
+        "(service/quotes/sqlite_sink.py).",
     )
     postgres_commit_in_loop: bool = Field(
         default=True,
         description="PostgreSQL: commit the hot path's quotes from the event loop on an asyncio "
         "connection, one statement per group, the groups arriving meanwhile committed together "
-        "next, instead of handing them to the writer thread; a failed attempt hands the group "
-        "to the writer thread to spool and leaves it the next second's groups "
-        "(service/db/postgres_in_loop.py).",
+        "next, instead of handing them to the sink's thread; a failed attempt hands the group "
+        "to the sink's thread to spool and leaves it the next second's groups "
+        "(service/quotes/postgres_sink.py).",
     )
     db_reconnect_backoff_s: PositiveFloat = Field(
         default=2.0,

@@ -23,10 +23,7 @@ from service.api.routes import calibrations, catalog, estimate, health, quotes
 from service.config import Settings, get_settings
 from service.db import migrate
 from service.db.engine import Database
-from service.db.in_loop_commit import InLoopCommits
-from service.db.postgres_in_loop import PostgresInLoopCommits
 from service.db.quote_store import QuoteStore
-from service.db.quote_writer import QuoteWriter
 from service.db.spool import QuoteSpool, SpoolReplayer
 from service.db.wal_checkpoints import wal_checkpointer_for
 from service.pricing.estimator import Estimator
@@ -36,9 +33,12 @@ from service.pricing.regressor.runtime import (
     EnergyRegressor,
 )
 from service.quotes.idempotency import InFlightGuard
+from service.quotes.postgres_sink import PostgresQuoteSink
 from service.quotes.pricing_thread import PricingThread
+from service.quotes.quote_sink import QuoteSink
 from service.quotes.recalibration import CalibrationRegistry
 from service.quotes.service import QuoteService
+from service.quotes.sqlite_sink import SqliteQuoteSink
 
 logger = logging.getLogger("service")
 
@@ -85,13 +85,13 @@ def build_services(settings: Settings, metrics: Metrics) -> AppServices:
     spool = QuoteSpool(settings.spool_dir) if settings.spool_dir is not None else None
     store = QuoteStore(database, spool, claim_lease_s=settings.idempotency_lease_s)
     registry = CalibrationRegistry(database, refresh_s=settings.calibration_refresh_s)
-    in_loop = InLoopCommits(store) if database.in_loop_engine is not None else None
-    from_loop = None
-    if database.backend == "postgresql" and settings.postgres_commit_in_loop:
-        from_loop = PostgresInLoopCommits(store)
-    writer = QuoteWriter(store, in_loop=in_loop, postgres_in_loop=from_loop)
+    sink: QuoteSink
+    if database.backend == "sqlite":
+        sink = SqliteQuoteSink(store, commit_in_loop=database.in_loop_engine is not None)
+    else:
+        sink = PostgresQuoteSink(store, commit_in_loop=settings.postgres_commit_in_loop)
     pricer = PricingThread(estimator)
-    quotes = QuoteService(pricer, store, writer, InFlightGuard(), metrics, registry)
+    quotes = QuoteService(pricer, store, sink, InFlightGuard(), metrics, registry)
     return AppServices(settings, database, estimator, keys, quotes, metrics, registry)
 
 
@@ -112,9 +112,9 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     logger.info(
         "estimator %s, database %s", services.estimator.model_version, services.database.backend
     )
-    writer, pricer = services.quotes.writer, services.quotes.pricer
+    sink, pricer = services.quotes.sink, services.quotes.pricer
     pricer.start()
-    writer.start()
+    sink.start()
     checkpointer = wal_checkpointer_for(settings)
     if checkpointer is not None:
         checkpointer.start()
@@ -135,8 +135,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         gc.unfreeze()
         # After uvicorn drained the requests: prices and stores what they queued.
         pricer.stop()
-        await writer.finish_in_loop()
-        writer.stop()
+        await sink.finish_in_loop()
+        sink.stop()
         if replayer is not None:
             replayer.stop()
         if checkpointer is not None:

@@ -125,7 +125,7 @@ class ReconnectBackoff:
 def build_in_loop_engine(settings: Settings) -> Engine | None:
     """SQLite (with `sqlite_commit_in_loop`): an engine on the same file that never waits for
     a lock (busy timeout 0), for commits made in the event loop thread
-    (service/db/in_loop_commit.py); None for other databases."""
+    (service/quotes/sqlite_sink.py); None for other databases."""
     url = make_url(settings.database_url)
     if url.get_backend_name() != "sqlite" or not settings.sqlite_commit_in_loop:
         return None

@@ -1,16 +1,17 @@
-"""PostgreSQL: a group of quotes inserted and committed by one statement on an asyncio
-connection of the event loop's.
+"""PostgreSQL: a group of quotes inserted by one statement, the backend's one INSERT
+implementation.
 
-The writer thread's commit through SQLAlchemy is three round trips (BEGIN, INSERT, COMMIT)
-with SQLAlchemy's per-statement Python around them, the thread competes with the loop for the
-GIL, and the hand-over costs two thread wake-ups. Here the connection is in autocommit mode and
-a group is one multi-row `INSERT` (its carbon factor sets inserted by a data-modifying `WITH`
-in the same statement): one round trip, one implicit transaction, all of the group or nothing,
-and while the server works the loop serves other requests. psycopg prepares a statement text
-it has run five times, so the group sizes that recur are parsed once per connection.
+A group is one multi-row `INSERT` (its carbon factor sets inserted by a data-modifying `WITH`
+in the same statement): one round trip, one implicit transaction, all of the group or nothing.
+From the event loop it is sent on an asyncio connection in autocommit mode, and while the
+server works the loop serves other requests (service/quotes/postgres_sink.py); from a thread
+(the sink's, the spool replayer's) the same statement goes through the engine's pool. psycopg
+prepares a statement text it has run five times, so the group sizes that recur are parsed once
+per connection.
 
-The rows are those `insert_quotes` writes (service/db/quote_insert_rows.py;
-tests/db/test_postgres_quote_inserts.py compares them).
+The rows are built by service/db/quote_insert_rows.py (each value through its column type's bind
+processor, as SQLAlchemy would); tests/db/test_postgres_quote_inserts.py reads them back through
+the ORM.
 """
 
 from __future__ import annotations

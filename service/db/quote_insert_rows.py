@@ -1,11 +1,11 @@
-"""Quote and carbon factor set rows as a database driver takes them, for the hot path's inserts
-that skip SQLAlchemy's per-statement Python (SQLite: service/db/sqlite_quote_inserts.py;
-PostgreSQL: service/db/postgres_quote_inserts.py).
+"""Quote and carbon factor set rows as a database driver takes them, for the one INSERT
+implementation of each backend, which skips SQLAlchemy's per-statement Python (SQLite:
+service/db/sqlite_quote_inserts.py; PostgreSQL: service/db/postgres_quote_inserts.py).
 
-The rows are what `insert_quotes` writes: the same columns, and each value passed through the
-bind processor SQLAlchemy's dialect would apply to it (the JSON columns' serialiser, the UTC
-timestamps' conversion), taken from the table's own column types, so the paths cannot drift
-(tests/db/test_sqlite_quote_inserts.py and test_postgres_quote_inserts.py compare their rows).
+Every column, each value passed through the bind processor SQLAlchemy's dialect would apply to
+it (the JSON columns' serialiser, the UTC timestamps' conversion), taken from the table's own
+column types, so that the ORM reads the rows back as written (tests/db/test_sqlite_quote_inserts.py
+and test_postgres_quote_inserts.py).
 """
 
 from __future__ import annotations

@@ -117,7 +117,7 @@ class QuoteStore:
         self._remember(new_sets)
 
     def _thread_sqlite_inserts(self) -> SqliteQuoteInserts:
-        """This thread's inserts on the database's current engine (the writer's and the spool
+        """This thread's inserts on the database's current engine (the sink's and the spool
         replayer's threads each hold one connection; a swapped engine gets a new one)."""
         engine = self.database.engine
         held: SqliteQuoteInserts | None = getattr(self._per_thread, "inserts", None)

@@ -1,14 +1,15 @@
-"""SQLite: a group of quotes inserted and committed on one held sqlite3 connection.
+"""SQLite: a group of quotes inserted and committed on one held sqlite3 connection, the
+backend's one INSERT implementation.
 
-The event loop commits the hot path's quotes itself (service/db/in_loop_commit.py), so every
-microsecond of a commit is a microsecond of every request's latency. Through SQLAlchemy Core
-a one-quote transaction costs more Python (pool checkout, statement cache lookup, parameter
-processing, result set, reset on return) than SQLite work; here the loop
-keeps one connection checked out of the in-loop engine for good and runs two prepared
-statements on it.
+The event loop commits the estimate path's quotes itself (service/quotes/sqlite_sink.py), so
+every microsecond of a commit is a microsecond of every request's latency. Through SQLAlchemy
+Core a one-quote transaction costs more Python (pool checkout, statement cache lookup, parameter
+processing, result set, reset on return) than SQLite work; here the loop keeps one connection
+checked out of the in-loop engine for good and runs two prepared statements on it, and each
+thread that commits (the sink's, the spool replayer's) holds one of the main engine.
 
-The rows are those `insert_quotes` writes (service/db/quote_insert_rows.py;
-tests/db/test_sqlite_quote_inserts.py compares them).
+The rows are built by service/db/quote_insert_rows.py; tests/db/test_sqlite_quote_inserts.py
+reads them back through the ORM.
 """
 
 from __future__ import annotations

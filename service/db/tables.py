@@ -90,7 +90,7 @@ class QuoteRow:
 
 
 NewQuote = QuoteRow | Quote
-"""Anything `insert_quotes`, the quote store and the spool take: the columns as attributes."""
+"""Anything the quote inserts, the quote store and the spool take: the columns as attributes."""
 
 
 class IdempotencyClaim(Base):

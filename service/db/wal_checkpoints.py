@@ -3,7 +3,7 @@
 In WAL mode a commit appends pages to the `-wal` file; a checkpoint copies them back into the
 database file (and syncs both) so the WAL can start over. By default SQLite runs one inside the
 commit that takes the WAL past 1,000 pages, on the committing connection. With the hot path
-committing in the event loop (service/db/in_loop_commit.py), that commit is the loop's: a quote
+committing in the event loop (service/quotes/sqlite_sink.py), that commit is the loop's: a quote
 writes about 7 pages, so every ~140th commit stalled the worker for a checkpoint of ~5 ms
 (measured in process: 34 of 5,000 one-quote commits took over 1 ms, 4.8 ms on average, 26 % of
 all commit time), and every request waiting in that worker waited for it.

@@ -1,10 +1,10 @@
 """The one service call behind every estimate: price a list of requests off the event loop and
-store their quotes through the quote writer, answering each as its JSON document.
+store their quotes through the backend's quote sink, answering each as its JSON document.
 
 Single, batch, idempotent and verbose estimates all come here; a single request is a list of
 one. Pricing is CPU-bound, so it runs on the pricing thread (service/quotes/pricing_thread.py),
-which prices what waits together; storing is the writer's (group commit per backend, spool when
-the database refuses).
+which prices what waits together; storing is the quote sink's (service/quotes/quote_sink.py:
+group commit per backend, spool when the database refuses).
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from service.api.schemas.estimate_request import EstimateRequest
 from service.api.schemas.estimate_response import EstimateResponse
 from service.db.quote_document import QuoteDocument
 from service.db.quote_store import Claim, QuoteStore, StoredQuote
-from service.db.quote_writer import QuoteWriter
 from service.db.store_outcomes import DuplicateIdempotencyKey, KeyClaimed, Saved, StoreFailed
 from service.db.tables import QuoteRow
 from service.errors import Conflict, IdempotencyMismatch, ServiceError
@@ -29,6 +28,7 @@ from service.pricing.estimator import PricedRequest
 from service.quotes.idempotency import InFlightGuard, fingerprint
 from service.quotes.ids import new_quote_id
 from service.quotes.pricing_thread import PricingThread
+from service.quotes.quote_sink import QuoteSink
 from service.quotes.recalibration import CalibrationRegistry
 
 NOT_STORED_WARNING = (
@@ -63,7 +63,7 @@ class QuoteService:
         self,
         pricer: PricingThread,
         store: QuoteStore,
-        writer: QuoteWriter,
+        sink: QuoteSink,
         guard: InFlightGuard,
         metrics: Metrics,
         calibrations: CalibrationRegistry | None = None,
@@ -71,7 +71,7 @@ class QuoteService:
         self.pricer = pricer
         self.estimator = pricer.estimator
         self.store = store
-        self.writer = writer
+        self.sink = sink
         self.guard = guard
         self.metrics = metrics
         self.calibrations = calibrations
@@ -166,7 +166,7 @@ class QuoteService:
             return []
         rows = [_quote_row(p, new_quote_id(), tenant, idempotency_key) for p in priced]
         try:
-            saved = await self.writer.save(rows, commit_now=self._in_progress == 1)
+            saved = await self.sink.save(rows, commit_now=self._in_progress == 1)
         except StoreFailed:
             self.metrics.db_errors.labels(operation="store_quote").inc()
             return [_warned_json(p.estimate.document, NOT_STORED_WARNING) for p in priced]

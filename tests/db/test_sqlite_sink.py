@@ -1,5 +1,5 @@
 """SQLite: an event loop iteration's quotes are committed in the loop thread itself
-(service/db/in_loop_commit.py); what it cannot commit at once goes to the writer thread, which
+(service/quotes/sqlite_sink.py); what it cannot commit at once goes to the sink's thread, which
 waits for the lock or spools as before."""
 
 from __future__ import annotations
@@ -18,12 +18,11 @@ from sqlalchemy import Engine, create_engine, select
 from service.config import Settings
 from service.db import migrate
 from service.db.engine import Database, build_in_loop_engine
-from service.db.in_loop_commit import InLoopCommits
 from service.db.quote_store import QuoteStore
-from service.db.quote_writer import QuoteWriter
 from service.db.sqlite_quote_inserts import SqliteQuoteInserts
 from service.db.store_outcomes import DuplicateIdempotencyKey, Saved
 from service.db.tables import NewQuote, Quote
+from service.quotes.sqlite_sink import SqliteQuoteSink
 
 THREAD_BUSY_TIMEOUT_MS = 3000
 PAUSE_S = 0.3
@@ -37,7 +36,7 @@ def sqlite_url(tmp_path: Path) -> str:
 
 
 @pytest.fixture
-def writer(sqlite_url: str) -> Iterator[QuoteWriter]:
+def writer(sqlite_url: str) -> Iterator[SqliteQuoteSink]:
     settings = Settings(
         database_url=sqlite_url,
         sqlite_busy_timeout_ms=THREAD_BUSY_TIMEOUT_MS,
@@ -45,7 +44,7 @@ def writer(sqlite_url: str) -> Iterator[QuoteWriter]:
     database = Database(settings)
     assert database.in_loop_engine is not None
     store = QuoteStore(database)
-    writer = QuoteWriter(store, in_loop=InLoopCommits(store, pause_s=PAUSE_S))
+    writer = SqliteQuoteSink(store, pause_s=PAUSE_S)
     writer._queue = CountingQueue()
     writer.start()
     yield writer
@@ -57,13 +56,13 @@ def unstamped(key: str | None = None) -> Quote:
     return quote(key=key, created_at=None)
 
 
-def stored_ids(writer: QuoteWriter) -> set[str]:
+def stored_ids(writer: SqliteQuoteSink) -> set[str]:
     with writer.store.database.sessions() as session:
         return set(session.scalars(select(Quote.id)))
 
 
 class CountingQueue(queue.SimpleQueue[Any]):
-    """The writer thread's queue, recording the size of every group queued for the thread."""
+    """The sink's thread's queue, recording the size of every group queued for the thread."""
 
     def __init__(self) -> None:
         self.group_sizes: list[int] = []
@@ -74,12 +73,12 @@ class CountingQueue(queue.SimpleQueue[Any]):
         super().put(item, block, timeout)
 
 
-def thread_hand_overs(writer: QuoteWriter) -> list[int]:
+def thread_hand_overs(writer: SqliteQuoteSink) -> list[int]:
     assert isinstance(writer._queue, CountingQueue)
     return writer._queue.group_sizes
 
 
-def write_lock_held(writer: QuoteWriter, sqlite_url: str) -> sqlite3.Connection:
+def write_lock_held(writer: SqliteQuoteSink, sqlite_url: str) -> sqlite3.Connection:
     """Another connection holding the database's write lock (`BEGIN IMMEDIATE`) until its
     `rollback()`; the file is put in WAL mode first, as the service has it."""
     assert writer.store.database.is_reachable()
@@ -90,7 +89,9 @@ def write_lock_held(writer: QuoteWriter, sqlite_url: str) -> sqlite3.Connection:
     return locker
 
 
-def test_one_iterations_requests_are_committed_in_the_loop_together(writer: QuoteWriter) -> None:
+def test_one_iterations_requests_are_committed_in_the_loop_together(
+    writer: SqliteQuoteSink,
+) -> None:
     hand_overs = thread_hand_overs(writer)
     quotes = [[unstamped()], [unstamped(), unstamped()], [unstamped()]]
 
@@ -98,7 +99,7 @@ def test_one_iterations_requests_are_committed_in_the_loop_together(writer: Quot
         return list(await asyncio.gather(*(writer.save(q) for q in quotes)))
 
     assert asyncio.run(scenario()) == [Saved.STORED] * 3
-    assert writer.in_loop is not None and writer.in_loop.transactions == 1
+    assert writer.loop_transactions == 1
     assert writer.transactions == 0 and hand_overs == []  # the thread never woke
     flat = [q for group in quotes for q in group]
     assert stored_ids(writer) == {q.id for q in flat}
@@ -106,20 +107,19 @@ def test_one_iterations_requests_are_committed_in_the_loop_together(writer: Quot
 
 
 def test_a_lock_held_briefly_is_waited_for_in_the_loop_without_blocking_it(
-    writer: QuoteWriter, sqlite_url: str
+    writer: SqliteQuoteSink, sqlite_url: str
 ) -> None:
     """Another worker's commit holds the lock for a moment: the group is tried again at the
     loop's next iterations (the loop serves other work meanwhile), joined by what they add,
     and committed in the loop once the lock is free; the thread is not involved."""
-    assert writer.in_loop is not None
-    writer.in_loop.lock_retry_s = 1.0
+    writer.lock_retry_s = 1.0
     hand_overs = thread_hand_overs(writer)
     locker = write_lock_held(writer, sqlite_url)
 
     async def scenario() -> list[Saved]:
         first = asyncio.create_task(writer.save([unstamped()]))
         ticks = 0
-        while writer.in_loop is not None and writer.in_loop.lock_taken < 3:
+        while writer.lock_taken < 3:
             await asyncio.sleep(0)  # the loop is not blocked: this coroutine keeps running
             ticks += 1
         second = asyncio.create_task(writer.save([unstamped()]))  # joins the retried group
@@ -133,18 +133,17 @@ def test_a_lock_held_briefly_is_waited_for_in_the_loop_without_blocking_it(
     finally:
         locker.close()
     assert hand_overs == [] and writer.transactions == 0
-    assert writer.in_loop.transactions == 1  # both requests, one transaction
+    assert writer.loop_transactions == 1  # both requests, one transaction
     assert len(stored_ids(writer)) == 2
 
 
 def test_a_lock_held_longer_sends_the_quotes_to_the_thread_and_pauses_the_loop(
-    writer: QuoteWriter, sqlite_url: str
+    writer: SqliteQuoteSink, sqlite_url: str
 ) -> None:
     """A lock held beyond `lock_retry_s` (an operator's BEGIN IMMEDIATE): the group goes to the
     thread, which waits for the lock with its own busy timeout and stores it; the loop leaves
     the next request to the thread without trying; after the pause it commits again."""
-    assert writer.in_loop is not None
-    writer.in_loop.lock_retry_s = 0.05
+    writer.lock_retry_s = 0.05
     hand_overs = thread_hand_overs(writer)
     locker = write_lock_held(writer, sqlite_url)
 
@@ -164,18 +163,17 @@ def test_a_lock_held_longer_sends_the_quotes_to_the_thread_and_pauses_the_loop(
         assert asyncio.run(scenario()) == [Saved.STORED] * 3
     finally:
         locker.close()
-    lock_taken = writer.in_loop.lock_taken
+    lock_taken = writer.lock_taken
     assert lock_taken >= 2  # tried at iterations for 0.05 s, then not during the pause
     assert hand_overs == [1, 1]
     assert writer.transactions in (1, 2)  # the thread may take both groups in one
-    assert writer.in_loop.transactions == 1
+    assert writer.loop_transactions == 1
     assert len(stored_ids(writer)) == 3
 
 
-def test_a_request_alone_is_committed_at_once(writer: QuoteWriter) -> None:
+def test_a_request_alone_is_committed_at_once(writer: SqliteQuoteSink) -> None:
     """`commit_now` (no other request in progress): committed in the save call itself, with no
     hand-over to a later iteration."""
-    assert writer.in_loop is not None
 
     async def scenario() -> tuple[Saved, int]:
         loop = asyncio.get_running_loop()
@@ -191,7 +189,7 @@ def test_a_request_alone_is_committed_at_once(writer: QuoteWriter) -> None:
         return saved, len([c for c in scheduled if getattr(c, "__name__", "") == "_hand_over"])
 
     assert asyncio.run(scenario()) == (Saved.STORED, 0)
-    assert writer.in_loop.transactions == 1 and writer.transactions == 0
+    assert writer.loop_transactions == 1 and writer.transactions == 0
 
 
 class CountingStore(QuoteStore):
@@ -214,8 +212,7 @@ def test_a_failing_database_pauses_commits_in_the_loop(sqlite_url: str) -> None:
     assert database.in_loop_engine is not None
     database.in_loop_engine.dispose()
     broken = database.in_loop_engine = create_engine("sqlite:////proc/no-such-dir/quotes.sqlite3")
-    in_loop = InLoopCommits(store, pause_s=PAUSE_S)
-    writer = QuoteWriter(store, in_loop=in_loop)
+    writer = in_loop = SqliteQuoteSink(store, pause_s=PAUSE_S)
     writer.start()
 
     async def scenario() -> list[Saved]:
@@ -235,12 +232,11 @@ def test_a_failing_database_pauses_commits_in_the_loop(sqlite_url: str) -> None:
 
 
 def test_a_duplicate_key_goes_to_the_thread_which_fails_only_its_request(
-    writer: QuoteWriter,
+    writer: SqliteQuoteSink,
 ) -> None:
     """The loop's transaction for the whole group breaks a constraint and writes nothing; the
     thread stores the group's requests alone, so only the clashing one fails; a constraint
     says nothing about the database's health, so the loop does not pause."""
-    assert writer.in_loop is not None
     writer.store.save([unstamped("taken")])
 
     async def scenario() -> list[BaseException | Saved]:
@@ -251,7 +247,7 @@ def test_a_duplicate_key_goes_to_the_thread_which_fails_only_its_request(
     fine, clash, later = asyncio.run(scenario())
     assert fine is Saved.STORED and later is Saved.STORED
     assert isinstance(clash, DuplicateIdempotencyKey)
-    assert writer.in_loop.transactions == 1  # `later`, committed in the loop
+    assert writer.loop_transactions == 1  # `later`, committed in the loop
     assert len(stored_ids(writer)) == 3
 
 

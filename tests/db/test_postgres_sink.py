@@ -1,5 +1,5 @@
 """PostgreSQL: the quote writer commits the hot path's groups from the event loop
-(service/db/postgres_in_loop.py): one statement per group, the requests that arrive while a
+(service/quotes/postgres_sink.py): one statement per group, the requests that arrive while a
 commit is under way committed together next; a refused attempt is spooled without another, a
 duplicate key fails only its own request."""
 
@@ -16,18 +16,17 @@ from sqlalchemy import create_engine, select, text
 
 from service.config import Settings
 from service.db.engine import Database
-from service.db.postgres_in_loop import PostgresInLoopCommits
 from service.db.quote_store import QuoteStore
-from service.db.quote_writer import QuoteWriter
 from service.db.spool import QuoteSpool
 from service.db.store_outcomes import DuplicateIdempotencyKey, Saved
 from service.db.tables import NewQuote, Quote
+from service.quotes.postgres_sink import PostgresQuoteSink
 
 UNREACHABLE = "postgresql+psycopg://quotes:quotes@127.0.0.1:1/quotes"
 
 
 class CountingStore(QuoteStore):
-    """A real store counting the writer thread's database attempts and spoolings."""
+    """A real store counting the sink's thread's database attempts and spoolings."""
 
     attempts = 0
     spoolings = 0
@@ -58,9 +57,8 @@ def stored_ids(database: Database) -> set[str]:
         return set(session.scalars(select(Quote.id)))
 
 
-def writer_for(store: QuoteStore) -> tuple[QuoteWriter, PostgresInLoopCommits]:
-    commits = PostgresInLoopCommits(store)
-    writer = QuoteWriter(store, postgres_in_loop=commits)
+def writer_for(store: QuoteStore) -> tuple[PostgresQuoteSink, PostgresQuoteSink]:
+    commits = writer = PostgresQuoteSink(store)
     writer.start()
     return writer, commits
 
@@ -76,7 +74,7 @@ def test_one_iterations_requests_are_one_statement_from_the_loop(database: Datab
 
     assert asyncio.run(scenario()) == [Saved.STORED] * 5
     writer.stop()
-    assert commits.transactions == 1 and writer.transactions == 0 and store.attempts == 0
+    assert commits.loop_transactions == 1 and writer.transactions == 0 and store.attempts == 0
     assert stored_ids(database) == {q.id for q in quotes}
     assert all(q.created_at is not None for q in quotes)
 
@@ -107,7 +105,7 @@ def test_requests_arriving_during_a_commit_are_committed_together_by_the_next(
     assert asyncio.run(scenario()) == [Saved.STORED] * 4
     writer.stop()
     blocker.close()
-    assert commits.transactions == 2 and writer.transactions == 0
+    assert commits.loop_transactions == 2 and writer.transactions == 0
     assert stored_ids(database) == {q.id for q in [first, *behind]}
 
 
@@ -128,7 +126,7 @@ def test_a_refused_attempt_is_spooled_without_another_and_the_next_goes_to_the_t
     assert asyncio.run(scenario()) == [Saved.SPOOLED] * 2
     writer.stop()
     database.dispose()
-    assert commits.transactions == 0
+    assert commits.loop_transactions == 0
     # two spooled, one attempt in the thread: the second request's (its save spools it); the
     # first's spooling followed only the loop's attempt
     assert store.attempts == 1 and store.spoolings == 2
@@ -158,7 +156,7 @@ def test_requests_queued_behind_a_refused_attempt_are_spooled_with_it(tmp_path: 
     writer.stop()
     database.dispose()
     hung.close()
-    assert commits.transactions == 0 and store.attempts == 0
+    assert commits.loop_transactions == 0 and store.attempts == 0
     assert store.spoolings == 1  # one spool file for the three, written by the thread
     assert store.spool is not None and len(store.spool.pending()) == 1
 
@@ -180,7 +178,7 @@ def test_a_duplicate_key_fails_only_its_own_request(database: Database) -> None:
     assert outcomes[0] is Saved.STORED and outcomes[2] is Saved.STORED
     assert isinstance(outcomes[1], DuplicateIdempotencyKey)
     # the loop's statement wrote nothing; the thread tried the group, then each alone
-    assert commits.transactions == 0 and store.attempts == 4
+    assert commits.loop_transactions == 0 and store.attempts == 4
     assert stored_ids(database) == {taken.id, plain.id, fine.id}
 
 
@@ -206,5 +204,5 @@ def test_shutdown_waits_for_a_commit_whose_client_left(
     asyncio.run(scenario())
     writer.stop()
     blocker.close()
-    assert commits.transactions == 1
+    assert commits.loop_transactions == 1
     assert stored_ids(database) == {left.id}

@@ -1,6 +1,6 @@
-"""The group-committing quote writer: requests that wait while a commit is under way are stored
-together by the next one, each answered only once its own quotes are committed; a failure
-reaches every request of its group, a constraint broken by one request only that one."""
+"""The group-committing quote sink, on its thread: requests that wait while a commit is under
+way are stored together by the next one, each answered only once its own quotes are committed;
+a failure reaches every request of its group, a constraint broken by one request only that one."""
 
 from __future__ import annotations
 
@@ -17,11 +17,20 @@ from db_support import quote
 from sqlalchemy import create_engine, func, select
 
 from service.db.engine import Database
-from service.db.quote_store import Claim, QuoteStore
-from service.db.quote_writer import QuoteWriter
+from service.db.quote_store import QuoteStore
 from service.db.spool import QuoteSpool
 from service.db.store_outcomes import DuplicateIdempotencyKey, Saved, StoreFailed
 from service.db.tables import Quote, QuoteRow
+from service.quotes.postgres_sink import PostgresQuoteSink
+from service.quotes.quote_sink import QuoteSink
+from service.quotes.sqlite_sink import SqliteQuoteSink
+
+
+def thread_sink(store: QuoteStore) -> QuoteSink:
+    """The backend's sink committing on its thread alone (the group commit under test)."""
+    if store.database.backend == "sqlite":
+        return SqliteQuoteSink(store, commit_in_loop=False)
+    return PostgresQuoteSink(store, commit_in_loop=False)
 
 
 def unstamped(key: str | None = None) -> Quote:
@@ -43,7 +52,7 @@ class GatedStore(QuoteStore):
         self.entered = threading.Event()
         self.group_sizes: list[int] = []
 
-    def save(self, quotes: Sequence[Quote], release: Claim | None = None) -> Saved:
+    def save(self, quotes: Sequence[Quote]) -> Saved:
         self.group_sizes.append(len(quotes))
         if len(self.group_sizes) == 1:
             self.entered.set()
@@ -55,7 +64,7 @@ def test_requests_waiting_on_a_commit_are_stored_together_by_the_next(
     database: Database,
 ) -> None:
     store = GatedStore(database)
-    writer = QuoteWriter(store)
+    writer = thread_sink(store)
     writer.start()
     first, waiting = (
         [unstamped()],
@@ -92,7 +101,7 @@ def test_one_loop_iterations_requests_are_handed_over_and_answered_together(
     one call; a request of a later iteration is handed over on its own."""
     store = GatedStore(database)
     store.gate.set()
-    writer = QuoteWriter(store)
+    writer = thread_sink(store)
     puts: list[int] = []
 
     class CountingQueue(queue.SimpleQueue[Any]):
@@ -127,7 +136,7 @@ def test_a_failed_commit_reaches_every_request_of_its_group(database: Database) 
     database.engine.dispose()  # the database goes away: a file that cannot be opened
     database.engine = create_engine("sqlite:////proc/no-such-dir/quotes.sqlite3")
     database.sessions.configure(bind=database.engine)
-    writer = QuoteWriter(QuoteStore(database))  # no spool: StoreFailed
+    writer = thread_sink(QuoteStore(database))  # no spool: StoreFailed
     writer.start()
 
     async def scenario() -> list[BaseException | Saved]:
@@ -141,7 +150,7 @@ def test_a_failed_commit_reaches_every_request_of_its_group(database: Database) 
 
 def test_a_duplicate_key_fails_only_its_own_request(database: Database) -> None:
     store = GatedStore(database)
-    writer = QuoteWriter(store)
+    writer = thread_sink(store)
     writer.start()
     QuoteStore(database).save([unstamped("k1")])  # the key is taken already
 
@@ -166,7 +175,7 @@ def test_a_duplicate_key_fails_only_its_own_request(database: Database) -> None:
 
 def test_stop_stores_what_is_queued_first(database: Database) -> None:
     store = GatedStore(database)
-    writer = QuoteWriter(store)
+    writer = thread_sink(store)
     writer.start()
     queued = [unstamped() for _ in range(3)]
 
@@ -201,7 +210,7 @@ def test_requests_that_waited_through_a_failed_attempt_are_spooled_without_anoth
     database.sessions.configure(bind=database.engine)
     store = GatedStore(database)
     store.spool = QuoteSpool(tmp_path / "spool")
-    writer = QuoteWriter(store)
+    writer = thread_sink(store)
     writer.start()
 
     async def scenario() -> tuple[list[Saved], Saved]:
