@@ -16,7 +16,6 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from service.api.schemas.estimate_request import EstimateRequest
-from service.api.schemas.estimate_response import EstimateResponse
 from service.catalog.engines import DEFAULT_ENGINE, load_engine_coefficients
 from service.catalog.facilities import FacilityCatalog, load_facility_catalog
 from service.catalog.gpus import GpuCatalog, load_gpu_catalog
@@ -29,11 +28,11 @@ from service.core.estimate import estimate_workloads
 from service.core.estimates import WorkloadEstimates
 from service.core.results import RequestEstimate
 from service.core.workload import Workload
-from service.db.quote_document import QuoteDocument
 from service.errors import ServiceError
 from service.pricing.calibration import ActiveCalibration
 from service.pricing.document import Calibrated, Latency, quote_document
 from service.pricing.energy import roofline_energy, scaled_energy
+from service.pricing.priced import PricedRequest, model_version
 from service.pricing.refusals import invalid_request
 from service.pricing.regressor.features import Features, workload_features
 from service.pricing.regressor.runtime import EnergyPrediction, EnergyRegressor
@@ -50,25 +49,6 @@ REGRESSOR_FAILED_NOTE = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class PricedRequest:
-    """An estimate not yet stored: the response document (quote_id None), serialised once,
-    and what to index it by."""
-
-    document: QuoteDocument
-    priced_at: datetime  # the document's created_at until its row is stamped at commit
-    model_version: str
-    calibration_id: str | None
-    model_id: str
-    gpu_id: str
-    gpu_count: int
-
-    @property
-    def response(self) -> EstimateResponse:
-        """The document parsed (for the rare paths and tests that want the fields)."""
-        return EstimateResponse.model_validate_json(self.document.text())
-
-
 @dataclass(slots=True)
 class _Group:
     """Requests of one context priced together: their positions in the list, resolved inputs,
@@ -79,18 +59,6 @@ class _Group:
     coefficients: CostModelCoefficients | None = None
     estimates: WorkloadEstimates | None = None
     features: Features | None = None
-
-
-def model_version(coefficients: CostModelCoefficients, regressor: EnergyRegressor | None) -> str:
-    """Which estimator answers: the learned regressor over the roofline, or the roofline."""
-    version = coefficients.version
-    roofline = version if version.startswith("roofline") else f"roofline {version}"
-    if regressor is None:
-        return roofline
-    learned = regressor.version
-    if not learned.startswith("energy-gnn"):
-        learned = f"energy-gnn {learned}"
-    return f"{learned}+{roofline}"
 
 
 class Estimator:

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from service.api.schemas.estimate_request import EstimateRequest
 from service.errors import ServiceError
 from service.pricing.calibration import ActiveCalibration
-from service.pricing.estimator import Estimator, PricedRequest
+from service.pricing.estimator import Estimator
+from service.pricing.priced import PricedRequest
 
 logger = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ from service.db.quote_store import Claim, QuoteStore, StoredQuote
 from service.db.store_outcomes import DuplicateIdempotencyKey, KeyClaimed, Saved, StoreFailed
 from service.db.tables import QuoteRow
 from service.errors import Conflict, IdempotencyMismatch, ServiceError
-from service.pricing.estimator import PricedRequest
+from service.pricing.priced import PricedRequest
 from service.quotes.idempotency import InFlightGuard, fingerprint
 from service.quotes.ids import new_quote_id
 from service.quotes.pricing_thread import PricingThread

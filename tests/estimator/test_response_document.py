@@ -19,7 +19,8 @@ from service.api.schemas.estimate_response import EstimateResponse
 from service.errors import ServiceError
 from service.pricing.calibration import ActiveCalibration, fit_corrections
 from service.pricing.calibration.fit import CalibrationPoint
-from service.pricing.estimator import Estimator, PricedRequest
+from service.pricing.estimator import Estimator
+from service.pricing.priced import PricedRequest
 from service.pricing.regressor.runtime import EnergyRegressor
 
 T0 = datetime(2026, 11, 25, tzinfo=UTC)
