@@ -177,14 +177,15 @@ def price_workloads(
     kernel_s = arrays.time_s.sum(axis=2)  # [2, N]
     kernel_j = arrays.gpu_j.sum(axis=2)
     gpu, held = deployment.gpu, deployment.gpu_count
-    overhead_s = np.stack(
-        [
-            np.full_like(batch, roofline.prefill_overhead_s),
-            decode_overhead_s(roofline, batch, output - 1.0, held),
-        ]
-    )
-    sequences_s = np.stack([np.zeros_like(batch), per_sequence_s(roofline, batch, output - 1.0)])
-    wait_s = np.stack([np.zeros_like(batch), worker_wait_s(roofline, output - 1.0, held)])
+    steps = output - 1.0
+    # [2, N] host-side seconds; prefill has no per-sequence or worker-wait part.
+    overhead_s = np.empty((2, batch.shape[0]))
+    overhead_s[0] = roofline.prefill_overhead_s
+    overhead_s[1] = decode_overhead_s(roofline, batch, steps, held)
+    sequences_s = np.zeros_like(overhead_s)
+    sequences_s[1] = per_sequence_s(roofline, batch, steps)
+    wait_s = np.zeros_like(overhead_s)
+    wait_s[1] = worker_wait_s(roofline, steps, held)
     waiting = held - deployment.parallelism.gpus_per_stage  # other pipeline stages idle meanwhile
     overhead_j = overhead_gpu_j(overhead_s, sequences_s, wait_s, gpu, coefficients.power, held)
     phase_j = kernel_j + gpu.idle_w * waiting * kernel_s + overhead_j
