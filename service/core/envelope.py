@@ -35,36 +35,40 @@ def sum_affine_many(
 def sum_max_affine_many(
     intercepts: FloatArray, slopes: FloatArray, first: FloatArray, last: FloatArray
 ) -> FloatArray:
-    """Sum over integers c in [first, last] of max_u (intercepts[..., u] + slopes[..., u] c).
+    """Sum over integers c in [first, last] of max_u (intercepts[r, u] + slopes[r, u] c), for
+    every row r.
 
-    `intercepts` and `slopes` are [..., lines]; `first` and `last` [...] integer-valued; an
+    `intercepts` and `slopes` are [rows, lines]; `first` and `last` [rows] integer-valued; an
     empty range (last < first) sums to 0.
     """
     common = _one_line_on_top(intercepts, slopes, first, last)
     if common is not None:
         return common
-    first_i, second_i = _pairs(intercepts.shape[-1])
-    upper = np.maximum(last + 1.0, first)  # an empty range: every cut at `first`
-    # Every pair of lines crosses once (unless parallel): all pairs in one set of operations.
-    d_slope = slopes[..., first_i] - slopes[..., second_i]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        x = (intercepts[..., second_i] - intercepts[..., first_i]) / d_slope
-    low, high = first[..., None], upper[..., None]
-    inside = (d_slope != 0.0) & (x > low) & (x < high)
-    crossings = np.where(inside, x, low)  # a cut at `first` adds an empty segment
-    cuts = np.concatenate([low, high, crossings], axis=-1)
-    ordered = np.sort(cuts, axis=-1)
-    lo = np.ceil(ordered[..., :-1])
-    hi = np.ceil(ordered[..., 1:]) - 1.0
+    first_i, second_i = _pairs(intercepts.shape[1])
+    low = first[:, None]
+    high = np.maximum(last + 1.0, first)[:, None]  # an empty range: every cut at `first`
+    # Every pair of lines crosses once (unless parallel): all pairs in one set of operations;
+    # a parallel pair's "crossing" is a cut at `first`, which adds an empty segment.
+    d_slope = slopes[:, first_i] - slopes[:, second_i]
+    x = np.divide(
+        intercepts[:, second_i] - intercepts[:, first_i],
+        d_slope,
+        out=np.repeat(low, d_slope.shape[1], axis=1).astype(np.float64, copy=False),
+        where=d_slope != 0.0,
+    )
+    crossings = np.where((x > low) & (x < high), x, low)
+    ordered = np.sort(np.concatenate([low, high, crossings], axis=1), axis=1)
+    lo = np.ceil(ordered[:, :-1])
+    hi = np.ceil(ordered[:, 1:]) - 1.0
     count = np.maximum(hi - lo + 1.0, 0.0)
     mid = (lo + hi) / 2.0
-    # [..., segments, lines]: each line's value at each segment's midpoint.
-    at_mid = intercepts[..., None, :] + slopes[..., None, :] * mid[..., None]
-    top = at_mid.argmax(axis=-1)  # [..., segments]: the line on top of each segment
-    a = np.take_along_axis(intercepts, top, -1)
-    b = np.take_along_axis(slopes, top, -1)
-    series = a * count + b * (lo + hi) * count / 2.0
-    result: FloatArray = series.sum(axis=-1)
+    # [rows, segments, lines]: each line's value at each segment's midpoint; the line on top
+    # of each segment is summed over it as an arithmetic series.
+    at_mid = intercepts[:, None, :] + slopes[:, None, :] * mid[:, :, None]
+    top = at_mid.argmax(axis=2)  # [rows, segments]
+    rows = np.arange(intercepts.shape[0])[:, None]
+    series = intercepts[rows, top] * count + slopes[rows, top] * (lo + hi) * count / 2.0
+    result: FloatArray = series.sum(axis=1)
     return result
 
 
@@ -73,8 +77,6 @@ def _one_line_on_top(
 ) -> FloatArray | None:
     """The sum when, in every row [N, lines], the line highest at `first` is also highest at
     `last` (a convex maximum that touches one line at both ends is that line); else None."""
-    if intercepts.ndim != 2:
-        return None
     rows = np.arange(intercepts.shape[0])
     top = (intercepts + slopes * first[:, None]).argmax(axis=1)
     at_last = intercepts + slopes * last[:, None]

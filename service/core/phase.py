@@ -71,49 +71,57 @@ def _decode_attention_s(
     `decode_unit` [N, kernels, units]: one decode step's unit times without the context's
     part. A unit's time at context c is that plus c times its seconds per key; a sliding
     kernel's context stops growing at the window, so its range is cut there into a growing
-    piece and a flat one (a full-attention kernel's flat piece is empty)."""
-    index, per_key, sliding = _attention_lines(plan)
+    piece and a flat one (in a model with sliding kernels, a full-attention kernel's flat
+    piece is empty)."""
+    index, per_key, sliding, pieces = _attention_lines(plan)
     a = decode_unit[:, index, :]  # [N, A, units]
     b = terms.batch[:, None, None] * per_key
     n, kernels = a.shape[0], a.shape[1]
     first, last = terms.first[:, None], terms.last[:, None]  # [N, 1]
-    window = float(plan.arch.sliding_window_tokens or 0)
-    cap = np.where(sliding, window, last)  # [N, A]
-    # Rows per kernel: the growing piece's time, the flat piece's time, then the same two for
-    # the compute limb. The time is the top of all five units' lines, the compute limb the top
-    # of the first three (the first line repeated to keep five: it does not move the top).
-    lines_a = np.empty((n, kernels, 4, 5))
-    lines_b = np.empty((n, kernels, 4, 5))
-    lines_a[:, :, 0] = a
-    lines_a[:, :, 1] = a + cap[..., None] * b
-    lines_b[:, :, 0] = b
-    lines_b[:, :, 1] = 0.0
+    # Rows per kernel: each piece's time, then each piece's compute limb. The time is the top
+    # of all five units' lines, the compute limb the top of the first three (the first line
+    # repeated to keep five: a repeated line does not move the top).
+    lines_a = np.empty((n, kernels, 2 * pieces, 5))
+    lines_b = np.empty((n, kernels, 2 * pieces, 5))
+    lo = np.empty((n, kernels, 2 * pieces))
+    hi = np.empty((n, kernels, 2 * pieces))
+    lines_a[:, :, 0], lines_b[:, :, 0] = a, b
+    if pieces == 1:  # no sliding kernel: one growing piece each
+        lo[..., 0], hi[..., 0] = first, last
+    else:
+        window = float(plan.arch.sliding_window_tokens or 0)
+        cap = np.where(sliding, window, last)  # [N, A]
+        lines_a[:, :, 1] = a + cap[..., None] * b
+        lines_b[:, :, 1] = 0.0
+        lo[..., 0], lo[..., 1] = first, np.maximum(first, cap + 1.0)
+        hi[..., 0], hi[..., 1] = np.minimum(last, cap), last
     for lines in (lines_a, lines_b):
-        lines[:, :, 2:] = lines[:, :, :2][..., [0, 1, 2, 0, 0]]
-    lo = np.empty((n, kernels, 4))
-    hi = np.empty((n, kernels, 4))
-    lo[..., 0], lo[..., 1] = first, np.maximum(first, cap + 1.0)
-    hi[..., 0], hi[..., 1] = np.minimum(last, cap), last
-    lo[..., 2:], hi[..., 2:] = lo[..., :2], hi[..., :2]
+        lines[:, :, pieces:] = lines[:, :, :pieces][..., [0, 1, 2, 0, 0]]
+    lo[..., pieces:], hi[..., pieces:] = lo[..., :pieces], hi[..., :pieces]
     tops = sum_max_affine_many(
         lines_a.reshape(-1, 5), lines_b.reshape(-1, 5), lo.ravel(), hi.ravel()
-    ).reshape(n, kernels, 4)
-    count = np.maximum(hi[..., :2] - lo[..., :2] + 1.0, 0.0)
+    ).reshape(n, kernels, 2 * pieces)
+    lo, hi = lo[..., :pieces], hi[..., :pieces]
+    count = np.maximum(hi - lo + 1.0, 0.0)
     limbs = sum_affine_many(
-        lines_a[:, :, :2, 3:], lines_b[:, :, :2, 3:], lo[..., :2, None], hi[..., :2, None]
+        lines_a[:, :, :pieces, 3:], lines_b[:, :, :pieces, 3:], lo[..., None], hi[..., None]
     ).sum(axis=2)  # [N, A, (memory, network)]
     seconds = np.empty((4, n, kernels))
-    seconds[0] = tops[..., :2].sum(axis=2) + launch_s * count.sum(axis=2)
-    seconds[1] = tops[..., 2:].sum(axis=2)
+    seconds[0] = tops[..., :pieces].sum(axis=2) + launch_s * count.sum(axis=2)
+    seconds[1] = tops[..., pieces:].sum(axis=2)
     seconds[2], seconds[3] = limbs[..., 0], limbs[..., 1]
     return seconds
 
 
 @lru_cache(maxsize=256)
-def _attention_lines(plan: CostPlan) -> tuple[npt.NDArray[np.intp], FloatArray, FloatArray]:
+def _attention_lines(
+    plan: CostPlan,
+) -> tuple[npt.NDArray[np.intp], FloatArray, FloatArray, int]:
     """The plan's attention kernels: their indices, each unit's seconds per sequence and
-    context key [A, units], and whether each attends over the sliding window [A]."""
+    context key [A, units], whether each attends over the sliding window [A], and the pieces
+    a decode range is cut into (2 when any kernel slides: growing, then flat beyond the
+    window; else 1)."""
     index = np.array(plan.attention, dtype=np.intp)
     per_key = np.array([plan.seconds_per_context_key[i] for i in plan.attention])
     sliding = np.array([plan.nodes[i].operand == "sliding" for i in plan.attention])
-    return index, per_key, sliding
+    return index, per_key, sliding, 2 if sliding.any() else 1
