@@ -48,14 +48,14 @@ class Settings(BaseSettings):
     )
     sqlite_commit_in_loop: bool = Field(
         default=True,
-        description="SQLite: commit the hot path's quotes in the event loop thread itself, one "
+        description="SQLite: commit the estimates' quotes in the event loop thread itself, one "
         "transaction per loop iteration, instead of handing them to the sink's thread; a "
         "commit that finds the write lock taken goes to the sink's thread, which waits for it "
         "(service/quotes/sqlite_sink.py).",
     )
     postgres_commit_in_loop: bool = Field(
         default=True,
-        description="PostgreSQL: commit the hot path's quotes from the event loop on an asyncio "
+        description="PostgreSQL: commit the estimates' quotes from the event loop on an asyncio "
         "connection, one statement per group, the groups arriving meanwhile committed together "
         "next, instead of handing them to the sink's thread; a failed attempt hands the group "
         "to the sink's thread to spool and leaves it the next second's groups "
@@ -120,7 +120,7 @@ class Settings(BaseSettings):
         default=32,
         ge=0,
         description="Requests a worker processes at once, their quotes' commit included; 0 turns "
-        "shedding off. A slot is held while the request is priced in the thread pool and while "
+        "shedding off. A slot is held while the request waits for the pricing thread and while "
         "it waits on its group commit, so it must cover a few ms of commit wait under load.",
     )
     shed_max_queued: int = Field(
