@@ -1,6 +1,9 @@
-"""A priced request's response document: EstimateResponse's members in its order, written once
-with orjson (the same text pydantic writes for the schema), its carbon factors serialised once
-per request context."""
+"""A priced request's response document, written once with orjson: its members, their names and
+their order are the schema's (EstimateResponse and the models it nests), this module supplies
+their values by name, and the text is the one pydantic writes for the schema
+(tests/estimator/test_response_document.py). The carbon factors are serialised once per request
+context; `quote_id` and `created_at` are written in front when the quote is stored
+(service/db/quote_document.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +14,15 @@ from typing import Any
 import orjson
 from pydantic import TypeAdapter
 
-from service.api.schemas.estimate_response import BreakdownOut, CarbonFactorOut, KernelRowOut
+from service.api.schemas.estimate_response import (
+    BreakdownOut,
+    CarbonFactorOut,
+    CarbonOut,
+    EnergyOut,
+    EstimateResponse,
+    KernelRowOut,
+    LatencyOut,
+)
 from service.core.carbon import HeldRates, held_rates, request_carbon
 from service.core.results import KernelCost, RequestEstimate
 from service.core.uncertainty import Ranged
@@ -21,6 +32,12 @@ from service.pricing.regressor.runtime import EnergyPrediction
 from service.pricing.resolve import ResolvedRequest
 
 _FACTOR_ROWS: TypeAdapter[dict[str, CarbonFactorOut]] = TypeAdapter(dict[str, CarbonFactorOut])
+_STORED_FIRST = ("quote_id", "created_at")  # written in front when the quote is stored
+_DOCUMENT_FIELDS = tuple(EstimateResponse.model_fields)[len(_STORED_FIRST) :]
+_ENERGY_FIELDS = tuple(EnergyOut.model_fields)
+_LATENCY_FIELDS = tuple(LatencyOut.model_fields)
+_CARBON_FIELDS = tuple(CarbonOut.model_fields)
+assert tuple(EstimateResponse.model_fields)[: len(_STORED_FIRST)] == _STORED_FIRST
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,37 +79,51 @@ def quote_document(
     )
     factor_set, rates = carbon_priced_parts(resolved.carbon)
     carbon = request_carbon(gpu_j, latency.total_s, resolved.carbon.factors, rates)
-    members: dict[str, Any] = {
-        "model_version": model_version,
-        "calibration_id": calibrated.calibration_id,
-        "model": resolved.model_id,
-        "gpu": resolved.gpu.id,
-        "gpu_count": latency.gpu_count,
-        "energy": {
-            "gpu_j": energy.gpu_j,
-            "gpu_j_low": energy.gpu_j_low,
-            "gpu_j_high": energy.gpu_j_high,
-            "per_sequence_gpu_j": energy.gpu_j / latency.batch_size,
-            "server_overhead_j": carbon.server_overhead_j.value,
-            "facility_j": carbon.facility_j.value,
-            "prefill_gpu_j": energy.prefill_gpu_j,
-            "decode_gpu_j": energy.decode_gpu_j,
-            "interval_lower_quantile": energy.lower_quantile,
-            "interval_upper_quantile": energy.upper_quantile,
-            "calibration_factor": calibrated.factor,
-        },
-        "latency": {
-            "prefill_s": latency.prefill_s,
-            "decode_s": latency.decode_s,
-            "time_per_output_token_s": latency.time_per_output_token_s,
-            "total_s": latency.total_s,
-        },
-        "carbon": carbon_members(resolved.carbon, carbon),
-        "breakdown": None if breakdown is None else _breakdown(resolved, breakdown),
-        "warnings": [*latency.warnings, *resolved.notes],
+    energy_members = {
+        "gpu_j": energy.gpu_j,
+        "gpu_j_low": energy.gpu_j_low,
+        "gpu_j_high": energy.gpu_j_high,
+        "per_sequence_gpu_j": energy.gpu_j / latency.batch_size,
+        "server_overhead_j": carbon.server_overhead_j.value,
+        "facility_j": carbon.facility_j.value,
+        "prefill_gpu_j": energy.prefill_gpu_j,
+        "decode_gpu_j": energy.decode_gpu_j,
+        "interval_lower_quantile": energy.lower_quantile,
+        "interval_upper_quantile": energy.upper_quantile,
+        "calibration_factor": calibrated.factor,
     }
+    times = {
+        "prefill_s": latency.prefill_s,
+        "decode_s": latency.decode_s,
+        "time_per_output_token_s": latency.time_per_output_token_s,
+        "total_s": latency.total_s,
+    }
+    members = in_schema_order(
+        _DOCUMENT_FIELDS,
+        {
+            "model_version": model_version,
+            "calibration_id": calibrated.calibration_id,
+            "model": resolved.model_id,
+            "gpu": resolved.gpu.id,
+            "gpu_count": latency.gpu_count,
+            "energy": in_schema_order(_ENERGY_FIELDS, energy_members),
+            "latency": in_schema_order(_LATENCY_FIELDS, times),
+            "carbon": in_schema_order(_CARBON_FIELDS, carbon_members(resolved.carbon, carbon)),
+            "breakdown": None if breakdown is None else _breakdown(resolved, breakdown),
+            "warnings": [*latency.warnings, *resolved.notes],
+        },
+    )
     text = orjson.dumps(members, option=orjson.OPT_SERIALIZE_NUMPY).decode()
     return QuoteDocument.written(text, priced_at, factor_set)
+
+
+def in_schema_order(fields: tuple[str, ...], values: dict[str, Any]) -> dict[str, Any]:
+    """`values` as the schema's `fields`, in their order; a field without a value, or a value
+    the schema has no field for, is a bug (KeyError, ValueError)."""
+    if len(values) != len(fields):
+        unknown = sorted(set(values) - set(fields))
+        raise ValueError(f"values without a field in the schema: {unknown}")
+    return {name: values[name] for name in fields}
 
 
 def carbon_priced_parts(inputs: CarbonInputs) -> tuple[CarbonFactorSet, HeldRates]:

@@ -15,10 +15,11 @@ import pytest
 from test_ascii_documents import CUSTOM_MOE
 
 from service.api.schemas.estimate_request import EstimateRequest
-from service.api.schemas.estimate_response import EstimateResponse
+from service.api.schemas.estimate_response import EstimateResponse, LatencyOut
 from service.errors import ServiceError
 from service.pricing.calibration import ActiveCalibration, fit_corrections
 from service.pricing.calibration.fit import CalibrationPoint
+from service.pricing.document import in_schema_order
 from service.pricing.estimator import Estimator
 from service.pricing.priced import PricedRequest
 from service.pricing.regressor.runtime import EnergyRegressor
@@ -113,3 +114,18 @@ def test_documents_priced_together_too(estimator: Estimator) -> None:
     assert len(priced) > len(requests) // 2
     for item in priced:
         assert_written_as_pydantic_writes(item)
+
+
+def test_members_take_the_schemas_names_and_order() -> None:
+    fields = tuple(LatencyOut.model_fields)
+    values = {"total_s": 3.0, "decode_s": 2.0, "time_per_output_token_s": 0.5, "prefill_s": 1.0}
+    assert list(in_schema_order(fields, values)) == [
+        "prefill_s",
+        "decode_s",
+        "time_per_output_token_s",
+        "total_s",
+    ]
+    with pytest.raises(KeyError):  # a field without a value
+        in_schema_order(fields, {**{k: v for k, v in values.items() if k != "decode_s"}, "x": 1})
+    with pytest.raises(ValueError, match="prefill_ms"):  # a value the schema has no field for
+        in_schema_order(fields, {**values, "prefill_ms": 1000.0})
