@@ -39,22 +39,24 @@ def phase_arrays(
     plan: CostPlan, terms: WorkloadTerms, launch_s: tuple[float, float], power: PowerCoefficients
 ) -> PhaseArrays:
     """Per-kernel totals of both phases of every workload in `terms`."""
-    both = np.concatenate([terms.basis, terms.padded], axis=2)  # [2, N, 2 x BASIS]
+    both = terms.both  # [2, N, 2 x BASIS]
     kernels = len(plan.nodes)
     unit = (both @ plan.unit_major_seconds.T).reshape(2, -1, 5, kernels).transpose(0, 1, 3, 2)
-    launch = np.array(launch_s)[:, None, None]
     scale = terms.steps[..., None] * plan.layers  # [2, N, K]
-    time_s = (unit.max(axis=3) + launch) * scale
-    compute_s = unit[..., :3].max(axis=3) * scale
-    memory_s = unit[..., 3] * scale
+    # The four limbs in one array (filled in place): time, compute, memory, network [s].
+    limbs = np.empty((4, *scale.shape))
+    time_s, compute_s, memory_s, network_s = limbs
+    np.max(unit, axis=3, out=time_s)
+    time_s += np.array(launch_s)[:, None, None]
+    np.max(unit[..., :3], axis=3, out=compute_s)
+    memory_s[...] = unit[..., 3]
     # Link-busy time only: collective step latency is in time_s, not in the power share.
-    latency = both @ plan.latency_seconds.T  # [2, N, K]
-    network_s = (unit[..., 4] - latency) * scale
+    np.subtract(unit[..., 4], both @ plan.latency_seconds.T, out=network_s)
+    limbs *= scale
     if plan.attention:
-        index = np.array(plan.attention)
-        seconds = _decode_attention_s(plan, terms, unit[1], launch_s[1]) * plan.layers[index]
-        for array, value in zip((time_s, compute_s, memory_s, network_s), seconds, strict=True):
-            array[1][:, index] = value
+        index, _, _, _, layers = _attention_lines(plan)
+        decode = limbs[:, 1]  # [4, N, K]
+        decode[:, :, index] = _decode_attention_s(plan, terms, unit[1], launch_s[1]) * layers
     share = power.compute * compute_s + power.memory * memory_s + power.network * network_s
     gpu, group = plan.gpu, plan.shapes.group
     # Utilisation-weighted dynamic power, capped so no kernel draws more than TDP.
@@ -73,7 +75,7 @@ def _decode_attention_s(
     kernel's context stops growing at the window, so its range is cut there into a growing
     piece and a flat one (in a model with sliding kernels, a full-attention kernel's flat
     piece is empty)."""
-    index, per_key, sliding, pieces = _attention_lines(plan)
+    index, per_key, sliding, pieces, _ = _attention_lines(plan)
     a = decode_unit[:, index, :]  # [N, A, units]
     b = terms.batch[:, None, None] * per_key
     n, kernels = a.shape[0], a.shape[1]
@@ -116,12 +118,12 @@ def _decode_attention_s(
 @lru_cache(maxsize=256)
 def _attention_lines(
     plan: CostPlan,
-) -> tuple[npt.NDArray[np.intp], FloatArray, FloatArray, int]:
+) -> tuple[npt.NDArray[np.intp], FloatArray, FloatArray, int, FloatArray]:
     """The plan's attention kernels: their indices, each unit's seconds per sequence and
-    context key [A, units], whether each attends over the sliding window [A], and the pieces
-    a decode range is cut into (2 when any kernel slides: growing, then flat beyond the
-    window; else 1)."""
+    context key [A, units], whether each attends over the sliding window [A], the pieces a
+    decode range is cut into (2 when any kernel slides: growing, then flat beyond the window;
+    else 1), and each one's executions per forward pass [A]."""
     index = np.array(plan.attention, dtype=np.intp)
     per_key = np.array([plan.seconds_per_context_key[i] for i in plan.attention])
     sliding = np.array([plan.nodes[i].operand == "sliding" for i in plan.attention])
-    return index, per_key, sliding, 2 if sliding.any() else 1
+    return index, per_key, sliding, 2 if sliding.any() else 1, plan.layers[index]

@@ -26,18 +26,27 @@ class WorkloadTerms:
     with GEMM rows padded to the tile, and executions per layer.
 
     Attributes:
-        basis, padded: [2, N, BASIS] (decode: the context-free part of one step).
+        both: [2, N, 2 x BASIS]: `basis`, then `padded` (one array, as the plan's unit
+            seconds take them).
+        basis, padded: [2, N, BASIS] views of it (decode: the context-free part of one step).
         steps: [2, N] executions per layer (decode: output_tokens - 1, maybe 0).
         first, last: [N] decode's context range [keys].
         batch: [N] sequences per workload.
     """
 
-    basis: FloatArray
-    padded: FloatArray
+    both: FloatArray
     steps: FloatArray
     first: FloatArray
     last: FloatArray
     batch: FloatArray
+
+    @property
+    def basis(self) -> FloatArray:
+        return self.both[..., : len(BASIS)]
+
+    @property
+    def padded(self) -> FloatArray:
+        return self.both[..., len(BASIS) :]
 
     def phase_sums(self, window: int | None) -> tuple[FloatArray, FloatArray]:
         """[2, N, BASIS] terms summed over each phase's executions: (real, padded rows)."""
@@ -95,14 +104,14 @@ def workload_terms(
     tile_m: int,
 ) -> WorkloadTerms:
     """The terms of workloads (batch, prompt, output) [N each, integer-valued floats]."""
-    n = batch.shape[0]
-    basis = np.zeros((2, n, len(BASIS)))
-    padded = np.zeros((2, n, len(BASIS)))
+    n, width = batch.shape[0], len(BASIS)
+    both = np.zeros((2, n, 2 * width))
+    basis = both[..., :width]
     tokens = batch * prompt
     full = prompt * (prompt + 1.0) / 2.0 if flash else prompt * prompt
     window = arch.sliding_window_tokens
-    prefill = basis[0]
-    prefill[:, 0] = 1.0
+    prefill, decode = basis[0], basis[1]
+    basis[..., 0] = 1.0
     prefill[:, 1], prefill[:, 2] = tokens, batch
     prefill[:, 3], prefill[:, 4], prefill[:, 5] = batch * full, tokens, tokens
     if window is not None:
@@ -110,15 +119,19 @@ def workload_terms(
         sliding = inside * (inside + 1.0) / 2.0 + (prompt - inside) * window
         prefill[:, 6] = batch * (sliding if flash else prompt * prompt)
         prefill[:, 7], prefill[:, 8] = tokens, tokens
-    decode = basis[1]
-    decode[:, 0] = 1.0
     decode[:, 1] = decode[:, 2] = decode[:, 5] = decode[:, 8] = batch
-    for phase, rows in ((0, tokens), (1, batch)):
-        expert_rows, expert_padded, touched = expert_terms_many(arch, s, rows, tile_m)
-        basis[phase, :, 9], basis[phase, :, 10] = expert_rows, touched
-        padded[phase] = basis[phase]
-        padded[phase, :, 1] = padded_rows_many(basis[phase, :, 1], tile_m)
-        padded[phase, :, 2] = padded_rows_many(basis[phase, :, 2], tile_m)
-        padded[phase, :, 9] = expert_padded
-    steps = np.stack([np.ones(n), output - 1.0])
-    return WorkloadTerms(basis, padded, steps, prompt + 1.0, prompt + output - 1.0, batch)
+    expert_padded = []
+    if arch.is_moe:
+        for phase, rows in ((0, tokens), (1, batch)):
+            expert_rows, padded_experts, touched = expert_terms_many(arch, s, rows, tile_m)
+            basis[phase, :, 9], basis[phase, :, 10] = expert_rows, touched
+            expert_padded.append(padded_experts)
+    padded = both[..., width:]
+    padded[...] = basis
+    # Token and logit rows of both phases padded to the GEMM tile at once.
+    padded[..., 1:3] = padded_rows_many(basis[..., 1:3], tile_m)
+    for phase, padded_experts in enumerate(expert_padded):
+        padded[phase, :, 9] = padded_experts
+    steps = np.empty((2, n))
+    steps[0], steps[1] = 1.0, output - 1.0
+    return WorkloadTerms(both, steps, prompt + 1.0, prompt + output - 1.0, batch)
