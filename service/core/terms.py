@@ -18,6 +18,11 @@ from service.core.shards import ShardShapes
 
 FloatArray = npt.NDArray[np.float64]
 _COLUMN = {name: i for i, name in enumerate(BASIS)}
+# The pairs and keys-read columns of each attention variant, in the real and the padded half.
+_FULL_SPAN = [_COLUMN[f"{q}_full"] + half for half in (0, len(BASIS)) for q in ("pairs", "keys")]
+_SLIDING_SPAN = [
+    _COLUMN[f"{q}_sliding"] + half for half in (0, len(BASIS)) for q in ("pairs", "keys")
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,17 +55,15 @@ class WorkloadTerms:
 
     def phase_sums(self, window: int | None) -> tuple[FloatArray, FloatArray]:
         """[2, N, BASIS] terms summed over each phase's executions: (real, padded rows)."""
-        basis_sum = self.basis * self.steps[..., None]
-        padded_sum = self.padded * self.steps[..., None]
-        zero, one = np.zeros_like(self.first), np.ones_like(self.first)
-        contexts = sum_affine_many(zero, one, self.first, self.last)
-        windowed = contexts if window is None else capped_sum(self.first, self.last, window)
-        for term, value in (("full", contexts), ("sliding", windowed)):
-            for quantity in ("pairs", "keys"):
-                column = _COLUMN[f"{quantity}_{term}"]
-                basis_sum[1, :, column] += self.batch * value
-                padded_sum[1, :, column] += self.batch * value
-        return basis_sum, padded_sum
+        sums = self.both * self.steps[..., None]
+        first, last = self.first, self.last
+        # Decode's pairs and keys read grow by one per step: summed over the contexts.
+        contexts = (first + last) * np.maximum(last - first + 1.0, 0.0) / 2.0
+        windowed = contexts if window is None else capped_sum(first, last, window)
+        sums[1][:, _FULL_SPAN] += (self.batch * contexts)[:, None]
+        sums[1][:, _SLIDING_SPAN] += (self.batch * windowed)[:, None]
+        width = len(BASIS)
+        return sums[..., :width], sums[..., width:]
 
 
 def capped_sum(first: FloatArray, last: FloatArray, window: int) -> FloatArray:
