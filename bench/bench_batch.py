@@ -57,16 +57,16 @@ from load.bodies import encoded_post  # noqa: E402
 from load.server import machine_busy_cpu_s, migrated_server_env, uvicorn_server  # noqa: E402
 
 from service.api.keys import Principal  # noqa: E402
-from service.api.schemas.estimate_request import EstimateRequest  # noqa: E402
 from service.config import Settings  # noqa: E402
 from service.core.estimate import estimate_request, estimate_workloads  # noqa: E402
+from service.db.ids import new_quote_id  # noqa: E402
 from service.errors import ServiceError  # noqa: E402
 from service.main import create_app  # noqa: E402
 from service.pricing.estimator import Estimator  # noqa: E402
 from service.pricing.regressor.runtime import EnergyRegressor  # noqa: E402
 from service.pricing.resolve import ResolvedRequest, resolve_request  # noqa: E402
-from service.quotes.ids import new_quote_id  # noqa: E402
 from service.quotes.service import _Priced, _quote_row, request_fingerprint  # noqa: E402
+from service.schemas.estimate_request import EstimateRequest  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "batch.md"
 TARGET_PER_S = 20_000
@@ -199,7 +199,7 @@ def stage_table(client: TestClient, bodies: list[dict[str, Any]], endpoint_s: fl
         ),
         (
             "price and store: `QuoteService.quote`",
-            lambda: asyncio.run(services.quotes.quote(requests, principal=principal)),
+            lambda: asyncio.run(services.quotes.quote(requests, tenant=principal.tenant)),
         ),
         (
             "answer: each document's whole text (written when priced) as bytes",

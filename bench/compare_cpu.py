@@ -112,13 +112,13 @@ def time_theirs(repeat: int, our_latency_s: dict[str, float]) -> dict[str, Any]:
 
 
 def time_ours(repeat: int) -> dict[str, dict[str, float]]:
-    from service.api.schemas.estimate_request import EstimateRequest
     from service.pricing.estimator import Estimator
     from service.pricing.regressor.runtime import (
         DEFAULT_METADATA_PATH,
         DEFAULT_MODEL_PATH,
         EnergyRegressor,
     )
+    from service.schemas.estimate_request import EstimateRequest
 
     regressor = EnergyRegressor.load(DEFAULT_MODEL_PATH, DEFAULT_METADATA_PATH)
     learned = Estimator.from_catalogues(regressor=regressor)

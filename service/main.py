@@ -14,7 +14,6 @@ from sqlalchemy.exc import OperationalError
 from service.api.deps import AppServices
 from service.api.keys import KeyStore
 from service.api.load_shedding import LoadSheddingMiddleware
-from service.api.metrics import Metrics
 from service.api.middleware import BodyLimitMiddleware, MetricsMiddleware
 from service.api.openapi import QuotesAPI
 from service.api.problems import install_problem_handlers
@@ -26,6 +25,7 @@ from service.db.engine import Database
 from service.db.quote_store import QuoteStore
 from service.db.spool import QuoteSpool, SpoolReplayer
 from service.db.wal_checkpoints import wal_checkpointer_for
+from service.metrics import Metrics
 from service.pricing.estimator import Estimator
 from service.pricing.regressor.runtime import (
     DEFAULT_METADATA_PATH,
@@ -121,7 +121,12 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     spool = services.quotes.store.spool
     replayer = None
     if spool is not None:
-        replayer = SpoolReplayer(spool, services.quotes.store, settings.spool_replay_interval_s)
+        replayer = SpoolReplayer(
+            spool,
+            services.database,
+            services.quotes.store.commit_replayed,
+            settings.spool_replay_interval_s,
+        )
         replayer.start()
     # What start-up built (catalogues, schemas, the model, the app) lives as long as the
     # process: freezing it keeps the collector's full passes, which a 1000-item batch

@@ -1,4 +1,5 @@
-"""The runtime package `service` never imports the offline tools (`offline`).
+"""The runtime package `service` never imports the offline tools (`offline`), and each of its
+layers imports only the layers below it.
 
 The Docker image carries `service/` only, so an import of `offline` anywhere under `service/`,
 even one inside a function, would fail in production. Checked on the source with `ast` (every
@@ -59,3 +60,51 @@ def test_no_runtime_module_imports_offline() -> None:
         for line, module in offline_imports(path.read_text(encoding="utf-8"))
     ]
     assert not found, "service/ imports the offline tools:\n" + "\n".join(found)
+
+
+# What each layer of `service/` may import from `service/` besides itself (README,
+# "Architecture"): a layer imports only those below it.
+BASE = {"config", "errors", "metrics", "schemas"}
+LAYERS: dict[str, set[str]] = {
+    "core": set(),
+    "catalog": {"core"},
+    "db": {"config"},
+    "schemas": {"config"},
+    "pricing": {"core", "catalog", "db", "errors", "schemas"},
+    "quotes": {"core", "catalog", "db", "pricing"} | BASE,
+    "api": {"core", "catalog", "db", "pricing", "quotes"} | BASE,
+}
+
+
+def service_imports(source: str) -> set[str]:
+    """The top-level parts of `service` (`core`, `db`, `config`, ...) that `source` imports."""
+    parts: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module is not None:
+            modules = [node.module]
+        else:
+            continue
+        parts |= {m.split(".")[1] for m in modules if m.startswith("service.")}
+    return parts
+
+
+def test_each_layer_imports_only_the_layers_below_it() -> None:
+    broken = []
+    for layer, allowed in LAYERS.items():
+        sources = sorted((SERVICE / layer).rglob("*.py"))
+        assert sources, layer
+        for path in sources:
+            above = service_imports(path.read_text(encoding="utf-8")) - allowed - {layer}
+            if above:
+                broken.append(f"{path.relative_to(REPO)} imports {sorted(above)} of service/")
+    assert not broken, "a layer imports one above it:\n" + "\n".join(broken)
+
+
+def test_the_layer_check_sees_an_import_from_above() -> None:
+    assert service_imports("from service.quotes.service import QuoteService\n") == {"quotes"}
+    assert service_imports("import service.api.deps\ndef f():\n    from service.db import x\n") == {
+        "api",
+        "db",
+    }

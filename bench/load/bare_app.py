@@ -28,8 +28,8 @@ from pydantic import BaseModel
 
 # Where the service's request model lives now, and where a refactor may move it.
 REQUEST_MODEL_PATHS = (
-    "service.api.schemas.estimate_request:EstimateRequest",
-    "service.api.schemas.estimate_request:EstimateRequest",
+    "service.schemas.estimate_request:EstimateRequest",
+    "service.schemas.estimate_request:EstimateRequest",
 )
 
 

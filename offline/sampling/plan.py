@@ -26,10 +26,10 @@ import numpy as np
 import numpy.typing as npt
 
 from offline.sampling.priors import Configuration
-from service.api.schemas.estimate_request import EstimateRequest
 from service.catalog.models import ModelCatalog
 from service.errors import ServiceError
 from service.pricing.estimator import Estimator
+from service.schemas.estimate_request import EstimateRequest
 
 PLAN_FORMAT = "llm-energy-quotes/measurement-plan/1"
 NEIGHBOURHOOD = {"prompt_tokens": 10, "output_tokens": 1, "num_layers": 1}

@@ -13,11 +13,11 @@ from sqlalchemy.orm import Session
 from starlette.types import Scope
 
 from service.api.keys import DEV_PRINCIPAL, NEEDS_DATABASE, KeyStore, Principal
-from service.api.metrics import Metrics
 from service.api.rate_limit import STATE_KEY, RateLimiter
 from service.config import Settings
 from service.db.engine import Database
 from service.errors import Forbidden, Unauthorized
+from service.metrics import Metrics
 from service.pricing.estimator import Estimator
 from service.quotes.recalibration import CalibrationRegistry
 from service.quotes.service import QuoteService

@@ -7,8 +7,8 @@ import time
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from service.api.metrics import Metrics
 from service.api.problems import http_problem
+from service.metrics import Metrics
 
 
 class BodyLimitMiddleware:

@@ -6,7 +6,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from service.api.schemas.common import Problem
+from service.schemas.common import Problem
 
 _RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait", "schema": {"type": "integer"}}}
 

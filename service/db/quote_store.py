@@ -116,6 +116,10 @@ class QuoteStore:
             raise StoreRefused(str(error)) from error
         self._remember(new_sets)
 
+    def commit_replayed(self, quotes: Sequence[NewQuote]) -> None:
+        """`commit` of quotes replayed from the spool, which keep their own `created_at`."""
+        self.commit(quotes, stamp=False)
+
     def _thread_sqlite_inserts(self) -> SqliteQuoteInserts:
         """This thread's inserts on the database's current engine (the sink's and the spool
         replayer's threads each hold one connection; a swapped engine gets a new one)."""

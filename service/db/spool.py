@@ -12,22 +12,23 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy.exc import SQLAlchemyError
 
 from service.db.engine import Database
+from service.db.ids import ulid
 from service.db.quote_document import QuoteDocument
 from service.db.repositories import QUOTE_COLUMNS, QuoteRepository
 from service.db.store_outcomes import DuplicateIdempotencyKey, StoreRefused
 from service.db.tables import NewQuote, Quote
-from service.quotes.ids import ulid
 
-if TYPE_CHECKING:  # the store holds the spool; the replay commits through the store
-    from service.db.quote_store import QuoteStore
+CommitQuotes = Callable[[Sequence[Quote]], None]
+"""Commits quotes as they are (their own `created_at`), raising StoreRefused or
+DuplicateIdempotencyKey with nothing written: the quote store's `commit_replayed`."""
 
 logger = logging.getLogger(__name__)
 
@@ -79,21 +80,21 @@ class QuoteSpool:
                     return quote
         return None
 
-    def replay(self, store: QuoteStore) -> int:
+    def replay(self, database: Database, commit: CommitQuotes) -> int:
         """Move spooled quotes into the database, oldest file first; returns how many moved.
 
         A quote whose id is stored already is skipped (a commit whose answer was lost may have
         written it); one whose idempotency key another quote took keeps its id, without the
-        key. Each file is committed whole through the store's INSERT; the first file the
+        key. Each file is committed whole by `commit` (the store's INSERT); the first file the
         database refuses stays for the next attempt.
         """
         moved = 0
         with self._lock:
             for path in self.pending():
                 try:
-                    missing = _missing(store.database, self._read(path))
+                    missing = _missing(database, self._read(path))
                     if missing:
-                        store.commit(missing, stamp=False)
+                        commit(missing)
                 except (StoreRefused, DuplicateIdempotencyKey, SQLAlchemyError) as error:
                     logger.info("spool replay deferred: %s", error)
                     break
@@ -137,9 +138,12 @@ def _missing(database: Database, quotes: list[Quote]) -> list[Quote]:
 class SpoolReplayer:
     """A daemon thread replaying the spool every `interval_s` seconds until stopped."""
 
-    def __init__(self, spool: QuoteSpool, store: QuoteStore, interval_s: float) -> None:
+    def __init__(
+        self, spool: QuoteSpool, database: Database, commit: CommitQuotes, interval_s: float
+    ) -> None:
         self.spool = spool
-        self.store = store
+        self.database = database
+        self.commit = commit
         self.interval_s = interval_s
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="quote-spool", daemon=True)
@@ -154,7 +158,7 @@ class SpoolReplayer:
     def _run(self) -> None:
         while True:
             try:
-                moved = self.spool.replay(self.store)
+                moved = self.spool.replay(self.database, self.commit)
                 if moved:
                     logger.info("replayed %d spooled quote(s) into the database", moved)
             except Exception:  # a bad file must not kill the thread; it is logged and kept

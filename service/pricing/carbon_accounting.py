@@ -12,8 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from service.api.schemas.estimate_request import DatacenterIn
-from service.api.schemas.estimate_response import CarbonFactorOut
 from service.catalog.facilities import FacilityCatalog
 from service.catalog.figures import RangeRatios, SourcedFigure
 from service.catalog.gpus import GpuRecord
@@ -22,6 +20,8 @@ from service.catalog.servers import ServerCatalog
 from service.core.carbon import CarbonEstimate, CarbonFactors, HeldRates
 from service.core.uncertainty import Ranged
 from service.db.quote_document import CarbonFactorSet
+from service.schemas.estimate_request import DatacenterIn
+from service.schemas.estimate_response import CarbonFactorOut
 
 FALLBACK_EMBODIED_METHOD = "llmcarbon-die-area"  # widest band, for a method no band describes
 

@@ -14,7 +14,14 @@ from typing import Any
 import orjson
 from pydantic import TypeAdapter
 
-from service.api.schemas.estimate_response import (
+from service.core.carbon import HeldRates, held_rates, request_carbon
+from service.core.results import KernelCost, RequestEstimate
+from service.core.uncertainty import Ranged
+from service.db.quote_document import CarbonFactorSet, QuoteDocument
+from service.pricing.carbon_accounting import CarbonInputs, carbon_factors_out, carbon_members
+from service.pricing.regressor.runtime import EnergyPrediction
+from service.pricing.resolve import ResolvedRequest
+from service.schemas.estimate_response import (
     BreakdownOut,
     CarbonFactorOut,
     CarbonOut,
@@ -23,13 +30,6 @@ from service.api.schemas.estimate_response import (
     KernelRowOut,
     LatencyOut,
 )
-from service.core.carbon import HeldRates, held_rates, request_carbon
-from service.core.results import KernelCost, RequestEstimate
-from service.core.uncertainty import Ranged
-from service.db.quote_document import CarbonFactorSet, QuoteDocument
-from service.pricing.carbon_accounting import CarbonInputs, carbon_factors_out, carbon_members
-from service.pricing.regressor.runtime import EnergyPrediction
-from service.pricing.resolve import ResolvedRequest
 
 _FACTOR_ROWS: TypeAdapter[dict[str, CarbonFactorOut]] = TypeAdapter(dict[str, CarbonFactorOut])
 _STORED_FIRST = ("quote_id", "created_at")  # written in front when the quote is stored

@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
-from service.api.schemas.estimate_request import EstimateRequest
 from service.catalog.engines import DEFAULT_ENGINE, load_engine_coefficients
 from service.catalog.facilities import FacilityCatalog, load_facility_catalog
 from service.catalog.gpus import GpuCatalog, load_gpu_catalog
@@ -37,6 +36,7 @@ from service.pricing.refusals import invalid_request
 from service.pricing.regressor.features import Features, workload_features
 from service.pricing.regressor.runtime import EnergyPrediction, EnergyRegressor
 from service.pricing.resolve import CUSTOM_MODEL_ID, ResolvedRequest, resolve_request
+from service.schemas.estimate_request import EstimateRequest
 
 logger = logging.getLogger("service.estimator")
 

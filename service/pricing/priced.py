@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from service.api.schemas.estimate_response import EstimateResponse
 from service.core.coefficients import CostModelCoefficients
 from service.db.quote_document import QuoteDocument
 from service.pricing.regressor.runtime import EnergyRegressor
+from service.schemas.estimate_response import EstimateResponse
 
 
 @dataclass(frozen=True, slots=True)

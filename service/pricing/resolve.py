@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from service.api.schemas.estimate_request import ArchitectureIn, EstimateRequest
 from service.catalog.engines import DEFAULT_ENGINE, unfused_norms
 from service.catalog.facilities import FacilityCatalog, load_facility_catalog
 from service.catalog.gpus import GpuCatalog, GpuRecord, UnknownGpu
@@ -17,6 +16,7 @@ from service.core.dtypes import DType
 from service.core.workload import Deployment, Parallelism, Precision, Workload
 from service.errors import FieldError, UnknownName
 from service.pricing.carbon_accounting import CarbonInputs, resolve_carbon_inputs
+from service.schemas.estimate_request import ArchitectureIn, EstimateRequest
 
 CUSTOM_MODEL_ID = "custom"
 

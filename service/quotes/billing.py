@@ -11,10 +11,10 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from service.api.schemas.quotes import ObservationOut, QuoteDetail, QuotePage, QuoteSummary
 from service.db.repositories import ObservationRepository, QuoteRepository, stored_response
 from service.db.tables import Observation, Quote
 from service.errors import FieldError, InvalidRequest, NotFound
+from service.schemas.quotes import ObservationOut, QuoteDetail, QuotePage, QuoteSummary
 
 CSV_COLUMNS = list(QuoteSummary.model_fields)
 

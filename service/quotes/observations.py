@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
-from service.api.schemas.quotes import ObservationIn
 from service.db.base import utc_now
+from service.db.ids import new_observation_id
 from service.db.repositories import ObservationRepository, QuoteRepository
 from service.db.tables import Observation
 from service.errors import IdempotencyMismatch, NotFound
 from service.quotes.idempotency import fingerprint
-from service.quotes.ids import new_observation_id
+from service.schemas.quotes import ObservationIn
 
 
 def record_observation(

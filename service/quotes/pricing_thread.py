@@ -18,11 +18,11 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from service.api.schemas.estimate_request import EstimateRequest
 from service.errors import ServiceError
 from service.pricing.calibration import ActiveCalibration
 from service.pricing.estimator import Estimator
 from service.pricing.priced import PricedRequest
+from service.schemas.estimate_request import EstimateRequest
 
 logger = logging.getLogger(__name__)
 

@@ -16,15 +16,9 @@ from typing import Any
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from service.api.schemas.calibrations import (
-    CalibrationIn,
-    CalibrationOut,
-    FlaggedOut,
-    ObservationCounts,
-    SegmentOut,
-)
 from service.db.base import utc_now
 from service.db.engine import Database
+from service.db.ids import new_calibration_id
 from service.db.repositories import CalibrationRepository, ObservationRepository
 from service.db.tables import GLOBAL_SCOPE, TENANT_SCOPE, Calibration, Observation, Quote
 from service.errors import Conflict, InvalidRequest, NotFound
@@ -36,7 +30,13 @@ from service.pricing.calibration import (
     FitSettings,
     fit_calibration,
 )
-from service.quotes.ids import new_calibration_id
+from service.schemas.calibrations import (
+    CalibrationIn,
+    CalibrationOut,
+    FlaggedOut,
+    ObservationCounts,
+    SegmentOut,
+)
 
 logger = logging.getLogger(__name__)
 

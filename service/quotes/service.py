@@ -15,21 +15,20 @@ from dataclasses import dataclass, replace
 
 from fastapi.concurrency import run_in_threadpool
 
-from service.api.keys import Principal
-from service.api.metrics import Metrics
-from service.api.schemas.estimate_request import EstimateRequest
-from service.api.schemas.estimate_response import EstimateResponse
+from service.db.ids import new_quote_id
 from service.db.quote_document import QuoteDocument
 from service.db.quote_store import Claim, QuoteStore, StoredQuote
 from service.db.store_outcomes import DuplicateIdempotencyKey, KeyClaimed, Saved, StoreFailed
 from service.db.tables import QuoteRow
 from service.errors import Conflict, IdempotencyMismatch, ServiceError
+from service.metrics import Metrics
 from service.pricing.priced import PricedRequest
 from service.quotes.idempotency import InFlightGuard, fingerprint
-from service.quotes.ids import new_quote_id
 from service.quotes.pricing_thread import PricingThread
 from service.quotes.quote_sink import QuoteSink
 from service.quotes.recalibration import CalibrationRegistry
+from service.schemas.estimate_request import EstimateRequest
+from service.schemas.estimate_response import EstimateResponse
 
 NOT_STORED_WARNING = (
     "the quote could not be stored (database unavailable): quote_id is null; "
@@ -81,7 +80,7 @@ class QuoteService:
         self,
         items: Sequence[EstimateRequest | ServiceError],
         *,
-        principal: Principal,
+        tenant: str,
         verbose: bool = False,
         idempotency_key: str | None = None,
     ) -> list[Answer]:
@@ -95,11 +94,11 @@ class QuoteService:
             if self.calibrations is not None and not self.calibrations.fresh():
                 await run_in_threadpool(self.calibrations.refresh)
             if idempotency_key is None:
-                return await self._quote(items, principal.tenant, verbose)
+                return await self._quote(items, tenant, verbose)
             (item,) = items
             if isinstance(item, ServiceError):
                 return [item]
-            return [await self._quote_once(item, principal.tenant, idempotency_key, verbose)]
+            return [await self._quote_once(item, tenant, idempotency_key, verbose)]
         finally:
             self._in_progress -= 1
 

@@ -18,8 +18,8 @@ from httpx import Response
 from sqlalchemy import create_engine, delete, func, select
 
 from service.db.base import utc_now
+from service.db.ids import new_quote_id
 from service.db.tables import IdempotencyClaim, Quote
-from service.quotes.ids import new_quote_id
 
 TENANT = "dev"
 

@@ -3,7 +3,7 @@ through `labels()`."""
 
 from __future__ import annotations
 
-from service.api.metrics import Metrics
+from service.metrics import Metrics
 
 
 def test_requests_are_counted_and_timed_per_label_set() -> None:

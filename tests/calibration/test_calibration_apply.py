@@ -6,10 +6,10 @@ from datetime import UTC, datetime
 
 import pytest
 
-from service.api.schemas.estimate_request import EXAMPLE_REQUEST, EstimateRequest
 from service.pricing.calibration import ActiveCalibration, fit_corrections
 from service.pricing.calibration.fit import CalibrationPoint
 from service.pricing.estimator import Estimator
+from service.schemas.estimate_request import EXAMPLE_REQUEST, EstimateRequest
 
 T0 = datetime(2026, 11, 22, tzinfo=UTC)
 

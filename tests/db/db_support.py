@@ -9,10 +9,10 @@ import orjson
 from sqlalchemy import Engine, func, select, text
 from sqlalchemy.orm import Session
 
+from service.db.ids import new_quote_id
 from service.db.quote_document import CarbonFactorSet, QuoteDocument
 from service.db.repositories import stored_response
 from service.db.tables import NewQuote, Quote, QuoteRow, StoredFactorSet
-from service.quotes.ids import new_quote_id
 
 STAMPED = object()  # `created_at` default: now, as the quote service stamps a priced quote
 STAMP = datetime(2026, 11, 25, 6, 30, 15, 123456, tzinfo=UTC)

@@ -13,15 +13,15 @@ import pytest
 from db_support import quote_row
 from sqlalchemy import create_engine, delete, func, select
 
-from service.api.schemas.estimate_request import EXAMPLE_REQUEST, EstimateRequest
 from service.db.engine import Database
+from service.db.ids import new_quote_id
 from service.db.quote_document import QuoteDocument
 from service.db.quote_store import QuoteStore
 from service.db.repositories import stored_response
 from service.db.store_outcomes import DuplicateIdempotencyKey, Saved, StoreFailed
 from service.db.tables import Quote, QuoteRow, StoredFactorSet
 from service.pricing.estimator import Estimator
-from service.quotes.ids import new_quote_id
+from service.schemas.estimate_request import EXAMPLE_REQUEST, EstimateRequest
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,6 @@ from alembic.migration import MigrationContext
 from db_support import quote_row
 from sqlalchemy import create_engine, inspect, text
 
-from service.api.schemas.estimate_request import EXAMPLE_REQUEST, EstimateRequest
 from service.config import Settings
 from service.db import migrate
 from service.db.base import Base
@@ -22,6 +21,7 @@ from service.db.engine import Database
 from service.db.quote_store import QuoteStore
 from service.db.tables import QuoteRow
 from service.pricing.estimator import Estimator
+from service.schemas.estimate_request import EXAMPLE_REQUEST, EstimateRequest
 
 STAMP = datetime(2026, 11, 25, 9, 30, tzinfo=UTC)
 

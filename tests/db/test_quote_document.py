@@ -14,8 +14,6 @@ from db_support import quote_row
 from sqlalchemy import create_engine, func, select, text
 from sqlalchemy.orm import Session
 
-from service.api.schemas.estimate_request import EstimateRequest
-from service.api.schemas.estimate_response import EstimateResponse
 from service.config import Settings
 from service.db.base import Base
 from service.db.engine import Database
@@ -25,6 +23,8 @@ from service.db.repositories import stored_response
 from service.db.spool import QuoteSpool
 from service.db.tables import Quote, QuoteRow, StoredFactorSet
 from service.pricing.estimator import Estimator
+from service.schemas.estimate_request import EstimateRequest
+from service.schemas.estimate_response import EstimateResponse
 
 STAMP = datetime(2026, 11, 23, 17, 0, 0, 123456, tzinfo=UTC)
 WHOLE_SECOND = datetime(2026, 11, 23, 17, 0, 1, tzinfo=UTC)  # pydantic drops the zero fraction

@@ -35,7 +35,7 @@ def test_replay_moves_quotes_and_frees_clashing_keys(tmp_path: Path) -> None:
     spool.append(spooled)
     assert spool.find("acme", "k2") is not None and spool.find("globex", "k2") is None
     store = QuoteStore(database)
-    assert spool.replay(store) == 5
+    assert spool.replay(database, store.commit_replayed) == 5
     assert spool.pending() == []
     with database.sessions() as session:
         repository = QuoteRepository(session)
@@ -46,7 +46,7 @@ def test_replay_moves_quotes_and_frees_clashing_keys(tmp_path: Path) -> None:
         assert repository.by_id(spooled[4].id).idempotency_key is None  # type: ignore[union-attr]
         for q in spooled:
             assert repository.by_id(q.id).created_at == q.created_at  # type: ignore[union-attr]
-    assert spool.replay(store) == 0
+    assert spool.replay(database, store.commit_replayed) == 0
     database.dispose()
 
 
@@ -62,8 +62,9 @@ def test_a_file_removed_by_another_worker_is_skipped(
     spool.append([quote("acme", "gone")])
     listed = spool.pending()
     store = QuoteStore(database)
-    assert QuoteSpool(tmp_path / "spool").replay(store) == 1  # the other worker
+    other_worker = QuoteSpool(tmp_path / "spool")
+    assert other_worker.replay(database, store.commit_replayed) == 1
     monkeypatch.setattr(spool, "pending", lambda: listed)
     assert spool.find("acme", "gone") is None
-    assert spool.replay(store) == 0
+    assert spool.replay(database, store.commit_replayed) == 0
     database.dispose()

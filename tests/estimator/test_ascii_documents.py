@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from service.api.schemas.estimate_request import EstimateRequest
 from service.pricing.estimator import Estimator
+from service.schemas.estimate_request import EstimateRequest
 
 DATA_DIR = Path(__file__).resolve().parents[2] / "service" / "catalog" / "data"
 WORKLOAD = {"batch_size": 2, "prompt_tokens": 300, "output_tokens": 40}

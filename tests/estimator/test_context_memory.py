@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import service.pricing.estimator as estimator_module
-from service.api.schemas.estimate_request import EstimateRequest
 from service.pricing.estimator import Estimator
+from service.schemas.estimate_request import EstimateRequest
 
 CONTEXT: dict[str, Any] = {
     "model": "mistralai/Mixtral-8x7B-Instruct-v0.1",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from service.quotes import ids
+from service.db import ids
 
 
 @pytest.fixture

@@ -11,11 +11,11 @@ from typing import Any
 import orjson
 import pytest
 
-from service.api.schemas.estimate_request import EstimateRequest
 from service.errors import InvalidRequest, ServiceError, UnknownName
 from service.pricing.estimator import Estimator
 from service.pricing.priced import PricedRequest
 from service.pricing.regressor.runtime import EnergyRegressor
+from service.schemas.estimate_request import EstimateRequest
 
 LLAMA_8B_H100 = {"model": "meta-llama/Llama-3.1-8B-Instruct", "hardware": {"gpu": "H100-SXM5-80GB"}}
 MIXTRAL_A100 = {

@@ -14,8 +14,6 @@ from typing import Any
 import pytest
 from test_ascii_documents import CUSTOM_MOE
 
-from service.api.schemas.estimate_request import EstimateRequest
-from service.api.schemas.estimate_response import EstimateResponse, LatencyOut
 from service.errors import ServiceError
 from service.pricing.calibration import ActiveCalibration, fit_corrections
 from service.pricing.calibration.fit import CalibrationPoint
@@ -23,6 +21,8 @@ from service.pricing.document import in_schema_order
 from service.pricing.estimator import Estimator
 from service.pricing.priced import PricedRequest
 from service.pricing.regressor.runtime import EnergyRegressor
+from service.schemas.estimate_request import EstimateRequest
+from service.schemas.estimate_response import EstimateResponse, LatencyOut
 
 T0 = datetime(2026, 11, 25, tzinfo=UTC)
 WORKLOAD = {"batch_size": 3, "prompt_tokens": 300, "output_tokens": 40}

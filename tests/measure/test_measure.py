@@ -19,9 +19,9 @@ from offline.measure.run import run_plan
 from offline.measure.stability import StabilityRule, measure_phase
 from offline.measure.workload import PhaseRunners, build_runners
 from offline.sampling.plan import PLAN_FORMAT
-from service.api.schemas.estimate_request import EstimateRequest
-from service.api.schemas.quotes import ObservationIn
 from service.catalog.models import load_model_catalog
+from service.schemas.estimate_request import EstimateRequest
+from service.schemas.quotes import ObservationIn
 
 
 class FakeMeter:

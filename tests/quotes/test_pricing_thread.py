@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from service.api.schemas.estimate_request import EstimateRequest
 from service.errors import InvalidRequest
 from service.quotes.pricing_thread import PricingThread
+from service.schemas.estimate_request import EstimateRequest
 
 
 class RecordingEstimator:

@@ -8,17 +8,17 @@ from fastapi import APIRouter, Path, Query
 
 from service.api.deps import AdminCaller, ServicesDep, SessionDep
 from service.api.openapi import problem_responses
-from service.api.schemas.calibrations import (
+from service.db.repositories import CalibrationRepository
+from service.db.tables import GLOBAL_SCOPE, TENANT_SCOPE
+from service.errors import NotFound
+from service.quotes.recalibration import activate, calibration_out, create_calibration, rollback
+from service.schemas.calibrations import (
     CalibrationIn,
     CalibrationList,
     CalibrationOut,
     RollbackIn,
     RollbackOut,
 )
-from service.db.repositories import CalibrationRepository
-from service.db.tables import GLOBAL_SCOPE, TENANT_SCOPE
-from service.errors import NotFound
-from service.quotes.recalibration import activate, calibration_out, create_calibration, rollback
 
 router = APIRouter(prefix="/v1/calibrations", tags=["calibrations"])
 

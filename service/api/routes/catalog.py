@@ -8,10 +8,10 @@ from fastapi import APIRouter, Depends, Path
 
 from service.api.deps import EstimatorDep, public_route
 from service.api.openapi import problem_responses
-from service.api.schemas.catalog import GpuList, GpuOut, ModelList, ModelOut, RegionList, RegionOut
 from service.catalog.gpus import GpuRecord, UnknownGpu
 from service.catalog.models import ModelRecord, UnknownModel
 from service.errors import NotFound
+from service.schemas.catalog import GpuList, GpuOut, ModelList, ModelOut, RegionList, RegionOut
 
 # Catalogue ids: Hugging Face repo ids (`org/name`), GPU ids and aliases.
 ModelId = Annotated[str, Path(max_length=200, pattern=r"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)?$")]

@@ -14,11 +14,11 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from service.api.deps import EstimateCaller, IdempotencyKeyHeader, QuoteServiceDep, ServicesDep
 from service.api.openapi import problem_responses
 from service.api.problems import problem_body, validation_problem
-from service.api.schemas.common import PROBLEM_EXAMPLE, Problem, example
-from service.api.schemas.estimate_request import EXAMPLE_REQUEST, EstimateRequest
-from service.api.schemas.estimate_response import EstimateResponse
 from service.config import MAX_BATCH_ITEMS
 from service.errors import FieldError, InvalidRequest, ServiceError
+from service.schemas.common import PROBLEM_EXAMPLE, Problem, example
+from service.schemas.estimate_request import EXAMPLE_REQUEST, EstimateRequest
+from service.schemas.estimate_response import EstimateResponse
 
 router = APIRouter(prefix="/v1/estimate", tags=["estimate"])
 
@@ -59,7 +59,7 @@ async def estimate(
 ) -> Response:
     """Quote one request's GPU energy, latency and CO2e before it runs."""
     (answer,) = await quotes.quote(
-        [body], principal=caller, verbose=verbose, idempotency_key=idempotency_key
+        [body], tenant=caller.tenant, verbose=verbose, idempotency_key=idempotency_key
     )
     if isinstance(answer, ServiceError):
         raise answer
@@ -86,7 +86,7 @@ async def estimate_batch(
             errors=[FieldError("items", f"at most {limit} items")],
         )
     parsed = await run_in_threadpool(_parsed_items, body.items)
-    answers = await quotes.quote(parsed, principal=caller, verbose=verbose)
+    answers = await quotes.quote(parsed, tenant=caller.tenant, verbose=verbose)
     # Joined here, item by item, as BatchResponse would serialise them: FastAPI re-validating
     # a thousand finished responses against the response model would cost more than pricing.
     items = b",".join(

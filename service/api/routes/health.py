@@ -12,9 +12,9 @@ from sqlalchemy.exc import SQLAlchemyError
 from service.api.deps import ServicesDep, bearer_scheme, public_route
 from service.api.keys import DEV_TENANT
 from service.api.openapi import problem_responses
-from service.api.schemas.health import DatabaseHealth, Health
 from service.db.repositories import CalibrationRepository
 from service.db.tables import GLOBAL_SCOPE
+from service.schemas.health import DatabaseHealth, Health
 
 router = APIRouter(tags=["operations"], dependencies=[Depends(public_route)])
 

@@ -15,11 +15,11 @@ from service.api.deps import (
     SessionDep,
 )
 from service.api.openapi import problem_responses
-from service.api.schemas.common import IsoDatetime
-from service.api.schemas.quotes import ObservationIn, ObservationOut, QuoteDetail, QuotePage
 from service.db.base import utc_now
 from service.quotes.billing import observation_out, page_csv, quote_detail, quote_page
 from service.quotes.observations import record_observation
+from service.schemas.common import IsoDatetime
+from service.schemas.quotes import ObservationIn, ObservationOut, QuoteDetail, QuotePage
 
 router = APIRouter(prefix="/v1/quotes", tags=["quotes"])
 

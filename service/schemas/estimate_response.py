@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from service.api.schemas.common import example
+from service.schemas.common import example
 
 ENERGY_EXAMPLE = {
     "gpu_j": 812.4,

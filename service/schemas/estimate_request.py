@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, Field, StrictBool, StrictFloat, StrictInt, model_validator
 
-from service.api.schemas.common import example
+from service.schemas.common import example
 
 DTypeName = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "mxfp4"]
 Degree = Annotated[StrictInt, Field(ge=1, le=64)]

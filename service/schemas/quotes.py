@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, StrictFloat
 
-from service.api.schemas.common import IsoDatetime, example
+from service.schemas.common import IsoDatetime, example
 
 QUOTE_SUMMARY_EXAMPLE: dict[str, Any] = {
     "quote_id": "q_01JDQ8Z3V5Q4XJ8M2W7K9T0ABC",

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, StrictBool, StrictFloat
 
-from service.api.schemas.common import example
+from service.schemas.common import example
 
 Scope = Literal["tenant", "global"]
 

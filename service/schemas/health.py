@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from service.api.schemas.common import example
+from service.schemas.common import example
 
 
 class DatabaseHealth(BaseModel):
