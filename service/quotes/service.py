@@ -74,7 +74,7 @@ class QuoteService:
         self.guard = guard
         self.metrics = metrics
         self.calibrations = calibrations
-        self._in_progress = 0  # requests of this process between pricing and their answer
+        self._in_progress = 0  # requests of this process inside `quote` (priced, stored or waiting)
 
     async def quote(
         self,
