@@ -29,7 +29,8 @@ from service.db.postgres_quote_inserts import PostgresQuoteInserts
 from service.db.quote_store import QuoteStore
 from service.db.store_outcomes import Saved
 from service.db.tables import NewQuote
-from service.quotes.quote_sink import InLoop, Pending, QuoteSink, quotes_of, settle_all
+from service.quotes.handoff import settle_all
+from service.quotes.quote_sink import InLoop, Pending, QuoteSink, quotes_of
 
 logger = logging.getLogger(__name__)
 

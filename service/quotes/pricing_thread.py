@@ -22,11 +22,14 @@ from service.errors import ServiceError
 from service.pricing.calibration import ActiveCalibration
 from service.pricing.estimator import Estimator
 from service.pricing.priced import PricedRequest
+from service.quotes.handoff import STOP, settle_all, take_waiting
 from service.schemas.estimate_request import EstimateRequest
 
 logger = logging.getLogger(__name__)
 
 Priced = PricedRequest | ServiceError
+_Future = asyncio.Future[list[Priced]]
+_Outcome = list[Priced] | BaseException
 MAX_ITEMS_PER_PASS = 2000  # requests priced in one pass at most (two full batches)
 
 
@@ -40,8 +43,6 @@ class _Job:
     future: asyncio.Future[list[Priced]]
     loop: asyncio.AbstractEventLoop
 
-
-_STOP = object()
 
 
 class PricingThread:
@@ -59,7 +60,7 @@ class PricingThread:
     def stop(self, timeout_s: float = 30.0) -> None:
         """Price what is queued, then end the thread."""
         if self._thread.is_alive():
-            self._queue.put(_STOP)
+            self._queue.put(STOP)
             self._thread.join(timeout_s)
 
     async def price(
@@ -82,19 +83,10 @@ class PricingThread:
         while True:
             first = self._queue.get()
             if not isinstance(first, _Job):
-                return  # _STOP
-            jobs, stop = [first], False
-            count = len(first.requests)
-            while count < MAX_ITEMS_PER_PASS:
-                try:
-                    more = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if not isinstance(more, _Job):
-                    stop = True
-                    break
-                jobs.append(more)
-                count += len(more.requests)
+                return  # STOP
+            jobs, stop = take_waiting(
+                self._queue, first, lambda job: len(job.requests), MAX_ITEMS_PER_PASS
+            )
             self._price(jobs)
             if stop:
                 return
@@ -107,8 +99,7 @@ class PricingThread:
         for job in jobs:
             if not job.future.cancelled():  # its client went away before it was priced
                 together.setdefault((id(job.calibration), job.verbose), []).append(job)
-        settled: dict[asyncio.AbstractEventLoop, list[tuple[_Job, list[Priced] | BaseException]]]
-        settled = {}
+        settled: dict[asyncio.AbstractEventLoop, list[tuple[_Future, _Outcome]]] = {}
         for same in together.values():
             requests = [request for job in same for request in job.requests]
             try:
@@ -118,24 +109,15 @@ class PricingThread:
             except Exception as error:  # a bug: every waiting request answers it, none hangs
                 logger.exception("pricing %d request(s) failed", len(requests))
                 for job in same:
-                    settled.setdefault(job.loop, []).append((job, error))
+                    settled.setdefault(job.loop, []).append((job.future, error))
                 continue
             start = 0
             for job in same:
                 end = start + len(job.requests)
-                settled.setdefault(job.loop, []).append((job, results[start:end]))
+                settled.setdefault(job.loop, []).append((job.future, results[start:end]))
                 start = end
         for loop, outcomes in settled.items():
             # RuntimeError: the loop closed meanwhile (shutdown), no one is waiting.
             with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(_settle_all, outcomes)
+                loop.call_soon_threadsafe(settle_all, outcomes)
 
-
-def _settle_all(outcomes: list[tuple[_Job, list[Priced] | BaseException]]) -> None:
-    for job, outcome in outcomes:
-        if job.future.done():
-            continue
-        if isinstance(outcome, BaseException):
-            job.future.set_exception(outcome)
-        else:
-            job.future.set_result(outcome)

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from service.db.quote_store import QuoteStore
 from service.db.store_outcomes import DuplicateIdempotencyKey, Saved, StoreFailed
 from service.db.tables import NewQuote
+from service.quotes.handoff import STOP, settle_all, take_waiting
 
 logger = logging.getLogger(__name__)
 
@@ -55,11 +56,13 @@ class Pending:
     refused: bool = False  # the database refused it once already: spool, do not try again
 
 
-_STOP = object()
-
 
 def quotes_of(group: Sequence[Pending]) -> list[NewQuote]:
     return [quote for pending in group for quote in pending.quotes]
+
+
+def _quote_count(group: Sequence[Pending]) -> int:
+    return sum(len(pending.quotes) for pending in group)
 
 
 class QuoteSink:
@@ -97,7 +100,7 @@ class QuoteSink:
         """Store what is queued, then end the thread (at shutdown, after requests drained and
         `finish_in_loop`)."""
         if self._thread.is_alive():
-            self._queue.put(_STOP)
+            self._queue.put(STOP)
             self._thread.join(timeout_s)
 
     async def save(self, quotes: Sequence[NewQuote], *, commit_now: bool = False) -> Saved:
@@ -146,20 +149,11 @@ class QuoteSink:
         while True:
             first = self._queue.get()
             if not isinstance(first, list):
-                return  # _STOP
-            group, stop = list(first), False
-            count = sum(len(pending.quotes) for pending in first)
-            while count < self.max_quotes:
-                try:
-                    more = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if not isinstance(more, list):
-                    stop = True
-                    break
-                group += more
-                count += sum(len(pending.quotes) for pending in more)
-            self._commit_by_thread(group)
+                return  # STOP
+            groups, stop = take_waiting(
+                self._queue, first, _quote_count, self.max_quotes
+            )
+            self._commit_by_thread([pending for group in groups for pending in group])
             if stop:
                 return
 
@@ -211,12 +205,3 @@ class QuoteSink:
         except (DuplicateIdempotencyKey, StoreFailed) as error:
             return error
 
-
-def settle_all(results: list[tuple[asyncio.Future[Saved], Outcome]]) -> None:
-    for future, outcome in results:
-        if future.done():
-            continue
-        if isinstance(outcome, BaseException):
-            future.set_exception(outcome)
-        else:
-            future.set_result(outcome)

@@ -31,7 +31,8 @@ from service.db.quote_store import QuoteStore
 from service.db.sqlite_quote_inserts import SqliteQuoteInserts
 from service.db.store_outcomes import Saved
 from service.db.tables import NewQuote
-from service.quotes.quote_sink import InLoop, Pending, QuoteSink, quotes_of, settle_all
+from service.quotes.handoff import settle_all
+from service.quotes.quote_sink import InLoop, Pending, QuoteSink, quotes_of
 
 logger = logging.getLogger(__name__)
 
