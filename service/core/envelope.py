@@ -24,9 +24,10 @@ def _pairs(lines: int) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
 
 
 def sum_affine_many(
-    intercept: FloatArray, slope: FloatArray, first: FloatArray, last: FloatArray
+    intercept: FloatArray | float, slope: FloatArray | float, first: FloatArray, last: FloatArray
 ) -> FloatArray:
-    """Sum over integers c in [first, last] of intercept + slope * c (0 on empty ranges)."""
+    """Sum over integers c in [first, last] of intercept + slope * c (0 on empty ranges); the
+    intercept and slope per range, or one for all."""
     count = np.maximum(last - first + 1.0, 0.0)
     result: FloatArray = intercept * count + slope * (first + last) * count / 2.0
     return result

@@ -62,7 +62,6 @@ class WorkloadEstimates:
     """
 
     plan: CostPlan
-    workloads: tuple[Workload, ...]
     sizes: FloatArray
     positions: tuple[int, ...]
     phase_s: FloatArray
@@ -102,9 +101,9 @@ class WorkloadEstimates:
 
     def item(self, j: int) -> RequestEstimate:
         """The j-th workload's estimate as estimate_request returns it."""
-        workload = self.workloads[j]
+        batch, _, output = self.sizes[j].tolist()
         times, joules = self.phase_s[:, j].tolist(), self.phase_gpu_j[:, j].tolist()
-        steps = workload.output_tokens - 1
+        steps = int(output) - 1
         phases = [
             PhaseCost(
                 phase=_PHASES[p],
@@ -122,7 +121,7 @@ class WorkloadEstimates:
             gpu_j=joules[0] + joules[1],
             total_s=times[0] + times[1],
             time_per_output_token_s=times[1] / steps if steps else 0.0,
-            batch_size=workload.batch_size,
+            batch_size=int(batch),
             gpu_count=self.gpu_count,
             memory=self.memory(j),
             warnings=self.warnings,
@@ -191,7 +190,6 @@ def price_workloads(
     phase_j = kernel_j + gpu.idle_w * waiting * kernel_s + overhead_j
     return WorkloadEstimates(
         plan=plan,
-        workloads=tuple(workloads),
         sizes=values,
         positions=tuple(positions),
         phase_s=kernel_s + overhead_s,

@@ -8,28 +8,37 @@ touched. Expert GEMM rows per touched expert are padded to the tile height for c
 Expert weights are read at `ShardShapes.expert_stream_bytes` per element (the storage size,
 except block-scaled FP8 checkpoints, priced as their kernel runs: see `shards`).
 
-An expert GEMM's counts are linear in three per-pass quantities (`ExpertTerms`): the expert rows
-(token-expert assignments on this GPU), the same padded per touched expert, and the touched
-experts; the cost plan carries its coefficients per unit of each (`expert_gemm_per_unit`).
+An expert GEMM's counts are linear in three per-pass quantities: the expert rows (token-expert
+assignments on this GPU), the same padded per touched expert, and the touched experts
+(service.core.terms.expert_terms_many); the cost plan carries its coefficients per unit of each
+(`expert_gemm_per_unit`).
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TypeVar
+
+import numpy as np
+import numpy.typing as npt
 
 from service.core.architecture import ModelArchitecture
-from service.core.counts import PassShape, activation_work, gemm_work, padded_rows
+from service.core.counts import PassShape, activation_work, gemm_work
 from service.core.graph import KernelNode
 from service.core.shards import ShardShapes
 from service.core.work import Work
 
 _ROUTER_SOFTMAX_OPS, _ROUTER_SFU = 5.0, 1.0
+Number = TypeVar("Number", float, npt.NDArray[np.float64])
 
 
-def expected_touched_experts(tokens: float, num_experts: int, experts_per_token: int) -> float:
-    """Expected number of distinct experts that `tokens` tokens route to (uniform routing)."""
+def expected_touched_experts(
+    tokens: Number, num_experts: int, experts_per_token: int
+) -> Number:
+    """Expected number of distinct experts that `tokens` tokens route to (uniform routing); one
+    pass, or an array of them."""
     miss = 1.0 - experts_per_token / num_experts
-    return float(num_experts * (1.0 - miss**tokens))
+    touched: Number = num_experts * (1.0 - miss**tokens)
+    return touched
 
 
 def router(node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape) -> Work:
@@ -46,30 +55,6 @@ def _local_routing(arch: ModelArchitecture, s: ShardShapes, tokens: float) -> tu
     assignments = tokens * arch.experts_per_token / s.expert
     touched = expected_touched_experts(tokens, arch.num_experts, arch.experts_per_token)
     return assignments, max(touched / s.expert, 1e-12)
-
-
-class ExpertTerms(NamedTuple):
-    """Per-pass quantities an expert GEMM's counts are linear in (on one GPU).
-
-    Attributes:
-        rows: token-expert assignments handled by this GPU (GEMM rows over all its experts).
-        padded_rows: the same with each touched expert's rows padded to the GEMM tile.
-        touched: distinct local experts the pass touches (each expert's weight read once).
-    """
-
-    rows: float
-    padded_rows: float
-    touched: float
-
-
-def expert_terms(
-    arch: ModelArchitecture, s: ShardShapes, tokens: float, tile_m: int
-) -> ExpertTerms:
-    """The ExpertTerms of a pass of `tokens` tokens (zeros for a dense model)."""
-    if not arch.is_moe:
-        return ExpertTerms(0.0, 0.0, 0.0)
-    assignments, touched = _local_routing(arch, s, tokens)
-    return ExpertTerms(assignments, touched * padded_rows(assignments / touched, tile_m), touched)
 
 
 def _expert_shape(node: KernelNode, arch: ModelArchitecture, s: ShardShapes) -> tuple[float, float]:

@@ -4,7 +4,8 @@ functions of a few workload terms, turned into seconds per unit of each term.
 Every count of every kernel is linear in eleven terms (the `BASIS`): a constant, the query
 tokens T, the logit rows R, per attention variant the query-key pairs, cached keys read and new
 keys written, each summed over sequences, and the routed experts' rows and touched experts
-(service.core.moe.ExpertTerms, nonlinear in T but computed per request in closed form).
+(service.core.terms.expert_terms_many, nonlinear in T but computed per request in closed
+form).
 Probing each kernel's counter at unit values of the first nine terms, and the expert GEMMs'
 closed-form counts per row and per expert, yields the coefficients once per (model, deployment,
 coefficients); pricing a request is then a few small matrix products. GEMM rows are padded for

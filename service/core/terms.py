@@ -13,6 +13,7 @@ import numpy.typing as npt
 
 from service.core.architecture import ModelArchitecture
 from service.core.envelope import sum_affine_many
+from service.core.moe import expected_touched_experts
 from service.core.plan import BASIS
 from service.core.shards import ShardShapes
 
@@ -58,7 +59,7 @@ class WorkloadTerms:
         sums = self.both * self.steps[..., None]
         first, last = self.first, self.last
         # Decode's pairs and keys read grow by one per step: summed over the contexts.
-        contexts = (first + last) * np.maximum(last - first + 1.0, 0.0) / 2.0
+        contexts = sum_affine_many(0.0, 1.0, first, last)
         windowed = contexts if window is None else capped_sum(first, last, window)
         sums[1][:, _FULL_SPAN] += (self.batch * contexts)[:, None]
         sums[1][:, _SLIDING_SPAN] += (self.batch * windowed)[:, None]
@@ -68,8 +69,7 @@ class WorkloadTerms:
 
 def capped_sum(first: FloatArray, last: FloatArray, window: int) -> FloatArray:
     """Sum over c in [first, last] of min(c, window)."""
-    ones = np.ones_like(first)
-    below = sum_affine_many(np.zeros_like(first), ones, first, np.minimum(last, window))
+    below = sum_affine_many(0.0, 1.0, first, np.minimum(last, window))
     above = np.maximum(0.0, last - np.maximum(first, window + 1.0) + 1.0)
     result: FloatArray = below + window * above
     return result
@@ -86,13 +86,12 @@ def padded_rows_many(rows: FloatArray, tile_m: int) -> FloatArray:
 def expert_terms_many(
     arch: ModelArchitecture, s: ShardShapes, tokens: FloatArray, tile_m: int
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
-    """(rows, padded rows, touched experts) of moe.ExpertTerms for passes of `tokens` tokens."""
-    if not arch.is_moe:
-        zero = np.zeros_like(tokens)
-        return zero, zero, zero
+    """For passes of `tokens` tokens of an MoE model: the expert rows (token-expert assignments
+    on one GPU), the same padded to the GEMM tile per touched expert, and the touched experts
+    (uniform routing, service.core.moe)."""
     k, experts = arch.experts_per_token, arch.num_experts
     assignments = tokens * k / s.expert
-    touched = np.maximum(experts * (1.0 - (1.0 - k / experts) ** tokens) / s.expert, 1e-12)
+    touched = np.maximum(expected_touched_experts(tokens, experts, k) / s.expert, 1e-12)
     return assignments, touched * padded_rows_many(assignments / touched, tile_m), touched
 
 

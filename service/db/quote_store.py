@@ -105,9 +105,8 @@ class QuoteStore:
             if self.database.backend == "sqlite":
                 self.commit_sqlite(quotes, self._thread_sqlite_inserts(), stamp=stamp)
                 return
-            now: Callable[[], datetime] = (lambda: _stamp_now(quotes)) if stamp else utc_now
             new_sets = self._postgres_inserts().commit_blocking(
-                quotes, self._stored_factor_sets, now
+                quotes, self._stored_factor_sets, _stamper(quotes, stamp)
             )
         except (IntegrityError, sqlite3.IntegrityError) as error:
             raise DuplicateIdempotencyKey() from error
@@ -146,9 +145,8 @@ class QuoteStore:
         """Commit `quotes` on the held SQLite connection of `inserts` (the event loop's or a
         thread's), stamping them once the write lock is held (unless not `stamp`); raises
         sqlite3.Error, with nothing written."""
-        now: Callable[[], datetime] = (lambda: _stamp_now(quotes)) if stamp else utc_now
         try:
-            new_sets = inserts.commit(quotes, self._stored_factor_sets, now)
+            new_sets = inserts.commit(quotes, self._stored_factor_sets, _stamper(quotes, stamp))
         except sqlite3.IntegrityError:
             raise
         except sqlite3.Error:
@@ -163,7 +161,7 @@ class QuoteStore:
         `inserts` (service/db/postgres_quote_inserts.py); raises as its `commit`."""
         try:
             new_sets = await inserts.commit(
-                quotes, self._stored_factor_sets, lambda: _stamp_now(quotes)
+                quotes, self._stored_factor_sets, _stamper(quotes, True)
             )
         except psycopg.IntegrityError:
             raise
@@ -246,6 +244,12 @@ class QuoteStore:
 def _spooled(quote: Quote | None) -> StoredQuote | None:
     """A spooled quote (spooled whole, factors in) as an idempotent retry reads it."""
     return None if quote is None else StoredQuote(quote.request_hash, quote.response)
+
+
+def _stamper(quotes: Sequence[NewQuote], stamp: bool) -> Callable[[], datetime]:
+    """What an insert calls once it holds its connection: stamp `quotes` now (or, replayed
+    quotes, leave them as they are) and return the time."""
+    return (lambda: _stamp_now(quotes)) if stamp else utc_now
 
 
 def _stamp_now(quotes: Sequence[NewQuote]) -> datetime:

@@ -68,7 +68,6 @@ class QuoteService:
         calibrations: CalibrationRegistry | None = None,
     ) -> None:
         self.pricer = pricer
-        self.estimator = pricer.estimator
         self.store = store
         self.sink = sink
         self.guard = guard
