@@ -1,19 +1,22 @@
 # syntax=docker/dockerfile:1
-# Build stage: install the package and its dependencies into a virtual environment.
+# Build stage: install the dependencies at the versions and hashes of requirements.lock, then the
+# package itself without resolving anything again, into a virtual environment.
 FROM python:3.11-slim-bookworm AS build
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
 RUN python -m venv /opt/venv
+COPY requirements.lock ./
+RUN /opt/venv/bin/pip install --require-hashes --only-binary=:all: -r requirements.lock
 COPY pyproject.toml README.md ./
 COPY service ./service
-RUN /opt/venv/bin/pip install .
+RUN /opt/venv/bin/pip install --no-deps .
 
 # Runtime stage: the venv, the migrations, the regressor model, and a non-root user. The service is run from /app
 # (PYTHONPATH) so that `service.db.migrate` finds alembic.ini and migrations/ beside it. Only the runtime
 # package `service` is copied, here and in the build stage: the offline tools (`offline/`) stay out of the image.
 FROM python:3.11-slim-bookworm AS runtime
 ENV PATH=/opt/venv/bin:$PATH PYTHONPATH=/app PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
-RUN useradd --create-home --uid 10001 quotes
+RUN groupadd --gid 10001 quotes && useradd --create-home --uid 10001 --gid 10001 quotes
 WORKDIR /app
 COPY --from=build /opt/venv /opt/venv
 COPY alembic.ini ./
@@ -24,7 +27,8 @@ COPY models ./models
 # var/ holds the default SQLite file and, when QUOTES_SPOOL_DIR points there, the quote spool;
 # created here so that a volume mounted on it starts out owned by the non-root user.
 RUN mkdir -p /app/var/spool && chown -R quotes:quotes /app/var
-USER quotes
+# Numeric, so that Kubernetes' runAsNonRoot can verify the user is not root.
+USER 10001:10001
 EXPOSE 8000
 # Liveness: /v1/health answers 200 also while the database is away (status "degraded"), since
 # estimates keep working then; restarting the container would not bring the database back.

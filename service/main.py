@@ -15,10 +15,10 @@ from service.api.deps import AppServices
 from service.api.keys import KeyStore
 from service.api.load_shedding import LoadSheddingMiddleware
 from service.api.middleware import BodyLimitMiddleware, MetricsMiddleware
-from service.api.openapi import QuotesAPI
+from service.api.openapi import QuotesAPI, operation_id
 from service.api.problems import install_problem_handlers
 from service.api.rate_limit import install_rate_limits
-from service.api.routes import calibrations, catalog, estimate, health, quotes
+from service.api.routes import calibrations, catalog, docs, estimate, health, quotes
 from service.config import Settings, get_settings
 from service.db import migrate
 from service.db.engine import Database
@@ -158,6 +158,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version="0.1.0",
         description=DESCRIPTION,
         lifespan=lifespan,
+        # operationIds are the route functions' names (`estimate`, `list_quotes`): what
+        # generated clients name their methods after.
+        generate_unique_id_function=operation_id,
+        docs_url=None,  # served offline by service.api.routes.docs
+        redoc_url=None,
     )
     app.state.settings = settings
     app.state.metrics = Metrics()
@@ -173,7 +178,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         )
     app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
     install_rate_limits(app, settings)
-    for module in (estimate, quotes, calibrations, catalog, health):
+    for module in (estimate, quotes, calibrations, catalog, health, docs):
         app.include_router(module.router)
     return app
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import FastAPI
+from fastapi.routing import APIRoute
 
 from service.schemas.common import Problem
 
@@ -56,6 +57,11 @@ def problem_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
     }
     responses["default"] = {"model": Problem, "description": "Unexpected error (500)"}
     return responses
+
+
+def operation_id(route: APIRoute) -> str:
+    """A route's operationId: its function's name (unique: tests/api checks)."""
+    return route.name
 
 
 class QuotesAPI(FastAPI):

@@ -254,3 +254,18 @@ def test_openapi_has_an_example_on_every_schema_and_docs_are_served(client: Test
     docs = client.get("/docs")
     assert docs.status_code == 200 and "swagger-ui" in docs.text
     assert client.get("/redoc").status_code == 200
+
+
+def test_operation_ids_are_the_route_functions_names_and_unique(client: TestClient) -> None:
+    paths = client.get("/openapi.json").json()["paths"]
+    ids = {
+        (method, path): op["operationId"]
+        for path, ops in paths.items()
+        for method, op in ops.items()
+    }
+    assert len(set(ids.values())) == len(ids)
+    assert ids[("post", "/v1/estimate")] == "estimate"
+    assert ids[("post", "/v1/estimate/batch")] == "estimate_batch"
+    assert ids[("get", "/v1/quotes")] == "list_quotes"
+    assert ids[("post", "/v1/quotes/{quote_id}/observations")] == "post_observation"
+    assert all(op.isidentifier() and op.islower() for op in ids.values()), ids

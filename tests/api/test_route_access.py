@@ -69,6 +69,7 @@ def world(database_url: str) -> Iterator[World]:
             "calibration_id": calibration.json()["calibration_id"],
             "gpu_id": "H100-SXM5-80GB",
             "model_id": "meta-llama/Llama-3.1-8B-Instruct",
+            "name": "favicon.png",  # a docs asset
         }
         yield World(client, client.app, keys_a, without_a, admin_b, ids)  # type: ignore[arg-type]
 

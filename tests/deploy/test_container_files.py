@@ -60,8 +60,10 @@ def test_no_stage_copies_the_offline_tools() -> None:
 
 def test_runtime_stage_runs_as_non_root_with_a_healthcheck() -> None:
     runtime = (REPO / "Dockerfile").read_text().rsplit("\nFROM ", 1)[1]
-    user = re.search(r"^USER (\S+)", runtime, flags=re.M)
-    assert user is not None and user.group(1) not in {"root", "0"}
+    user = re.search(r"^USER (\d+):(\d+)$", runtime, flags=re.M)
+    # Numeric uid and gid (Kubernetes' runAsNonRoot cannot check a name), and not root's.
+    assert user is not None and user.group(1) != "0" and user.group(2) != "0"
+    assert re.search(rf"useradd .*--uid {user.group(1)}\b", runtime)
     assert re.search(r"^HEALTHCHECK .*\n?.*/v1/health", runtime, flags=re.M)
 
 
@@ -80,3 +82,10 @@ def test_dockerignore_does_not_hide_what_the_runtime_stage_copies() -> None:
         if line.strip() and not line.startswith("#")
     }
     assert not runtime_stage_copies() & ignored
+
+
+def test_the_build_installs_the_locked_dependencies_with_their_hashes() -> None:
+    build = (REPO / "Dockerfile").read_text().rsplit("\nFROM ", 1)[0]
+    assert "COPY requirements.lock" in build
+    assert re.search(r"pip install --require-hashes .*-r requirements.lock", build)
+    assert re.search(r"pip install --no-deps \.$", build, flags=re.M)
