@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -25,7 +26,7 @@ from service.db.engine import Database
 from service.db.quote_store import QuoteStore
 from service.db.spool import QuoteSpool, SpoolReplayer
 from service.db.wal_checkpoints import wal_checkpointer_for
-from service.metrics import Metrics
+from service.metrics import Metrics, multiprocess_dir
 from service.pricing.estimator import Estimator
 from service.pricing.regressor.runtime import (
     DEFAULT_METADATA_PATH,
@@ -165,6 +166,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         redoc_url=None,
     )
     app.state.settings = settings
+    shared_metrics = multiprocess_dir()
+    if shared_metrics is not None and not os.path.isdir(shared_metrics):
+        raise RuntimeError(
+            f"PROMETHEUS_MULTIPROC_DIR={shared_metrics} is not a directory: create it (empty) "
+            "before the workers start, or unset it for single-process metrics"
+        )
     app.state.metrics = Metrics()
     install_problem_handlers(app)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)

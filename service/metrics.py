@@ -1,13 +1,36 @@
-"""Prometheus metrics of one app, on their own registry (so several apps can coexist in tests)."""
+"""Prometheus metrics of one app, on their own registry (so several apps can coexist in tests).
+
+With several worker processes, set `PROMETHEUS_MULTIPROC_DIR` (an empty directory, on tmpfs, made
+before the workers start): prometheus-client then keeps every process's values in files there,
+and `exposition()` adds them up across the workers, so a scrape that reaches any worker sees the
+whole instance's counts rather than that one worker's.
+"""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, disable_created_metrics
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    disable_created_metrics,
+    generate_latest,
+    multiprocess,
+)
 
 # No `*_created` series: they double the exposition and Prometheus derives resets itself.
 disable_created_metrics()  # type: ignore[no-untyped-call]  # (untyped in prometheus-client)
+
+MULTIPROCESS_DIR_VARIABLE = "PROMETHEUS_MULTIPROC_DIR"
+_STAGE_BUCKETS_S = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+QUOTE_LABELS = ("tenant", "model", "gpu")
+
+
+def multiprocess_dir() -> str | None:
+    """The directory prometheus-client shares values through, when multiprocess mode is on."""
+    return os.environ.get(MULTIPROCESS_DIR_VARIABLE) or None
 
 
 class Metrics:
@@ -28,8 +51,39 @@ class Metrics:
         )
         self.estimates = Counter(
             "quotes_estimates_total",
-            "Requests priced, by model and GPU.",
-            ["model", "gpu"],
+            "Requests priced, by tenant, model and GPU.",
+            QUOTE_LABELS,
+            registry=self.registry,
+        )
+        self.quoted_gpu_j = Counter(
+            "quotes_quoted_gpu_joules_total",
+            "GPU energy quoted, by tenant, model and GPU [J].",
+            QUOTE_LABELS,
+            registry=self.registry,
+        )
+        self.quoted_co2e_g = Counter(
+            "quotes_quoted_co2e_grams_total",
+            "CO2e quoted (operational and embodied), by tenant, model and GPU [g].",
+            QUOTE_LABELS,
+            registry=self.registry,
+        )
+        self.stored = Counter(
+            "quotes_stored_total",
+            "Priced quotes by what became of them: stored, spooled (to be replayed into the "
+            "database) or not_stored (answered without a quote id).",
+            ["tenant", "outcome"],
+            registry=self.registry,
+        )
+        self.pricing_s = Histogram(
+            "quotes_pricing_duration_seconds",
+            "Time to price one call's requests, waiting for the pricing thread included [s].",
+            buckets=_STAGE_BUCKETS_S,
+            registry=self.registry,
+        )
+        self.storing_s = Histogram(
+            "quotes_storing_duration_seconds",
+            "Time to store one call's quotes (commit or spool) [s].",
+            buckets=_STAGE_BUCKETS_S,
             registry=self.registry,
         )
         self.db_errors = Counter(
@@ -39,11 +93,11 @@ class Metrics:
             registry=self.registry,
         )
         # Each request looks up its labelled children here, not through `labels()`, which
-        # validates and locks on every call, a cost paid by every estimate. The
-        # label sets are bounded: route templates x methods x status codes, catalogue models
+        # validates and locks on every call, a cost paid by every estimate. The label sets
+        # are bounded: route templates x methods x status codes; tenants x catalogue models
         # x GPUs.
         self._request_children: dict[tuple[str, str, str], tuple[Any, Any]] = {}
-        self._estimate_children: dict[tuple[str, str], Any] = {}
+        self._quote_children: dict[tuple[str, str, str], tuple[Any, Any, Any]] = {}
 
     def observe_request(self, route: str, method: str, status: int, seconds: float) -> None:
         """Count one HTTP request and its latency [s]."""
@@ -56,9 +110,29 @@ class Metrics:
         children[0].inc()
         children[1].observe(seconds)
 
-    def count_estimates(self, model: str, gpu: str, count: int = 1) -> None:
-        """Count `count` priced requests of `model` on `gpu`."""
-        child = self._estimate_children.get((model, gpu))
-        if child is None:
-            child = self._estimate_children[(model, gpu)] = self.estimates.labels(model, gpu)
-        child.inc(count)
+    def count_quotes(
+        self, tenant: str, model: str, gpu: str, count: int, gpu_j: float, co2e_g: float
+    ) -> None:
+        """Count `count` requests of `tenant` priced for `model` on `gpu`, quoting `gpu_j` [J]
+        and `co2e_g` [g] in all."""
+        key = (tenant, model, gpu)
+        children = self._quote_children.get(key)
+        if children is None:
+            children = (
+                self.estimates.labels(*key),
+                self.quoted_gpu_j.labels(*key),
+                self.quoted_co2e_g.labels(*key),
+            )
+            self._quote_children[key] = children
+        children[0].inc(count)
+        children[1].inc(gpu_j)
+        children[2].inc(co2e_g)
+
+    def exposition(self) -> bytes:
+        """The Prometheus text of this process, or of every worker in multiprocess mode."""
+        directory = multiprocess_dir()
+        if directory is None:
+            return generate_latest(self.registry)
+        combined = CollectorRegistry()
+        multiprocess.MultiProcessCollector(combined, path=directory)  # type: ignore[no-untyped-call]
+        return generate_latest(combined)

@@ -69,8 +69,9 @@ def quote_document(
     breakdown: RequestEstimate | None,
     calibrated: Calibrated,
     priced_at: datetime,
-) -> QuoteDocument:
-    """The response document of one priced request (quote_id None until it is stored)."""
+) -> tuple[QuoteDocument, float]:
+    """The response document of one priced request (quote_id None until it is stored), and
+    its CO2e [g]."""
     # Intervals bracket 1 in practice; clamp so a biased fit cannot invert the bounds.
     gpu_j = Ranged(
         energy.gpu_j,
@@ -114,7 +115,7 @@ def quote_document(
         },
     )
     text = orjson.dumps(members, option=orjson.OPT_SERIALIZE_NUMPY).decode()
-    return QuoteDocument.written(text, priced_at, factor_set)
+    return QuoteDocument.written(text, priced_at, factor_set), carbon.total_g.value
 
 
 def in_schema_order(fields: tuple[str, ...], values: dict[str, Any]) -> dict[str, Any]:

@@ -286,7 +286,7 @@ class Estimator:
             factor = calibration.corrections.factor_for(resolved.gpu.id, self.family_of(resolved))
             energy = scaled_energy(energy, factor)
         calibration_id = calibration.calibration_id if calibration else None
-        document = quote_document(
+        document, total_g = quote_document(
             self.model_version,
             resolved,
             latency,
@@ -303,6 +303,8 @@ class Estimator:
             resolved.model_id,
             resolved.gpu.id,
             resolved.deployment.gpu_count,
+            energy.gpu_j,
+            total_g,
         )
 
 

@@ -23,6 +23,8 @@ class PricedRequest:
     model_id: str
     gpu_id: str
     gpu_count: int
+    gpu_j: float  # the quote's GPU energy [J] and CO2e [g], for the metrics
+    total_g: float
 
     @property
     def response(self) -> EstimateResponse:

@@ -9,7 +9,8 @@ group commit per backend, spool when the database refuses).
 
 from __future__ import annotations
 
-from collections import Counter
+import time
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -51,6 +52,18 @@ class _Priced:
     estimate: PricedRequest
 
 
+@dataclass(slots=True)
+class QuoteTimings:
+    """Where one `quote` call spent its time [s] (the Server-Timing header reports it)."""
+
+    pricing_s: float = 0.0
+    storing_s: float = 0.0
+
+    def server_timing(self) -> str:
+        """The Server-Timing header's value, durations in ms."""
+        return f"pricing;dur={self.pricing_s * 1e3:.2f}, storing;dur={self.storing_s * 1e3:.2f}"
+
+
 def request_fingerprint(request: EstimateRequest, verbose: bool) -> str:
     return fingerprint({"request": request.model_dump(mode="json"), "verbose": verbose})
 
@@ -82,34 +95,42 @@ class QuoteService:
         tenant: str,
         verbose: bool = False,
         idempotency_key: str | None = None,
+        timings: QuoteTimings | None = None,
     ) -> list[Answer]:
         """Each item's answer, in order: its stored quote's JSON, or its error (an item that
         failed validation comes in as its error and goes out as it is).
 
         With `idempotency_key` (one item only), a repeated key answers the quote first stored
-        under it, and a key in flight elsewhere answers 409."""
+        under it, and a key in flight elsewhere answers 409. `timings`, when given, is filled
+        with the time spent pricing and storing."""
+        timings = timings if timings is not None else QuoteTimings()
         self._in_progress += 1
         try:
             if self.calibrations is not None and not self.calibrations.fresh():
                 await run_in_threadpool(self.calibrations.refresh)
             if idempotency_key is None:
-                return await self._quote(items, tenant, verbose)
+                return await self._quote(items, tenant, verbose, timings)
             (item,) = items
             if isinstance(item, ServiceError):
                 return [item]
-            return [await self._quote_once(item, tenant, idempotency_key, verbose)]
+            return [await self._quote_once(item, tenant, idempotency_key, verbose, timings)]
         finally:
             self._in_progress -= 1
 
     async def _quote(
-        self, items: Sequence[EstimateRequest | ServiceError], tenant: str, verbose: bool
+        self,
+        items: Sequence[EstimateRequest | ServiceError],
+        tenant: str,
+        verbose: bool,
+        timings: QuoteTimings,
     ) -> list[Answer]:
-        priced = await self._price(items, tenant, verbose)
-        stored = iter(await self._store([p for p in priced if isinstance(p, _Priced)], tenant))
+        priced = await self._price(items, tenant, verbose, timings)
+        to_store = [p for p in priced if isinstance(p, _Priced)]
+        stored = iter(await self._store(to_store, tenant, timings))
         return [next(stored) if isinstance(p, _Priced) else p for p in priced]
 
     async def _quote_once(
-        self, request: EstimateRequest, tenant: str, key: str, verbose: bool
+        self, request: EstimateRequest, tenant: str, key: str, verbose: bool, timings: QuoteTimings
     ) -> Answer:
         """The idempotent estimate: looked up, claimed, priced, stored, released."""
         request_hash = request_fingerprint(request, verbose)
@@ -118,11 +139,11 @@ class QuoteService:
             if existing is not None:
                 return _replay(existing, request_hash)
             try:
-                (priced,) = await self._price([request], tenant, verbose)
+                (priced,) = await self._price([request], tenant, verbose, timings)
                 if isinstance(priced, ServiceError):
                     return priced
                 try:
-                    return (await self._store([priced], tenant, key))[0]
+                    return (await self._store([priced], tenant, timings, key))[0]
                 except DuplicateIdempotencyKey:
                     return await run_in_threadpool(self._replay_winner, priced, tenant, key)
             finally:
@@ -130,48 +151,74 @@ class QuoteService:
                     await run_in_threadpool(self.store.release, claim)
 
     async def _price(
-        self, items: Sequence[EstimateRequest | ServiceError], tenant: str, verbose: bool
+        self,
+        items: Sequence[EstimateRequest | ServiceError],
+        tenant: str,
+        verbose: bool,
+        timings: QuoteTimings,
     ) -> list[_Priced | ServiceError]:
         """Every valid item priced on the pricing thread, with `tenant`'s current calibration
-        (its own, else the global one); counted in the metrics by model and GPU."""
+        (its own, else the global one); counted in the metrics by tenant, model and GPU."""
         calibration = self.calibrations.for_tenant(tenant) if self.calibrations else None
         requests = [item for item in items if not isinstance(item, ServiceError)]
+        started = time.perf_counter()
         answers = iter(
             await self.pricer.price(requests, verbose=verbose, calibration=calibration)
             if requests
             else []
         )
+        timings.pricing_s = time.perf_counter() - started
+        self.metrics.pricing_s.observe(timings.pricing_s)
         results: list[_Priced | ServiceError] = []
-        counts: Counter[tuple[str, str]] = Counter()
+        # (model, gpu) -> [requests, GPU energy J, CO2e g]
+        totals: defaultdict[tuple[str, str], list[float]] = defaultdict(lambda: [0, 0.0, 0.0])
         for item in items:
             answer = item if isinstance(item, ServiceError) else next(answers)
             if isinstance(answer, ServiceError):
                 results.append(answer)
                 continue
             assert not isinstance(item, ServiceError)
-            counts[answer.model_id, answer.gpu_id] += 1
+            total = totals[answer.model_id, answer.gpu_id]
+            total[0] += 1
+            total[1] += answer.gpu_j
+            total[2] += answer.total_g
             results.append(_Priced(item, request_fingerprint(item, verbose), answer))
-        for (model, gpu), count in counts.items():
-            self.metrics.count_estimates(model, gpu, count)
+        for (model, gpu), (count, gpu_j, co2e_g) in totals.items():
+            self.metrics.count_quotes(tenant, model, gpu, int(count), gpu_j, co2e_g)
         return results
 
     async def _store(
-        self, priced: Sequence[_Priced], tenant: str, idempotency_key: str | None = None
+        self,
+        priced: Sequence[_Priced],
+        tenant: str,
+        timings: QuoteTimings,
+        idempotency_key: str | None = None,
     ) -> list[bytes]:
         """The JSON answers with their quote ids once committed (or spooled); without, plus a
         warning, if not. Raises DuplicateIdempotencyKey."""
         if not priced:
             return []
         rows = [_quote_row(p, new_quote_id(), tenant, idempotency_key) for p in priced]
+        started = time.perf_counter()
         try:
             saved = await self.sink.save(rows, commit_now=self._in_progress == 1)
         except StoreFailed:
+            self._stored(tenant, "not_stored", len(rows), started, timings)
             self.metrics.db_errors.labels(operation="store_quote").inc()
             return [_warned_json(p.estimate.document, NOT_STORED_WARNING) for p in priced]
         if saved is Saved.SPOOLED:  # each row's document has its quote id and created_at
+            self._stored(tenant, "spooled", len(rows), started, timings)
             self.metrics.db_errors.labels(operation="store_quote").inc()
             return [_warned_json(_document(row), SPOOLED_WARNING) for row in rows]
+        self._stored(tenant, "stored", len(rows), started, timings)
         return [_document(row).text().encode() for row in rows]
+
+    def _stored(
+        self, tenant: str, outcome: str, count: int, started: float, timings: QuoteTimings
+    ) -> None:
+        timings.storing_s = time.perf_counter() - started
+        self.metrics.storing_s.observe(timings.storing_s)
+        self.metrics.stored.labels(tenant, outcome).inc(count)
 
     def _look_up_and_claim(self, tenant: str, key: str) -> tuple[StoredQuote | None, Claim | None]:
         """The quote stored under `key`, else this process's claim on it (None while the

@@ -143,7 +143,8 @@ def test_metrics_count_requests_latencies_and_estimates(client: TestClient) -> N
     for _ in range(3):
         client.post("/v1/estimate", json=example_body(hardware={"gpu": "L40S", "count": 1}))
     client.post("/v1/estimate", json=example_body(hardware={"gpu": "L40S", "count": 65}))
-    quote_id = client.post("/v1/estimate", json=example_body()).json()["quote_id"]
+    quote = client.post("/v1/estimate", json=example_body()).json()
+    quote_id = quote["quote_id"]
     client.get(f"/v1/quotes/{quote_id}")
     client.get("/v1/quotes/q_00000000000000000000000000")
     client.get("/v1/no-such-route")
@@ -168,8 +169,14 @@ def test_metrics_count_requests_latencies_and_estimates(client: TestClient) -> N
         after, f"{latency}_count", **labels
     )
     estimates = "quotes_estimates_total"
-    assert delta(estimates, model=model, gpu="L40S") == 3  # the refused one was not priced
-    assert delta(estimates, model=model, gpu="H100-SXM5-80GB") == 1
+    h100 = {"tenant": "dev", "model": model, "gpu": "H100-SXM5-80GB"}
+    assert delta(estimates, tenant="dev", model=model, gpu="L40S") == 3  # not the refused one
+    assert delta(estimates, **h100) == 1
+    assert delta("quotes_quoted_gpu_joules_total", **h100) == quote["energy"]["gpu_j"]
+    assert delta("quotes_quoted_co2e_grams_total", **h100) == quote["carbon"]["total_g"]
+    assert delta("quotes_stored_total", tenant="dev", outcome="stored") == 4
+    for stage in ("pricing", "storing"):
+        assert delta(f"quotes_{stage}_duration_seconds_count") == 4
 
 
 def test_metrics_count_database_errors(database_url: str) -> None:

@@ -21,12 +21,17 @@ def test_requests_are_counted_and_timed_per_label_set() -> None:
     assert value("quotes_http_requests_total", refused) == 1.0
 
 
-def test_estimates_are_counted_per_model_and_gpu() -> None:
+def test_quotes_are_counted_with_their_energy_and_co2e_per_tenant_model_and_gpu() -> None:
     metrics = Metrics()
-    metrics.count_estimates("meta-llama/Llama-3.1-8B-Instruct", "H100-SXM5-80GB", 3)
-    metrics.count_estimates("meta-llama/Llama-3.1-8B-Instruct", "H100-SXM5-80GB")
-    metrics.count_estimates("custom", "L4")
+    llama = ("acme", "meta-llama/Llama-3.1-8B-Instruct", "H100-SXM5-80GB")
+    metrics.count_quotes(*llama, 3, 3000.0, 0.75)
+    metrics.count_quotes(*llama, 1, 250.0, 0.0625)
+    metrics.count_quotes("other", "custom", "L4", 1, 40.0, 0.01)
     value = metrics.registry.get_sample_value
-    llama = {"model": "meta-llama/Llama-3.1-8B-Instruct", "gpu": "H100-SXM5-80GB"}
-    assert value("quotes_estimates_total", llama) == 4.0
-    assert value("quotes_estimates_total", {"model": "custom", "gpu": "L4"}) == 1.0
+    labels = dict(zip(("tenant", "model", "gpu"), llama, strict=True))
+    assert value("quotes_estimates_total", labels) == 4.0
+    assert value("quotes_quoted_gpu_joules_total", labels) == 3250.0
+    assert value("quotes_quoted_co2e_grams_total", labels) == 0.8125
+    other = {"tenant": "other", "model": "custom", "gpu": "L4"}
+    assert value("quotes_estimates_total", other) == 1.0
+    assert value("quotes_quoted_gpu_joules_total", other) == 40.0

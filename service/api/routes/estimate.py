@@ -16,6 +16,7 @@ from service.api.openapi import problem_responses
 from service.api.problems import problem_body, validation_problem
 from service.config import MAX_BATCH_ITEMS
 from service.errors import FieldError, InvalidRequest, ServiceError
+from service.quotes.service import QuoteTimings
 from service.schemas.common import PROBLEM_EXAMPLE, Problem, example
 from service.schemas.estimate_request import EXAMPLE_REQUEST, EstimateRequest
 from service.schemas.estimate_response import EstimateResponse
@@ -58,14 +59,19 @@ async def estimate(
     verbose: Verbose = False,
 ) -> Response:
     """Quote one request's GPU energy, latency and CO2e before it runs."""
+    timings = QuoteTimings()
     (answer,) = await quotes.quote(
-        [body], tenant=caller.tenant, verbose=verbose, idempotency_key=idempotency_key
+        [body],
+        tenant=caller.tenant,
+        verbose=verbose,
+        idempotency_key=idempotency_key,
+        timings=timings,
     )
     if isinstance(answer, ServiceError):
         raise answer
     # The stored document's own JSON: letting FastAPI re-validate it against response_model
     # (the same class) would cost more than pricing it.
-    return Response(answer, media_type="application/json")
+    return Response(answer, media_type="application/json", headers=_timing_header(timings))
 
 
 @router.post(
@@ -86,7 +92,8 @@ async def estimate_batch(
             errors=[FieldError("items", f"at most {limit} items")],
         )
     parsed = await run_in_threadpool(_parsed_items, body.items)
-    answers = await quotes.quote(parsed, tenant=caller.tenant, verbose=verbose)
+    timings = QuoteTimings()
+    answers = await quotes.quote(parsed, tenant=caller.tenant, verbose=verbose, timings=timings)
     # Joined here, item by item, as BatchResponse would serialise them: FastAPI re-validating
     # a thousand finished responses against the response model would cost more than pricing.
     items = b",".join(
@@ -95,7 +102,17 @@ async def estimate_batch(
         else a
         for a in answers
     )
-    return Response(b'{"items":[' + items + b"]}", media_type="application/json")
+    return Response(
+        b'{"items":[' + items + b"]}",
+        media_type="application/json",
+        headers=_timing_header(timings),
+    )
+
+
+def _timing_header(timings: QuoteTimings) -> dict[str, str]:
+    """Server-Timing: where the answer's time went (pricing, storing), in ms, for browsers'
+    and proxies' timing views."""
+    return {"Server-Timing": timings.server_timing()}
 
 
 def _parsed_items(items: list[dict[str, Any]]) -> list[EstimateRequest | ServiceError]:

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Response
 from fastapi.security import HTTPAuthorizationCredentials
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
 from sqlalchemy.exc import SQLAlchemyError
 
 from service.api.deps import ServicesDep, bearer_scheme, public_route
@@ -75,4 +75,4 @@ def health(
 @router.get("/metrics", include_in_schema=False)
 def metrics(services: ServicesDep) -> Response:
     """Prometheus text exposition."""
-    return Response(generate_latest(services.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+    return Response(services.metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
