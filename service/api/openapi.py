@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
 
-from service.schemas.common import Problem
+from service.schemas.common import PROBLEM_EXAMPLE, Problem
 
 _RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait", "schema": {"type": "integer"}}}
 
@@ -50,13 +50,85 @@ _PROBLEMS: dict[int, dict[str, Any]] = {
 }
 
 
+_TYPE = "https://llm-energy-quotes.dev/problems/"
+# What the service answers with each status (tests/api checks each against a real answer's
+# type, title and status).
+PROBLEM_EXAMPLES: dict[int | str, dict[str, Any]] = {
+    400: {
+        "type": _TYPE + "malformed-body",
+        "title": "Malformed request body",
+        "status": 400,
+        "detail": "the body is not valid JSON: Expecting ',' delimiter at line 1, column 42",
+    },
+    401: {
+        "type": _TYPE + "unauthorized",
+        "title": "Unauthorized",
+        "status": 401,
+        "detail": "an API key is required: send `Authorization: Bearer <key>`",
+    },
+    403: {
+        "type": _TYPE + "forbidden",
+        "title": "Forbidden",
+        "status": 403,
+        "detail": "this API key lacks the `billing` scope",
+    },
+    404: {
+        "type": _TYPE + "not-found",
+        "title": "Not Found",
+        "status": 404,
+        "detail": "no quote 'q_01JD2N8Z7Q5V6W4X3Y2Z1A0B9C'",
+    },
+    409: {
+        "type": _TYPE + "conflict",
+        "title": "Conflict",
+        "status": 409,
+        "detail": "a request with this Idempotency-Key is still in flight; retry later",
+    },
+    413: {
+        "type": "about:blank",
+        "title": "Request Entity Too Large",
+        "status": 413,
+        "detail": "request body larger than 2097152 bytes",
+    },
+    422: PROBLEM_EXAMPLE,
+    429: {
+        "type": _TYPE + "rate-limited",
+        "title": "Too Many Requests",
+        "status": 429,
+        "detail": "rate limit of 600 `estimate` requests per 60 s reached for this API key; "
+        "retry in 12 s",
+    },
+    503: {
+        "type": _TYPE + "database-unavailable",
+        "title": "Database unavailable",
+        "status": 503,
+        "detail": "the database is unavailable; nothing was stored, retry later",
+    },
+    "default": {
+        "type": _TYPE + "internal",
+        "title": "Internal Server Error",
+        "status": 500,
+        "detail": "an unexpected error occurred; it has been logged",
+    },
+}
+
+
 def problem_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
-    """`responses=` for a route answering `codes` (and, like every route, 500) as problems."""
+    """`responses=` for a route answering `codes` (and, like every route, 500) as problems,
+    each with an example of what the service answers with that status."""
     responses: dict[int | str, dict[str, Any]] = {
-        code: {"model": Problem, **_PROBLEMS[code]} for code in codes
+        code: {"model": Problem, **_PROBLEMS[code], **_example(code)} for code in codes
     }
-    responses["default"] = {"model": Problem, "description": "Unexpected error (500)"}
+    responses["default"] = {
+        "model": Problem,
+        "description": "Unexpected error (500)",
+        **_example("default"),
+    }
     return responses
+
+
+def _example(code: int | str) -> dict[str, Any]:
+    return {"content": {"application/json": {"example": PROBLEM_EXAMPLES[code]}}}
 
 
 def operation_id(route: APIRoute) -> str:
@@ -97,5 +169,8 @@ def _declare_rate_limits(responses: dict[str, Any]) -> None:
 
 
 def _problem_response(status: int) -> dict[str, Any]:
-    problem = {"schema": {"$ref": "#/components/schemas/Problem"}}
+    problem = {
+        "schema": {"$ref": "#/components/schemas/Problem"},
+        "example": PROBLEM_EXAMPLES[status],
+    }
     return {**_PROBLEMS[status], "content": {"application/problem+json": problem}}
