@@ -68,6 +68,12 @@ class Settings(BaseSettings):
     )
     retry_after_s: PositiveInt = 5
     max_body_bytes: PositiveInt = 2 * 1024 * 1024
+    gzip_min_bytes: NonNegativeInt = Field(
+        default=64 * 1024,
+        description="Answers at least this large are gzipped for clients that accept it (0: "
+        "never). Single quotes (about 8 KB) stay plain: compressing one costs more CPU than "
+        "its bytes cost a gateway on the same network; batch answers run to megabytes.",
+    )
     max_batch_items: int = Field(
         default=MAX_BATCH_ITEMS, ge=1, le=MAX_BATCH_ITEMS, description="At most 1000 (API.md)."
     )

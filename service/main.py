@@ -11,6 +11,7 @@ from contextlib import asynccontextmanager
 import anyio.to_thread
 from fastapi import FastAPI
 from sqlalchemy.exc import OperationalError
+from starlette.middleware.gzip import GZipMiddleware
 
 from service.api.deps import AppServices
 from service.api.keys import KeyStore
@@ -184,6 +185,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             retry_after_s=settings.shed_retry_after_s,
         )
     app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
+    if settings.gzip_min_bytes > 0:  # level 1: most of the saving at a fraction of the CPU
+        app.add_middleware(GZipMiddleware, minimum_size=settings.gzip_min_bytes, compresslevel=1)
     install_rate_limits(app, settings)
     for module in (estimate, quotes, calibrations, catalog, health, docs):
         app.include_router(module.router)
