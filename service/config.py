@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Self
+from typing import Literal, Self
 
 from pydantic import (
     AliasChoices,
@@ -137,6 +137,10 @@ class Settings(BaseSettings):
     )
     shed_retry_after_s: PositiveInt = 1
     log_level: str = "INFO"
+    log_format: Literal["json", "text"] = Field(
+        default="json",
+        description="`json` (one object per line, with the request id) or `text`.",
+    )
     # Per-key rate limits (service/api/rate_limit.py), per process: requests per window by the
     # scope a route requires. Given scopes override these defaults; 0 leaves a scope unlimited.
     rate_limits: dict[str, NonNegativeInt] = Field(

@@ -20,6 +20,7 @@ from service.api.middleware import BodyLimitMiddleware, MetricsMiddleware
 from service.api.openapi import QuotesAPI, operation_id
 from service.api.problems import install_problem_handlers
 from service.api.rate_limit import install_rate_limits
+from service.api.request_id import RequestIdMiddleware
 from service.api.routes import calibrations, catalog, docs, estimate, health, quotes
 from service.config import Settings, get_settings
 from service.db import migrate
@@ -27,6 +28,7 @@ from service.db.engine import Database
 from service.db.quote_store import QuoteStore
 from service.db.spool import QuoteSpool, SpoolReplayer
 from service.db.wal_checkpoints import wal_checkpointer_for
+from service.logs import configure_logging
 from service.metrics import Metrics, multiprocess_dir
 from service.pricing.estimator import Estimator
 from service.pricing.regressor.runtime import (
@@ -154,7 +156,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
 def create_app(settings: Settings | None = None) -> FastAPI:
     """A configured app; the lifespan loads catalogues and migrates the database."""
     settings = settings or get_settings()
-    logging.basicConfig(level=settings.log_level)
+    configure_logging(settings.log_level, settings.log_format)
     app = QuotesAPI(
         title="LLM energy quotes",
         version="0.1.0",
@@ -188,6 +190,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     if settings.gzip_min_bytes > 0:  # level 1: most of the saving at a fraction of the CPU
         app.add_middleware(GZipMiddleware, minimum_size=settings.gzip_min_bytes, compresslevel=1)
     install_rate_limits(app, settings)
+    app.add_middleware(RequestIdMiddleware)  # outermost: every log line of a request has its id
     for module in (estimate, quotes, calibrations, catalog, health, docs):
         app.include_router(module.router)
     return app
