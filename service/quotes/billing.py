@@ -78,6 +78,7 @@ def quote_page(
 
 def quote_summary(quote: Quote) -> QuoteSummary:
     response: dict[str, Any] = quote.response
+    energy, carbon = response["energy"], response["carbon"]
     return QuoteSummary(
         quote_id=quote.id,
         created_at=quote.created_at,
@@ -86,10 +87,16 @@ def quote_summary(quote: Quote) -> QuoteSummary:
         gpu_count=quote.gpu_count,
         model_version=quote.model_version,
         calibration_id=quote.calibration_id,
-        gpu_j=response["energy"]["gpu_j"],
-        facility_j=response["energy"]["facility_j"],
+        gpu_j=energy["gpu_j"],
+        gpu_j_low=energy["gpu_j_low"],
+        gpu_j_high=energy["gpu_j_high"],
+        facility_j=energy["facility_j"],
         total_s=response["latency"]["total_s"],
-        total_g=response["carbon"]["total_g"],
+        total_g=carbon["total_g"],
+        total_g_low=carbon["total_g_low"],
+        total_g_high=carbon["total_g_high"],
+        operational_g=carbon["operational_g"],
+        embodied_g=carbon["embodied_g"],
         metadata=quote.request.get("metadata"),
     )
 

@@ -18,9 +18,15 @@ QUOTE_SUMMARY_EXAMPLE: dict[str, Any] = {
     "model_version": "energy-gnn 2026.11.9+roofline 2026.11.7",
     "calibration_id": None,
     "gpu_j": 812.4,
+    "gpu_j_low": 700.0,
+    "gpu_j_high": 950.0,
     "facility_j": 974.9,
     "total_s": 3.69,
     "total_g": 0.129,
+    "total_g_low": 0.110,
+    "total_g_high": 0.150,
+    "operational_g": 0.108,
+    "embodied_g": 0.021,
     "metadata": {"request_id": "gw-123", "customer": "acme"},
 }
 
@@ -38,9 +44,15 @@ class QuoteSummary(BaseModel):
     model_version: str
     calibration_id: str | None
     gpu_j: float
+    gpu_j_low: float
+    gpu_j_high: float
     facility_j: float
     total_s: float
     total_g: float
+    total_g_low: float
+    total_g_high: float
+    operational_g: float
+    embodied_g: float
     metadata: dict[str, Any] | None
 
 

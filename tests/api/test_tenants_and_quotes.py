@@ -206,6 +206,20 @@ def test_csv_format(client: TestClient, keys: dict[str, str]) -> None:
     row = next(r for r in rows if r["quote_id"] == created["quote_id"])
     assert float(row["gpu_j"]) == pytest.approx(created["energy"]["gpu_j"], rel=1e-12)
     assert "initech" in row["metadata"]
+    # The interval and the carbon's parts, each the quote's own figure.
+    energy, carbon = created["energy"], created["carbon"]
+    for column, expected in (
+        ("gpu_j_low", energy["gpu_j_low"]),
+        ("gpu_j_high", energy["gpu_j_high"]),
+        ("total_g_low", carbon["total_g_low"]),
+        ("total_g_high", carbon["total_g_high"]),
+        ("operational_g", carbon["operational_g"]),
+        ("embodied_g", carbon["embodied_g"]),
+    ):
+        assert float(row[column]) == pytest.approx(expected, rel=1e-12), column
+    assert float(row["operational_g"]) + float(row["embodied_g"]) == pytest.approx(
+        float(row["total_g"]), rel=1e-9
+    )
 
 
 def test_bad_cursor_and_limits_are_422(client: TestClient, keys: dict[str, str]) -> None:
