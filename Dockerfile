@@ -30,9 +30,9 @@ RUN mkdir -p /app/var/spool && chown -R quotes:quotes /app/var
 # Numeric, so that Kubernetes' runAsNonRoot can verify the user is not root.
 USER 10001:10001
 EXPOSE 8000
-# Liveness: /v1/health answers 200 also while the database is away (status "degraded"), since
-# estimates keep working then; restarting the container would not bring the database back.
+# Liveness: /v1/health/live answers 200 while the process serves, the database away or not:
+# estimates keep working then, and restarting the container would not bring it back.
 HEALTHCHECK --interval=15s --timeout=3s --start-period=20s --retries=3 \
-    CMD ["python", "-c", "import sys, urllib.request; sys.exit(urllib.request.urlopen('http://127.0.0.1:8000/v1/health', timeout=2).status != 200)"]
+    CMD ["python", "-c", "import sys, urllib.request; sys.exit(urllib.request.urlopen('http://127.0.0.1:8000/v1/health/live', timeout=2).status != 200)"]
 # Workers: WEB_CONCURRENCY (read by uvicorn), one per CPU core given to the container.
 CMD ["uvicorn", "service.main:app", "--host", "0.0.0.0", "--port", "8000", "--timeout-graceful-shutdown", "20"]

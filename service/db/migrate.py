@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
 
-from service.db.engine import ensure_sqlite_directory
+from service.db.engine import Database, ensure_sqlite_directory
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 ALEMBIC_INI = PROJECT_ROOT / "alembic.ini"
@@ -29,3 +32,17 @@ def upgrade(database_url: str, revision: str = "head") -> None:
 
 def downgrade(database_url: str, revision: str = "base") -> None:
     command.downgrade(alembic_config(database_url), revision)
+
+
+@cache
+def head_revision() -> str | None:
+    """The newest migration in migrations/ (read once per process)."""
+    config = alembic_config("sqlite://")  # the URL is not used to read the scripts
+    return ScriptDirectory.from_config(config).get_current_head()
+
+
+def current_revision(database: Database) -> str | None:
+    """The revision the database's schema is at (None: never migrated). Raises SQLAlchemyError
+    when the database cannot be reached."""
+    with database.engine.connect() as connection:
+        return MigrationContext.configure(connection).get_current_revision()

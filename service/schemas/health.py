@@ -38,3 +38,26 @@ class Health(BaseModel):
     open_dev_mode: bool
     auth_mode: Literal["open-dev", "api-key"]
     catalogs: dict[str, str]
+
+
+class Liveness(BaseModel):
+    """The process serves (GET /v1/health/live): restart the instance only when this fails."""
+
+    model_config = example({"status": "alive"})
+
+    status: Literal["alive"]
+
+
+class Readiness(BaseModel):
+    """The instance can store quotes: the database answers and its schema is at the code's
+    migration head (GET /v1/health/ready; 503 otherwise)."""
+
+    model_config = example(
+        {"status": "ready", "database": {"reachable": True, "backend": "sqlite"},
+         "schema_revision": "0007", "head_revision": "0007"}
+    )  # fmt: skip
+
+    status: Literal["ready"]
+    database: DatabaseHealth
+    schema_revision: str | None
+    head_revision: str | None
