@@ -137,6 +137,11 @@ class Settings(BaseSettings):
     )
     shed_retry_after_s: PositiveInt = 1
     log_level: str = "INFO"
+    otel_enabled: bool = Field(
+        default=False,
+        description="Trace requests with OpenTelemetry (the `otel` extra), exported over OTLP.",
+    )
+    otel_service_name: str = "llm-energy-quotes"
     log_format: Literal["json", "text"] = Field(
         default="json",
         description="`json` (one object per line, with the request id) or `text`.",

@@ -22,6 +22,7 @@ from service.api.problems import install_problem_handlers
 from service.api.rate_limit import install_rate_limits
 from service.api.request_id import RequestIdMiddleware
 from service.api.routes import calibrations, catalog, docs, estimate, health, probes, quotes
+from service.api.tracing import install_tracing
 from service.config import Settings, get_settings
 from service.db import migrate
 from service.db.engine import Database
@@ -191,6 +192,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.add_middleware(GZipMiddleware, minimum_size=settings.gzip_min_bytes, compresslevel=1)
     install_rate_limits(app, settings)
     app.add_middleware(RequestIdMiddleware)  # outermost: every log line of a request has its id
+    install_tracing(app, settings)
     for module in (estimate, quotes, calibrations, catalog, health, probes, docs):
         app.include_router(module.router)
     return app
