@@ -1,0 +1,29 @@
+"""What the sync and async clients share about sending: headers and URLs."""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+
+
+def _user_agent() -> str:
+    try:
+        return f"llm-energy-quotes-client/{version('llm-energy-quotes-client')}"
+    except PackageNotFoundError:  # imported from a source tree, not installed
+        return "llm-energy-quotes-client"
+
+
+USER_AGENT = _user_agent()
+
+
+def auth_headers(api_key: str | None) -> dict[str, str]:
+    """Headers sent with every request: the Bearer key (when given) and the user agent."""
+    headers = {"User-Agent": USER_AGENT}
+    if api_key is not None:
+        headers["Authorization"] = f"Bearer {api_key}"
+    return headers
+
+
+def request_url(base_url: str | None, path: str) -> str:
+    """`path` under `base_url`; with no base URL, the path alone (the http client's own base
+    URL applies)."""
+    return path if base_url is None else base_url.rstrip("/") + path
