@@ -6,9 +6,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Mapping, Sequence
 from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, Literal, Self, TypeVar
 
 import httpx
+from httpx._client import USE_CLIENT_DEFAULT, UseClientDefault
 
 from llm_energy_quotes_client import calls
 from llm_energy_quotes_client.calls import Call, When
@@ -34,6 +35,7 @@ from llm_energy_quotes_client.models import (
     QuotePage,
     QuoteSummary,
     RegionList,
+    Rollback,
 )
 from llm_energy_quotes_client.requests import (
     CalibrationRequest,
@@ -41,7 +43,7 @@ from llm_energy_quotes_client.requests import (
     ObservationRequest,
 )
 from llm_energy_quotes_client.retry_after import RetryPolicy
-from llm_energy_quotes_client.transport import auth_headers, request_url
+from llm_energy_quotes_client.transport import DEFAULT_TIMEOUT_S, auth_headers, request_url
 
 T = TypeVar("T")
 
@@ -50,7 +52,8 @@ class AsyncQuotesClient:
     """The quoting service's API, asynchronous. Use with `async with`, or await `aclose()`.
 
     `base_url` is the service's root (`http://127.0.0.1:8000`); `api_key` is sent as a Bearer
-    token. `timeout_s` bounds each attempt; `retry` bounds the retries of 429 and 503.
+    token. `timeout_s` bounds each attempt (default 10 s; with `http_client`, that client's own
+    timeout unless given); `retry` bounds the retries of 429 and 503.
     `http_client` sends through an `httpx.AsyncClient` of the caller's (a proxy, a test transport):
     it is not closed here, and with no `base_url` its own base URL applies. Errors are
     raised as `ApiProblem` subclasses, transport failures as `QuotesTransportError`."""
@@ -60,7 +63,7 @@ class AsyncQuotesClient:
         base_url: str | None = None,
         *,
         api_key: str | None = None,
-        timeout_s: float = 10.0,
+        timeout_s: float | None = None,
         retry: RetryPolicy | None = None,
         http_client: httpx.AsyncClient | None = None,
     ) -> None:
@@ -68,10 +71,14 @@ class AsyncQuotesClient:
             raise ValueError("give base_url or http_client")
         self._base_url = base_url
         self._headers = auth_headers(api_key)
-        self._timeout = httpx.Timeout(timeout_s)
+        self._timeout: httpx.Timeout | UseClientDefault = (
+            httpx.Timeout(timeout_s if timeout_s is not None else DEFAULT_TIMEOUT_S)
+            if timeout_s is not None or http_client is None
+            else USE_CLIENT_DEFAULT
+        )
         self._retry = retry or RetryPolicy()
         self._owns_http = http_client is None
-        self._http = http_client or httpx.AsyncClient(timeout=self._timeout)
+        self._http = http_client or httpx.AsyncClient(timeout=DEFAULT_TIMEOUT_S)
 
     async def __aenter__(self) -> Self:
         return self
@@ -215,6 +222,19 @@ class AsyncQuotesClient:
     async def calibrations(self, *, limit: int | None = None) -> CalibrationList:
         """The tenant's and the global calibrations, newest first."""
         return await self.send(calls.calibrations(limit))
+
+    async def calibration(self, calibration_id: str) -> Calibration:
+        """One of the tenant's calibrations, or a global one."""
+        return await self.send(calls.calibration(calibration_id))
+
+    async def activate_calibration(self, calibration_id: str) -> Calibration:
+        """Make this calibration its scope's current one."""
+        return await self.send(calls.activate_calibration(calibration_id))
+
+    async def rollback_calibration(self, scope: Literal["tenant", "global"] = "tenant") -> Rollback:
+        """Take the scope's current calibration out of service; the one it replaced is current
+        again (409 `Conflict` when none is current)."""
+        return await self.send(calls.rollback_calibration(scope))
 
     async def gpus(self) -> GpuList:
         return await self.send(calls.gpus())

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 from urllib.parse import quote
 
 import httpx
@@ -27,6 +27,7 @@ from llm_energy_quotes_client.models import (
     QuoteDetail,
     QuotePage,
     RegionList,
+    Rollback,
 )
 from llm_energy_quotes_client.requests import (
     CalibrationRequest,
@@ -168,6 +169,20 @@ def current_calibration() -> Call[Calibration]:
 def calibrations(limit: int | None = None) -> Call[CalibrationList]:
     params = {"limit": limit} if limit is not None else None
     return Call("GET", "/v1/calibrations", _document(CalibrationList), params)
+
+
+def calibration(calibration_id: str) -> Call[Calibration]:
+    path = f"/v1/calibrations/{_segment(calibration_id)}"
+    return Call("GET", path, _document(Calibration))
+
+
+def activate_calibration(calibration_id: str) -> Call[Calibration]:
+    path = f"/v1/calibrations/{_segment(calibration_id)}/activate"
+    return Call("POST", path, _document(Calibration))
+
+
+def rollback_calibration(scope: Literal["tenant", "global"] = "tenant") -> Call[Rollback]:
+    return Call("POST", "/v1/calibrations/rollback", _document(Rollback), None, {"scope": scope})
 
 
 def gpus() -> Call[GpuList]:

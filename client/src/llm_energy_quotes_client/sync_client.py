@@ -5,9 +5,10 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, Literal, Self, TypeVar
 
 import httpx
+from httpx._client import USE_CLIENT_DEFAULT, UseClientDefault
 
 from llm_energy_quotes_client import calls
 from llm_energy_quotes_client.calls import Call, When
@@ -33,6 +34,7 @@ from llm_energy_quotes_client.models import (
     QuotePage,
     QuoteSummary,
     RegionList,
+    Rollback,
 )
 from llm_energy_quotes_client.requests import (
     CalibrationRequest,
@@ -40,7 +42,7 @@ from llm_energy_quotes_client.requests import (
     ObservationRequest,
 )
 from llm_energy_quotes_client.retry_after import RetryPolicy
-from llm_energy_quotes_client.transport import auth_headers, request_url
+from llm_energy_quotes_client.transport import DEFAULT_TIMEOUT_S, auth_headers, request_url
 
 T = TypeVar("T")
 
@@ -49,7 +51,8 @@ class QuotesClient:
     """The quoting service's API, blocking. Use as a context manager, or call `close()`.
 
     `base_url` is the service's root (`http://127.0.0.1:8000`); `api_key` is sent as a Bearer
-    token. `timeout_s` bounds each attempt; `retry` bounds the retries of 429 and 503.
+    token. `timeout_s` bounds each attempt (default 10 s; with `http_client`, that client's own
+    timeout unless given); `retry` bounds the retries of 429 and 503.
     `http_client` sends through an `httpx.Client` of the caller's (a proxy, a test transport):
     it is not closed here, and with no `base_url` its own base URL applies. Errors are
     raised as `ApiProblem` subclasses, transport failures as `QuotesTransportError`."""
@@ -59,7 +62,7 @@ class QuotesClient:
         base_url: str | None = None,
         *,
         api_key: str | None = None,
-        timeout_s: float = 10.0,
+        timeout_s: float | None = None,
         retry: RetryPolicy | None = None,
         http_client: httpx.Client | None = None,
     ) -> None:
@@ -67,10 +70,14 @@ class QuotesClient:
             raise ValueError("give base_url or http_client")
         self._base_url = base_url
         self._headers = auth_headers(api_key)
-        self._timeout = httpx.Timeout(timeout_s)
+        self._timeout: httpx.Timeout | UseClientDefault = (
+            httpx.Timeout(timeout_s if timeout_s is not None else DEFAULT_TIMEOUT_S)
+            if timeout_s is not None or http_client is None
+            else USE_CLIENT_DEFAULT
+        )
         self._retry = retry or RetryPolicy()
         self._owns_http = http_client is None
-        self._http = http_client or httpx.Client(timeout=self._timeout)
+        self._http = http_client or httpx.Client(timeout=DEFAULT_TIMEOUT_S)
 
     def __enter__(self) -> Self:
         return self
@@ -209,6 +216,19 @@ class QuotesClient:
     def calibrations(self, *, limit: int | None = None) -> CalibrationList:
         """The tenant's and the global calibrations, newest first."""
         return self.send(calls.calibrations(limit))
+
+    def calibration(self, calibration_id: str) -> Calibration:
+        """One of the tenant's calibrations, or a global one."""
+        return self.send(calls.calibration(calibration_id))
+
+    def activate_calibration(self, calibration_id: str) -> Calibration:
+        """Make this calibration its scope's current one."""
+        return self.send(calls.activate_calibration(calibration_id))
+
+    def rollback_calibration(self, scope: Literal["tenant", "global"] = "tenant") -> Rollback:
+        """Take the scope's current calibration out of service; the one it replaced is current
+        again (409 `Conflict` when none is current)."""
+        return self.send(calls.rollback_calibration(scope))
 
     def gpus(self) -> GpuList:
         return self.send(calls.gpus())

@@ -13,6 +13,7 @@ def _user_agent() -> str:
 
 
 USER_AGENT = _user_agent()
+DEFAULT_TIMEOUT_S = 10.0
 
 
 def auth_headers(api_key: str | None) -> dict[str, str]:

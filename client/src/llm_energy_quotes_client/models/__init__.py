@@ -6,6 +6,7 @@ from llm_energy_quotes_client.models.calibrations import (
     CalibrationList,
     Flagged,
     ObservationCounts,
+    Rollback,
     Segment,
 )
 from llm_energy_quotes_client.models.catalog import (
@@ -60,5 +61,6 @@ __all__ = [
     "QuoteSummary",
     "Region",
     "RegionList",
+    "Rollback",
     "Segment",
 ]

@@ -58,3 +58,10 @@ class Calibration(Document):
 
 class CalibrationList(Document):
     items: list[Calibration]
+
+
+class Rollback(Document):
+    """The calibration taken out of service and the one now current (None: uncalibrated)."""
+
+    rolled_back: str
+    current: Calibration | None
