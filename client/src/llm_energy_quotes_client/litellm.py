@@ -65,17 +65,19 @@ def quote_summary(quote: Estimate) -> dict[str, Any]:
 
 
 def prompt_tokens_of(kwargs: Mapping[str, Any]) -> int:
-    """The prompt's token count by LiteLLM's own counter (the model's tokenizer where LiteLLM
-    knows it); 4 characters a token where it cannot count (an unusual message shape)."""
+    """The prompt's token count by LiteLLM's default tokenizer (tiktoken's cl100k_base, shipped
+    with LiteLLM). Not the deployment's own tokenizer: LiteLLM fetches that from the Hugging
+    Face Hub, which would hold the call up (or hang, offline). 4 characters a token where it
+    cannot count (an unusual message shape)."""
     import litellm  # the extra; imported here so that a failure to count never fails a quote
 
     messages = kwargs.get("messages")
     text = kwargs.get("prompt") if messages is None else None
     try:
         if messages is not None:
-            return int(litellm.token_counter(model=str(kwargs.get("model", "")), messages=messages))
+            return int(litellm.token_counter(messages=messages))
         if isinstance(text, str):
-            return int(litellm.token_counter(model=str(kwargs.get("model", "")), text=text))
+            return int(litellm.token_counter(text=text))
     except Exception:  # LiteLLM's counter raises what its tokenizers raise
         logger.debug("energy quote: LiteLLM could not count the prompt", exc_info=True)
     return max(1, len(str(messages if messages is not None else text or "")) // 4)
