@@ -8,17 +8,26 @@ from __future__ import annotations
 
 import asyncio
 import os
+import secrets
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 # LiteLLM's price table ships with it; fetching the newest copy is not what is tested.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 litellm = pytest.importorskip("litellm")
 
-from litellm_support import UPSTREAM_ENERGY_J, quote_service, serving, upstream  # noqa: E402
+from litellm_support import (  # noqa: E402
+    UPSTREAM_ENERGY_J,
+    litellm_proxy,
+    quote_service,
+    serving,
+    upstream,
+)
 from llm_energy_quotes_client import NO_RETRIES, AsyncQuotesClient, QuotesClient  # noqa: E402
 from llm_energy_quotes_client.litellm import EnergyQuoteLogger  # noqa: E402
 
@@ -133,3 +142,64 @@ async def test_the_call_goes_on_when_the_service_is_away(upstream_url: str, away
     assert logger.quote_of_call(f"call-{away}") is None
     assert elapsed_s < 3.0
     await quotes.aclose()
+
+
+PROXY_CONFIG = """
+model_list:
+  - model_name: llama-8b
+    litellm_params:
+      model: openai/meta-llama/Llama-3.1-8B-Instruct
+      api_base: {upstream}/v1
+      api_key: unused
+    model_info:
+      id: llama-h100x2
+      energy_quote: {{model: meta-llama/Llama-3.1-8B-Instruct, gpu: H100-SXM5-80GB, count: 2}}
+litellm_settings:
+  callbacks: ["llm_energy_quotes_client.litellm.energy_quotes"]
+"""
+
+
+@pytest.mark.slow
+def test_the_proxy_answers_with_the_quote_in_its_headers(
+    upstream_url: str, service_url: str, tmp_path: Path
+) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text(PROXY_CONFIG.format(upstream=upstream_url))
+    master_key = "sk-" + secrets.token_hex(32)  # the proxy refuses to start without one
+    env = {
+        "QUOTES_URL": service_url,
+        "QUOTES_TIMEOUT_S": "5",
+        "LITELLM_MASTER_KEY": master_key,
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    }
+    with litellm_proxy(config, env, tmp_path / "litellm.log") as proxy_url:
+        answer = httpx.post(
+            f"{proxy_url}/v1/chat/completions",
+            json={"model": "llama-8b", "messages": QUESTION, "max_tokens": 48},
+            headers={"Authorization": f"Bearer {master_key}"},
+            timeout=60,
+        )
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["choices"][0]["message"]["content"] == "Paris."
+        quote_id = answer.headers["x-energy-quote-id"]
+        blocking = QuotesClient(service_url)
+        stored = blocking.quote(quote_id)
+        assert stored.request["workload"] == {
+            "batch_size": 1,
+            "prompt_tokens": 17,
+            "output_tokens": 48,
+        }
+        assert stored.request["metadata"]["deployment"] == "llama-h100x2"
+        call_id = answer.headers.get("x-litellm-call-id")
+        assert call_id is None or stored.request["metadata"]["litellm_call_id"] == call_id
+        assert float(answer.headers["x-energy-gpu-j"]) == pytest.approx(
+            stored.response["energy"]["gpu_j"], rel=1e-5
+        )
+        assert float(answer.headers["x-energy-co2e-g"]) == pytest.approx(
+            stored.response["carbon"]["total_g"], rel=1e-5
+        )
+        deadline = time.monotonic() + 20
+        while not (observations := blocking.quote(quote_id).observations):
+            assert time.monotonic() < deadline, "the upstream's energy was not observed"
+            time.sleep(0.2)
+        assert [o.gpu_j for o in observations] == [UPSTREAM_ENERGY_J]
