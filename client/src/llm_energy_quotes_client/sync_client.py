@@ -8,7 +8,6 @@ from types import TracebackType
 from typing import Any, Literal, Self, TypeVar
 
 import httpx
-from httpx._client import USE_CLIENT_DEFAULT, UseClientDefault
 
 from llm_energy_quotes_client import calls
 from llm_energy_quotes_client.calls import Call, When
@@ -42,7 +41,12 @@ from llm_energy_quotes_client.requests import (
     ObservationRequest,
 )
 from llm_energy_quotes_client.retry_after import RetryPolicy
-from llm_energy_quotes_client.transport import DEFAULT_TIMEOUT_S, auth_headers, request_url
+from llm_energy_quotes_client.transport import (
+    DEFAULT_TIMEOUT_S,
+    attempt_timeout,
+    auth_headers,
+    request_url,
+)
 
 T = TypeVar("T")
 
@@ -70,11 +74,7 @@ class QuotesClient:
             raise ValueError("give base_url or http_client")
         self._base_url = base_url
         self._headers = auth_headers(api_key)
-        self._timeout: httpx.Timeout | UseClientDefault = (
-            httpx.Timeout(timeout_s if timeout_s is not None else DEFAULT_TIMEOUT_S)
-            if timeout_s is not None or http_client is None
-            else USE_CLIENT_DEFAULT
-        )
+        self._timeout = attempt_timeout(timeout_s, own_client=http_client is None)
         self._retry = retry or RetryPolicy()
         self._owns_http = http_client is None
         self._http = http_client or httpx.Client(timeout=DEFAULT_TIMEOUT_S)

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
+import httpx
+from httpx._client import UseClientDefault
+
 
 def _user_agent() -> str:
     try:
@@ -28,3 +31,13 @@ def request_url(base_url: str | None, path: str) -> str:
     """`path` under `base_url`; with no base URL, the path alone (the http client's own base
     URL applies)."""
     return path if base_url is None else base_url.rstrip("/") + path
+
+
+def attempt_timeout(
+    timeout_s: float | None, *, own_client: bool
+) -> httpx.Timeout | UseClientDefault:
+    """The timeout of each attempt: `timeout_s` when given, else 10 s on the client's own
+    httpx client, else (a caller's httpx client) that client's own timeout."""
+    if timeout_s is not None:
+        return httpx.Timeout(timeout_s)
+    return httpx.Timeout(DEFAULT_TIMEOUT_S) if own_client else httpx.USE_CLIENT_DEFAULT
