@@ -29,7 +29,7 @@ from litellm_support import (  # noqa: E402
     upstream,
 )
 from llm_energy_quotes_client import NO_RETRIES, AsyncQuotesClient, QuotesClient  # noqa: E402
-from llm_energy_quotes_client.litellm import EnergyQuoteLogger  # noqa: E402
+from llm_energy_quotes_client.litellm import EnergyQuoteLogger, idempotency_key  # noqa: E402
 
 MAPPING = {"model": "meta-llama/Llama-3.1-8B-Instruct", "gpu": "H100-SXM5-80GB", "count": 2}
 QUESTION = [{"role": "user", "content": "What is the capital of France? One word."}]
@@ -84,6 +84,12 @@ def test_the_real_base_class_and_hook_signatures() -> None:
         theirs = getattr(CustomLogger, hook).__code__
         names = theirs.co_varnames[: theirs.co_argcount]
         assert ours.co_varnames[: ours.co_argcount] == names, hook
+
+
+def test_idempotency_keys_are_tokens_the_service_takes() -> None:
+    assert idempotency_key("c1", "llama-h100x2") == "litellm-c1-llama-h100x2"
+    assert idempotency_key("c1", "openai/llama 8b\u00e9") == "litellm-c1-openai/llama_8b_"
+    assert len(idempotency_key("c" * 300, "d")) == 200
 
 
 @pytest.mark.asyncio

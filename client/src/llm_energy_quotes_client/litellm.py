@@ -64,6 +64,13 @@ def quote_summary(quote: Estimate) -> dict[str, Any]:
     }
 
 
+def idempotency_key(call_id: str, deployment: str) -> str:
+    """The quote's Idempotency-Key: the call and deployment, as the printable ASCII token of
+    at most 200 characters the service accepts."""
+    key = f"litellm-{call_id}-{deployment}"
+    return "".join(c if "\x21" <= c <= "\x7e" else "_" for c in key)[:200]
+
+
 def prompt_tokens_of(kwargs: Mapping[str, Any]) -> int:
     """The prompt's token count by LiteLLM's default tokenizer (tiktoken's cl100k_base, shipped
     with LiteLLM). Not the deployment's own tokenizer: LiteLLM fetches that from the Hugging
@@ -155,7 +162,7 @@ class EnergyQuoteLogger(CustomLogger):  # type: ignore[misc]  # litellm is typed
             )
             # Keyed by call and deployment: a retry on the same deployment gets the same
             # quote back; a fallback to another deployment is quoted anew.
-            key = f"litellm-{call_id}-{deployment}"[:200] if call_id else None
+            key = idempotency_key(call_id, deployment) if call_id else None
             quote = await asyncio.wait_for(
                 self.quotes.estimate(body, idempotency_key=key), self.timeout_s
             )
