@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from fastapi.testclient import TestClient
+from llm_energy_quotes_client import QuotesClient
 from sqlalchemy import create_engine, func, make_url, select
 
 from service.api.deps import AppServices
@@ -57,6 +58,11 @@ def running_client(database_url: str, **overrides: Any) -> Iterator[TestClient]:
     app = create_app(make_settings(database_url, **overrides))
     with TestClient(app, raise_server_exceptions=False) as client:
         yield client
+
+
+def quotes_client(client: TestClient, key: str | None = None) -> QuotesClient:
+    """The repository's own client (client/) over the in-process app, sending `key`."""
+    return QuotesClient(api_key=key, http_client=client)
 
 
 def services_of(client: TestClient) -> AppServices:

@@ -1,6 +1,6 @@
 """Recalibration through HTTP: admin only, shrinkage worked by hand, outliers and bad
 observations not fitted, tenants isolated unless a calibration is global, rollback, and the
-calibration id recorded in quotes and shown in health."""
+calibration id recorded in quotes and shown in health; through the client package."""
 
 from __future__ import annotations
 
@@ -9,8 +9,18 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from api_support import bearer, create_key, example_body, running_client
+from api_support import create_key, example_body, quotes_client, running_client
 from fastapi.testclient import TestClient
+from llm_energy_quotes_client import (
+    Calibration,
+    Conflict,
+    Estimate,
+    Forbidden,
+    InvalidRequest,
+    NotFound,
+    QuotesClient,
+)
+from llm_energy_quotes_client.models import Segment
 
 K = 10.0  # the default shrinkage pseudo-count
 
@@ -22,71 +32,60 @@ def client(database_url: str) -> Iterator[TestClient]:
         yield test_client
 
 
-def tenant_keys(database_url: str, tenant: str) -> tuple[str, str]:
-    """(a gateway/operator key, an admin key) of a new tenant."""
+def tenant_clients(
+    client: TestClient, database_url: str, tenant: str
+) -> tuple[QuotesClient, QuotesClient]:
+    """(a gateway/operator client, an admin client) of a new tenant."""
     return (
-        create_key(database_url, tenant, "estimate,billing,observe"),
-        create_key(database_url, tenant, "admin"),
+        quotes_client(client, create_key(database_url, tenant, "estimate,billing,observe")),
+        quotes_client(client, create_key(database_url, tenant, "admin")),
     )
 
 
-def quote(client: TestClient, key: str, **overrides: Any) -> dict[str, Any]:
-    response = client.post("/v1/estimate", json=example_body(**overrides), headers=bearer(key))
-    assert response.status_code == 200, response.text
-    body: dict[str, Any] = response.json()
-    return body
+def quote(operator: QuotesClient, **overrides: Any) -> Estimate:
+    return operator.estimate(example_body(**overrides))
 
 
-def base_gpu_j(quoted: dict[str, Any]) -> float:
+def base_gpu_j(quoted: Estimate) -> float:
     """The model's own prediction behind a (possibly calibrated) quote [J]."""
-    energy = quoted["energy"]
-    return float(energy["gpu_j"]) / float(energy["calibration_factor"])
+    return quoted.energy.gpu_j / quoted.energy.calibration_factor
 
 
-def observe(client: TestClient, key: str, quoted: dict[str, Any], ratio: float) -> str:
+def observe(operator: QuotesClient, quoted: Estimate, ratio: float) -> str:
+    assert quoted.quote_id is not None
     body = {
         "gpu_j": base_gpu_j(quoted) * ratio,
         "measured_with": "nvml",
         "measured_at": "2026-11-22T10:00:00Z",
     }
-    response = client.post(
-        f"/v1/quotes/{quoted['quote_id']}/observations", json=body, headers=bearer(key)
-    )
-    assert response.status_code == 201, response.text
-    observation_id: str = response.json()["observation_id"]
-    return observation_id
+    return operator.post_observation(quoted.quote_id, body).observation_id
 
 
-def calibrate(client: TestClient, admin: str, **body: Any) -> dict[str, Any]:
-    response = client.post("/v1/calibrations", json=body, headers=bearer(admin))
-    assert response.status_code == 201, response.text
-    created: dict[str, Any] = response.json()
-    return created
-
-
-def segment(calibration: dict[str, Any], gpu: str, family: str) -> dict[str, Any]:
-    found = [s for s in calibration["segments"] if (s["gpu"], s["family"]) == (gpu, family)]
-    assert len(found) == 1, calibration["segments"]
+def segment(calibration: Calibration, gpu: str, family: str) -> Segment:
+    found = [s for s in calibration.segments if (s.gpu, s.family) == (gpu, family)]
+    assert len(found) == 1, calibration.segments
     return found[0]
 
 
 def test_recalibration_is_admin_only(client: TestClient, database_url: str) -> None:
-    operator, admin = tenant_keys(database_url, "scopes")
+    operator, admin = tenant_clients(client, database_url, "scopes")
     assert client.post("/v1/calibrations", json={}).status_code == 401
-    for method, path in [
-        ("post", "/v1/calibrations"),
-        ("get", "/v1/calibrations"),
-        ("get", "/v1/calibrations/current"),
-        ("post", "/v1/calibrations/rollback"),
-        ("post", "/v1/calibrations/c_x/activate"),
-    ]:
-        response = client.request(method, path, headers=bearer(operator))
-        assert response.status_code == 403, (path, response.text)
-        assert response.headers["content-type"].startswith("application/problem+json")
-    nothing = client.post("/v1/calibrations", json={}, headers=bearer(admin))
-    assert nothing.status_code == 422 and "no observation to fit" in nothing.json()["detail"]
-    assert client.get("/v1/calibrations/current", headers=bearer(admin)).status_code == 404
-    assert client.post("/v1/calibrations/rollback", headers=bearer(admin)).status_code == 409
+    for call in (
+        operator.fit_calibration,
+        operator.calibrations,
+        operator.current_calibration,
+        operator.rollback_calibration,
+        lambda: operator.activate_calibration("c_x"),
+    ):
+        with pytest.raises(Forbidden) as refused:
+            call()
+        assert refused.value.headers["content-type"].startswith("application/problem+json")
+    with pytest.raises(InvalidRequest) as nothing:
+        admin.fit_calibration()
+    assert "no observation to fit" in nothing.value.detail
+    assert admin.current_calibration() is None  # 404: uncalibrated
+    with pytest.raises(Conflict):
+        admin.rollback_calibration()
 
 
 @pytest.mark.parametrize(("n_posted", "n_fitted"), [(4, 3), (375, 300)])
@@ -96,13 +95,13 @@ def test_shrinkage_by_hand(
     """Every observation twice the quote: the newest 20 % are held out; the global correction
     keeps w = n/(n+k) of ln 2 and the segment w of what remains, so the factor is
     2^(1 - (k/(n+k))^2): 3 points give 2^(69/169) = 1.327, 300 give 2^(960/961) = 1.999."""
-    operator, admin = tenant_keys(database_url, f"shrink{n_fitted}")
-    quoted = quote(client, operator)
+    operator, admin = tenant_clients(client, database_url, f"shrink{n_fitted}")
+    quoted = quote(operator)
     for _ in range(n_posted):
-        observe(client, operator, quoted, 2.0)
-    created = calibrate(client, admin)
+        observe(operator, quoted, 2.0)
+    created = admin.fit_calibration()
     w = n_fitted / (n_fitted + K)
-    assert created["observations"] == {
+    assert created.observations.model_dump() == {
         "total": n_posted,
         "other_model_version": 0,
         "out_of_range": 0,
@@ -110,144 +109,134 @@ def test_shrinkage_by_hand(
         "fitted": n_fitted,
         "held_out": n_posted - n_fitted,
     }
-    assert created["global_correction"]["log_factor"] == pytest.approx(w * math.log(2))
+    assert created.global_correction.log_factor == pytest.approx(w * math.log(2))
     llama = segment(created, "H100-SXM5-80GB", "llama")
-    assert llama["n"] == n_fitted and llama["weight"] == pytest.approx(w)
+    assert llama.n == n_fitted and llama.weight == pytest.approx(w)
     factor = 2 ** (1 - (1 - w) ** 2)
-    assert llama["factor"] == pytest.approx(factor)
+    assert llama.factor == pytest.approx(factor)
     assert factor == pytest.approx(2 ** (69 / 169) if n_fitted == 3 else 2 ** (960 / 961))
-    assert created["holdout_mape_before"] == pytest.approx(0.5)
-    assert created["holdout_mape_after"] == pytest.approx(1 - factor / 2)
-    assert created["is_current"] and created["scope"] == "tenant"
+    assert created.holdout_mape_before == pytest.approx(0.5)
+    assert created.holdout_mape_after == pytest.approx(1 - factor / 2)
+    assert created.is_current and created.scope == "tenant"
 
     # New quotes are multiplied, bounds and phases included, and say by which calibration.
-    after = quote(client, operator)
-    assert after["calibration_id"] == created["calibration_id"]
-    assert after["energy"]["calibration_factor"] == pytest.approx(factor)
+    after = quote(operator)
+    assert after.calibration_id == created.calibration_id
+    assert after.energy.calibration_factor == pytest.approx(factor)
     for field in ("gpu_j", "gpu_j_low", "gpu_j_high", "prefill_gpu_j", "decode_gpu_j"):
-        assert after["energy"][field] == pytest.approx(quoted["energy"][field] * factor)
-    assert after["carbon"]["operational_g"] > quoted["carbon"]["operational_g"]
-    stored = client.get(f"/v1/quotes/{after['quote_id']}", headers=bearer(operator)).json()
-    assert stored["calibration_id"] == created["calibration_id"]
-    listed = client.get("/v1/quotes", headers=bearer(operator)).json()["items"]
-    assert [q["calibration_id"] for q in listed] == [None, created["calibration_id"]]
+        assert getattr(after.energy, field) == pytest.approx(getattr(quoted.energy, field) * factor)
+    assert after.carbon.operational_g > quoted.carbon.operational_g
+    assert after.quote_id is not None
+    assert operator.quote(after.quote_id).calibration_id == created.calibration_id
+    listed = [q.calibration_id for q in operator.quotes()]
+    assert listed == [None, created.calibration_id]
     # Another GPU of the same tenant falls back to the global correction.
-    a100 = quote(client, operator, hardware={"gpu": "A100-SXM4-80GB", "count": 2})
-    assert a100["energy"]["calibration_factor"] == pytest.approx(2**w)
+    a100 = quote(operator, hardware={"gpu": "A100-SXM4-80GB", "count": 2})
+    assert a100.energy.calibration_factor == pytest.approx(2**w)
 
 
 def test_outliers_and_implausible_observations_are_flagged_not_fitted(
     client: TestClient, database_url: str
 ) -> None:
-    operator, admin = tenant_keys(database_url, "noisy")
-    quoted = quote(client, operator)
-    outlier = observe(client, operator, quoted, 12.0)  # in range, far from the others
-    refused = observe(client, operator, quoted, 50.0)  # beyond 20x the quote
+    operator, admin = tenant_clients(client, database_url, "noisy")
+    quoted = quote(operator)
+    outlier = observe(operator, quoted, 12.0)  # in range, far from the others
+    refused = observe(operator, quoted, 50.0)  # beyond 20x the quote
     ratios = [1.5 * (1 + 0.02 * ((i % 5) - 2)) for i in range(20)]
     for ratio in ratios:
-        observe(client, operator, quoted, ratio)
-    created = calibrate(client, admin)
-    counts = created["observations"]
-    assert counts["out_of_range"] == 1 and counts["outliers"] == 1
-    assert counts["fitted"] + counts["held_out"] == 20 and counts["held_out"] == 4
-    assert {(f["observation_id"], f["reason"]) for f in created["flagged"]} == {
+        observe(operator, quoted, ratio)
+    created = admin.fit_calibration()
+    counts = created.observations
+    assert counts.out_of_range == 1 and counts.outliers == 1
+    assert counts.fitted + counts.held_out == 20 and counts.held_out == 4
+    assert {(f.observation_id, f.reason) for f in created.flagged} == {
         (outlier, "outlier"),
         (refused, "out_of_range"),
     }
     fitted = [math.log(r) for r in ratios[:16]]
     llama = segment(created, "H100-SXM5-80GB", "llama")
-    assert llama["n"] == 16
-    assert llama["mean_log_ratio"] == pytest.approx(sum(fitted) / 16)
-    assert 1.3 < llama["factor"] < 1.5
-    assert created["holdout_mape_after"] < created["holdout_mape_before"]
+    assert llama.n == 16
+    assert llama.mean_log_ratio == pytest.approx(sum(fitted) / 16)
+    assert 1.3 < llama.factor < 1.5
+    assert created.holdout_mape_after is not None and created.holdout_mape_before is not None
+    assert created.holdout_mape_after < created.holdout_mape_before
 
 
 def test_tenants_are_isolated_unless_the_calibration_is_global(
     client: TestClient, database_url: str
 ) -> None:
-    a_operator, a_admin = tenant_keys(database_url, "iso-a")
-    b_operator, b_admin = tenant_keys(database_url, "iso-b")
-    quoted_b = quote(client, b_operator)
-    quoted_a = quote(client, a_operator)
+    a_operator, a_admin = tenant_clients(client, database_url, "iso-a")
+    b_operator, b_admin = tenant_clients(client, database_url, "iso-b")
+    quoted_b = quote(b_operator)
+    quoted_a = quote(a_operator)
     for _ in range(30):
-        observe(client, a_operator, quoted_a, 3.0)
-    own = calibrate(client, a_admin)
-    assert quote(client, a_operator)["calibration_id"] == own["calibration_id"]
-    untouched = quote(client, b_operator)
-    assert untouched["calibration_id"] is None
-    assert untouched["energy"]["gpu_j"] == pytest.approx(quoted_b["energy"]["gpu_j"])
-    assert client.get("/v1/calibrations/current", headers=bearer(b_admin)).status_code == 404
+        observe(a_operator, quoted_a, 3.0)
+    own = a_admin.fit_calibration()
+    assert quote(a_operator).calibration_id == own.calibration_id
+    untouched = quote(b_operator)
+    assert untouched.calibration_id is None
+    assert untouched.energy.gpu_j == pytest.approx(quoted_b.energy.gpu_j)
+    assert b_admin.current_calibration() is None
     # B's admin cannot see, activate or fit on A's calibration and observations.
-    path = f"/v1/calibrations/{own['calibration_id']}"
-    assert client.get(path, headers=bearer(b_admin)).status_code == 404
-    assert client.post(f"{path}/activate", headers=bearer(b_admin)).status_code == 404
-    assert client.post("/v1/calibrations", json={}, headers=bearer(b_admin)).status_code == 422
+    with pytest.raises(NotFound):
+        b_admin.calibration(own.calibration_id)
+    with pytest.raises(NotFound):
+        b_admin.activate_calibration(own.calibration_id)
+    with pytest.raises(InvalidRequest):
+        b_admin.fit_calibration()
 
     # An admin marks one global: fitted on every tenant's observations, it prices B's quotes
     # (B has none of its own), while A keeps its own.
-    shared = calibrate(client, a_admin, scope="global")
-    assert shared["scope"] == "global" and shared["tenant"] is None
-    assert shared["observations"]["total"] > own["observations"]["total"]
-    priced_b = quote(client, b_operator)
-    assert priced_b["calibration_id"] == shared["calibration_id"]
-    assert priced_b["energy"]["calibration_factor"] > 1
-    current_b = client.get("/v1/calibrations/current", headers=bearer(b_admin)).json()
-    assert current_b["calibration_id"] == shared["calibration_id"]
-    assert quote(client, a_operator)["calibration_id"] == own["calibration_id"]
+    shared = a_admin.fit_calibration({"scope": "global"})
+    assert shared.scope == "global" and shared.tenant is None
+    assert shared.observations.total > own.observations.total
+    priced_b = quote(b_operator)
+    assert priced_b.calibration_id == shared.calibration_id
+    assert priced_b.energy.calibration_factor > 1
+    current_b = b_admin.current_calibration()
+    assert current_b is not None and current_b.calibration_id == shared.calibration_id
+    assert quote(a_operator).calibration_id == own.calibration_id
     # Rolled back, B is uncalibrated again.
-    rolled = client.post(
-        "/v1/calibrations/rollback", json={"scope": "global"}, headers=bearer(a_admin)
-    )
-    assert rolled.status_code == 200 and rolled.json() == {
-        "rolled_back": shared["calibration_id"],
-        "current": None,
-    }
-    assert quote(client, b_operator)["calibration_id"] is None
+    rolled = a_admin.rollback_calibration("global")
+    assert (rolled.rolled_back, rolled.current) == (shared.calibration_id, None)
+    assert quote(b_operator).calibration_id is None
 
 
 def test_versions_rollback_and_health(client: TestClient, database_url: str) -> None:
-    operator, admin = tenant_keys(database_url, "versions")
-    quoted = quote(client, operator)
+    operator, admin = tenant_clients(client, database_url, "versions")
+    quoted = quote(operator)
     for _ in range(10):
-        observe(client, operator, quoted, 2.0)
-    first = calibrate(client, admin)
+        observe(operator, quoted, 2.0)
+    first = admin.fit_calibration()
     for _ in range(10):
-        observe(client, operator, quoted, 3.0)
-    second = calibrate(client, admin)
-    assert second["previous_id"] == first["calibration_id"]
-    assert second["segments"][0]["factor"] > first["segments"][0]["factor"]
-    listed = client.get("/v1/calibrations", headers=bearer(admin)).json()["items"]
-    listed = [c for c in listed if c["scope"] == "tenant"]  # global ones are listed too
-    assert [c["calibration_id"] for c in listed] == [
-        second["calibration_id"],
-        first["calibration_id"],
-    ]
-    assert [c["is_current"] for c in listed] == [True, False]
-    health = client.get("/v1/health", headers=bearer(operator)).json()
-    assert health["calibration_id"] == second["calibration_id"]
-    assert client.get("/v1/health").json()["calibration_id"] is None  # no global one
+        observe(operator, quoted, 3.0)
+    second = admin.fit_calibration()
+    assert second.previous_id == first.calibration_id
+    assert second.segments[0].factor > first.segments[0].factor
+    listed = [c for c in admin.calibrations().items if c.scope == "tenant"]  # global ones too
+    assert [c.calibration_id for c in listed] == [second.calibration_id, first.calibration_id]
+    assert [c.is_current for c in listed] == [True, False]
+    assert operator.health().calibration_id == second.calibration_id
+    assert quotes_client(client).health().calibration_id is None  # no global one
 
     # Fitting without activating leaves the current one in place.
-    spare = calibrate(client, admin, activate=False)
-    assert not spare["is_current"]
-    assert quote(client, operator)["calibration_id"] == second["calibration_id"]
+    spare = admin.fit_calibration({"activate": False})
+    assert not spare.is_current
+    assert quote(operator).calibration_id == second.calibration_id
 
-    rolled = client.post("/v1/calibrations/rollback", headers=bearer(admin)).json()
-    assert rolled["rolled_back"] == second["calibration_id"]
-    assert rolled["current"]["calibration_id"] == first["calibration_id"]
-    assert quote(client, operator)["calibration_id"] == first["calibration_id"]
-    current = client.get("/v1/calibrations/current", headers=bearer(admin)).json()
-    assert current["calibration_id"] == first["calibration_id"]
+    rolled = admin.rollback_calibration()
+    assert rolled.rolled_back == second.calibration_id
+    assert rolled.current is not None and rolled.current.calibration_id == first.calibration_id
+    assert quote(operator).calibration_id == first.calibration_id
+    current = admin.current_calibration()
+    assert current is not None and current.calibration_id == first.calibration_id
 
-    rolled = client.post("/v1/calibrations/rollback", headers=bearer(admin)).json()
-    assert rolled == {"rolled_back": first["calibration_id"], "current": None}
-    assert quote(client, operator)["calibration_id"] is None
-    assert client.get("/v1/health", headers=bearer(operator)).json()["calibration_id"] is None
+    rolled = admin.rollback_calibration()
+    assert (rolled.rolled_back, rolled.current) == (first.calibration_id, None)
+    assert quote(operator).calibration_id is None
+    assert operator.health().calibration_id is None
 
-    activated = client.post(
-        f"/v1/calibrations/{second['calibration_id']}/activate", headers=bearer(admin)
-    )
-    assert activated.status_code == 200 and activated.json()["is_current"]
-    assert quote(client, operator)["calibration_id"] == second["calibration_id"]
-    fetched = client.get(f"/v1/calibrations/{first['calibration_id']}", headers=bearer(admin))
-    assert fetched.status_code == 200 and not fetched.json()["is_current"]
+    activated = admin.activate_calibration(second.calibration_id)
+    assert activated.is_current
+    assert quote(operator).calibration_id == second.calibration_id
+    assert not admin.calibration(first.calibration_id).is_current

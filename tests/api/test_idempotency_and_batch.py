@@ -1,67 +1,67 @@
-"""Idempotency-Key on POST /v1/estimate, and POST /v1/estimate/batch (open dev mode)."""
+"""Idempotency-Key on POST /v1/estimate, and POST /v1/estimate/batch (open dev mode), through
+the client package."""
 
 from __future__ import annotations
 
+import pytest
 from api_support import example_body, services_of
 from fastapi.testclient import TestClient
+from llm_energy_quotes_client import ApiProblem, Conflict, Estimate, InvalidRequest, QuotesClient
 from numpy.testing import assert_allclose
 
 
-def test_same_key_same_body_returns_the_same_quote(client: TestClient) -> None:
-    headers = {"Idempotency-Key": "retry-1"}
-    first = client.post("/v1/estimate", json=example_body(), headers=headers)
-    second = client.post("/v1/estimate", json=example_body(), headers=headers)
-    assert first.status_code == second.status_code == 200
-    assert first.json()["quote_id"] is not None
-    assert second.json() == first.json()
+def test_same_key_same_body_returns_the_same_quote(quotes: QuotesClient) -> None:
+    first = quotes.estimate(example_body(), idempotency_key="retry-1")
+    second = quotes.estimate(example_body(), idempotency_key="retry-1")
+    assert first.quote_id is not None
+    assert second == first
 
 
-def test_same_key_different_body_is_422(client: TestClient) -> None:
-    headers = {"Idempotency-Key": "retry-2"}
-    assert client.post("/v1/estimate", json=example_body(), headers=headers).status_code == 200
+def test_same_key_different_body_is_422(quotes: QuotesClient) -> None:
+    quotes.estimate(example_body(), idempotency_key="retry-2")
     other = example_body(workload={"batch_size": 1, "prompt_tokens": 10, "output_tokens": 10})
-    response = client.post("/v1/estimate", json=other, headers=headers)
-    assert response.status_code == 422
-    assert response.json()["type"].endswith("idempotency-mismatch")
+    with pytest.raises(InvalidRequest) as raised:
+        quotes.estimate(other, idempotency_key="retry-2")
+    assert raised.value.status == 422
+    assert raised.value.type.endswith("idempotency-mismatch")
 
 
-def test_same_key_in_flight_is_409(client: TestClient) -> None:
+def test_same_key_in_flight_is_409(client: TestClient, quotes: QuotesClient) -> None:
     guard = services_of(client).quotes.guard
-    with guard.hold("dev", "retry-3"):
-        response = client.post(
-            "/v1/estimate", json=example_body(), headers={"Idempotency-Key": "retry-3"}
-        )
-    assert response.status_code == 409
-    assert response.headers["content-type"].startswith("application/problem+json")
-    after = client.post("/v1/estimate", json=example_body(), headers={"Idempotency-Key": "retry-3"})
-    assert after.status_code == 200
+    with guard.hold("dev", "retry-3"), pytest.raises(Conflict) as raised:
+        quotes.estimate(example_body(), idempotency_key="retry-3")
+    assert raised.value.status == 409
+    assert raised.value.headers["content-type"].startswith("application/problem+json")
+    assert quotes.estimate(example_body(), idempotency_key="retry-3").quote_id is not None
 
 
-def test_batch_prices_good_items_and_reports_bad_ones_in_order(client: TestClient) -> None:
+def test_batch_prices_good_items_and_reports_bad_ones_in_order(quotes: QuotesClient) -> None:
     bad_gpu = example_body(hardware={"gpu": "H1OO"})
     bad_type = example_body(workload={"batch_size": "8", "prompt_tokens": 1, "output_tokens": 1})
     items = [example_body(), bad_gpu, bad_type, example_body(datacenter={"region": "PL"})]
-    response = client.post("/v1/estimate/batch", json={"items": items})
-    assert response.status_code == 200
-    results = response.json()["items"]
+    results = quotes.estimate_batch(items)
     assert len(results) == 4
-    single = client.post("/v1/estimate", json=example_body()).json()
-    assert_allclose(results[0]["energy"]["gpu_j"], single["energy"]["gpu_j"], rtol=1e-12)
-    assert results[0]["quote_id"] != results[3]["quote_id"]
-    assert results[1]["status"] == 422 and results[1]["errors"][0]["loc"] == "hardware.gpu"
-    assert results[2]["status"] == 422 and results[2]["errors"][0]["loc"] == "workload.batch_size"
-    assert results[3]["carbon"]["region"] == "PL"
-    stored = client.get(f"/v1/quotes/{results[3]['quote_id']}")
-    assert stored.status_code == 200
+    first, gpu_problem, type_problem, polish = results
+    assert isinstance(first, Estimate) and isinstance(polish, Estimate)
+    single = quotes.estimate(example_body())
+    assert_allclose(first.energy.gpu_j, single.energy.gpu_j, rtol=1e-12)
+    assert first.quote_id != polish.quote_id
+    assert isinstance(gpu_problem, InvalidRequest) and gpu_problem.errors[0].loc == "hardware.gpu"
+    assert "suggestions" in gpu_problem.extra  # the problem type's own member, kept
+    assert isinstance(type_problem, ApiProblem) and type_problem.status == 422
+    assert type_problem.errors[0].loc == "workload.batch_size"
+    assert polish.carbon.region == "PL"
+    assert polish.quote_id is not None
+    assert quotes.quote(polish.quote_id).response["carbon"]["region"] == "PL"
 
 
-def test_batch_over_the_limit_is_422(client: TestClient) -> None:
-    response = client.post("/v1/estimate/batch", json={"items": [{}] * 1001})
-    assert response.status_code == 422
-    assert response.json()["errors"][0]["loc"] == "items"
+def test_batch_over_the_limit_is_422(quotes: QuotesClient) -> None:
+    with pytest.raises(InvalidRequest) as raised:
+        quotes.estimate_batch([{}] * 1001)
+    assert raised.value.errors[0].loc == "items"
 
 
-def test_invalid_custom_architecture_names_the_field(client: TestClient) -> None:
+def test_invalid_custom_architecture_names_the_field(quotes: QuotesClient) -> None:
     body = example_body(
         architecture={
             "hidden_size": 64,
@@ -72,6 +72,6 @@ def test_invalid_custom_architecture_names_the_field(client: TestClient) -> None
         }
     )
     del body["model"]
-    problem = client.post("/v1/estimate", json=body).json()
-    assert problem["status"] == 422
-    assert problem["errors"][0]["loc"] == "architecture.num_attention_heads"
+    with pytest.raises(InvalidRequest) as raised:
+        quotes.estimate(body)
+    assert raised.value.errors[0].loc == "architecture.num_attention_heads"

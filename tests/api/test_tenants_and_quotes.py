@@ -1,4 +1,5 @@
-"""API keys, scopes and tenants; the billing pull; observations (keys configured)."""
+"""API keys, scopes and tenants; the billing pull; observations (keys configured); through the
+client package, each key its own client."""
 
 from __future__ import annotations
 
@@ -7,18 +8,24 @@ import io
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
 from api_support import (
-    bearer,
     create_key,
     example_body,
     make_settings,
+    quotes_client,
     running_client,
     take_database_away,
 )
 from fastapi.testclient import TestClient
+from llm_energy_quotes_client import (
+    Forbidden,
+    InvalidRequest,
+    NotFound,
+    QuotesClient,
+    Unauthorized,
+)
 
 from service.api.keys import key_prefix
 from service.db.base import utc_now
@@ -42,52 +49,59 @@ def client(database_url: str, keys: dict[str, str]) -> Iterator[TestClient]:
         yield test_client
 
 
-def quote(client: TestClient, key: str, **overrides: Any) -> dict[str, Any]:
-    response = client.post("/v1/estimate", json=example_body(**overrides), headers=bearer(key))
-    assert response.status_code == 200, response.text
-    body: dict[str, Any] = response.json()
-    return body
+@pytest.fixture(scope="module")
+def as_key(client: TestClient, keys: dict[str, str]) -> dict[str, QuotesClient]:
+    """A client per key of `keys`, and `anonymous` without one."""
+    return {
+        **{name: quotes_client(client, key) for name, key in keys.items()},
+        "anonymous": quotes_client(client),
+    }
 
 
-def test_keys_are_required_once_any_exists(client: TestClient, keys: dict[str, str]) -> None:
-    missing = client.post("/v1/estimate", json=example_body())
-    assert missing.status_code == 401 and missing.headers["WWW-Authenticate"].startswith("Bearer")
-    forged = keys["acme"][:-4] + "AAAA"
-    assert (
-        client.post("/v1/estimate", json=example_body(), headers=bearer(forged)).status_code == 401
-    )
-    assert client.get("/v1/quotes", headers=bearer("not-a-key")).status_code == 401
-    health = client.get("/v1/health").json()
-    assert health["open_dev_mode"] is False and health["auth_mode"] == "api-key"
-    assert client.get("/v1/gpus").status_code == 200  # catalogues stay public
+def test_keys_are_required_once_any_exists(
+    as_key: dict[str, QuotesClient], client: TestClient, keys: dict[str, str]
+) -> None:
+    with pytest.raises(Unauthorized) as missing:
+        as_key["anonymous"].estimate(example_body())
+    assert missing.value.headers["WWW-Authenticate"].startswith("Bearer")
+    with pytest.raises(Unauthorized):
+        quotes_client(client, keys["acme"][:-4] + "AAAA").estimate(example_body())  # forged
+    with pytest.raises(Unauthorized):
+        next(quotes_client(client, "not-a-key").quotes())
+    health = as_key["anonymous"].health()
+    assert health.open_dev_mode is False and health.auth_mode == "api-key"
+    assert len(as_key["anonymous"].gpus().items) > 10  # catalogues stay public
 
 
-def test_scopes_are_enforced(client: TestClient, keys: dict[str, str]) -> None:
-    created = quote(client, keys["acme_gateway"])
-    response = client.get(f"/v1/quotes/{created['quote_id']}", headers=bearer(keys["acme_gateway"]))
-    assert response.status_code == 403
-    assert response.headers["content-type"].startswith("application/problem+json")
+def test_scopes_are_enforced(as_key: dict[str, QuotesClient]) -> None:
+    gateway = as_key["acme_gateway"]
+    created = gateway.estimate(example_body())
+    assert created.quote_id is not None
+    with pytest.raises(Forbidden) as refused:
+        gateway.quote(created.quote_id)
+    assert refused.value.headers["content-type"].startswith("application/problem+json")
 
 
 def test_revoked_key_is_refused(
-    client: TestClient, keys: dict[str, str], database_url: str
+    as_key: dict[str, QuotesClient], keys: dict[str, str], database_url: str
 ) -> None:
-    assert quote(client, keys["revoked"])["quote_id"]
+    assert as_key["revoked"].estimate(example_body()).quote_id
     database = Database(make_settings(database_url))
     with database.sessions.begin() as session:
         row = ApiKeyRepository(session).by_prefix(key_prefix(keys["revoked"]) or "")
         assert row is not None
         row.revoked_at = utc_now()
     database.dispose()
-    refused = client.post("/v1/estimate", json=example_body(), headers=bearer(keys["revoked"]))
-    assert refused.status_code == 401
+    with pytest.raises(Unauthorized):
+        as_key["revoked"].estimate(example_body())
 
 
 def test_a_cached_key_is_revoked_everywhere_within_the_cache_time(database_url: str) -> None:
     key = create_key(database_url, "acme", "estimate")
     cache_s = 0.5
     with running_client(database_url, api_key_cache_s=cache_s) as cached_client:
-        assert quote(cached_client, key)["quote_id"]  # read from the database, now cached
+        gateway = quotes_client(cached_client, key)
+        assert gateway.estimate(example_body()).quote_id  # read from the database, now cached
         database = Database(make_settings(database_url))
         with database.sessions.begin() as session:
             row = ApiKeyRepository(session).by_prefix(key_prefix(key) or "")
@@ -96,125 +110,96 @@ def test_a_cached_key_is_revoked_everywhere_within_the_cache_time(database_url: 
         database.dispose()
         revoked_at = time.monotonic()
         # Within the cache time the worker still trusts what it read (no database read)...
-        still = cached_client.post("/v1/estimate", json=example_body(), headers=bearer(key))
+        try:
+            still_trusted = gateway.estimate(example_body()).quote_id is not None
+        except Unauthorized:
+            still_trusted = False
         if time.monotonic() - revoked_at < cache_s:
-            assert still.status_code == 200
+            assert still_trusted
         time.sleep(cache_s)
         # ...and once it has passed, the key is refused.
-        refused = cached_client.post("/v1/estimate", json=example_body(), headers=bearer(key))
-        assert refused.status_code == 401
+        with pytest.raises(Unauthorized):
+            gateway.estimate(example_body())
 
 
-def test_a_tenant_cannot_see_another_tenants_quote(
-    client: TestClient, keys: dict[str, str]
-) -> None:
-    created = quote(client, keys["acme"])
-    own = client.get(f"/v1/quotes/{created['quote_id']}", headers=bearer(keys["acme"]))
-    assert own.status_code == 200
-    assert own.json()["response"]["energy"] == created["energy"]
-    other = client.get(f"/v1/quotes/{created['quote_id']}", headers=bearer(keys["globex"]))
-    assert other.status_code == 404
-    listed = client.get("/v1/quotes", headers=bearer(keys["globex"]), params={"limit": 1000})
-    assert created["quote_id"] not in {q["quote_id"] for q in listed.json()["items"]}
-    observe = client.post(
-        f"/v1/quotes/{created['quote_id']}/observations",
-        json={"gpu_j": 1.0, "measured_with": "nvml", "measured_at": "2026-11-22T10:00:00Z"},
-        headers=bearer(keys["globex"]),
-    )
-    assert observe.status_code == 404
-    csv_listing = client.get(
-        "/v1/quotes", params={"format": "csv", "limit": 1000}, headers=bearer(keys["globex"])
-    )
-    assert csv_listing.status_code == 200 and created["quote_id"] not in csv_listing.text
+OBSERVED = {"gpu_j": 790.0, "measured_with": "nvml", "measured_at": "2026-11-22T10:00:05Z"}
+
+
+def test_a_tenant_cannot_see_another_tenants_quote(as_key: dict[str, QuotesClient]) -> None:
+    acme, globex = as_key["acme"], as_key["globex"]
+    created = acme.estimate(example_body())
+    assert created.quote_id is not None
+    assert acme.quote(created.quote_id).response["energy"] == created.energy.model_dump()
+    with pytest.raises(NotFound) as other:
+        globex.quote(created.quote_id)
+    assert created.quote_id not in {q.quote_id for q in globex.quotes(limit=1000)}
+    with pytest.raises(NotFound) as observe:
+        globex.post_observation(created.quote_id, OBSERVED)
+    csv_text = "".join(page.text for page in globex.quote_csv_pages(limit=1000))
+    assert csv_text.startswith("quote_id") and created.quote_id not in csv_text
     # Another tenant's quote is indistinguishable from one that does not exist.
-    unknown = client.get("/v1/quotes/q_00000000000000000000000000", headers=bearer(keys["globex"]))
-    assert other.json()["title"] == unknown.json()["title"] == observe.json()["title"]
-    assert other.headers["content-type"].startswith("application/problem+json")
-    detail = client.get(f"/v1/quotes/{created['quote_id']}", headers=bearer(keys["acme"])).json()
-    assert detail["observations"] == [], "the refused observation was stored"
+    with pytest.raises(NotFound) as unknown:
+        globex.quote("q_00000000000000000000000000")
+    assert other.value.title == unknown.value.title == observe.value.title
+    assert other.value.type == unknown.value.type
+    assert other.value.headers["content-type"].startswith("application/problem+json")
+    assert acme.quote(created.quote_id).observations == [], "the refused observation was stored"
 
 
-def test_idempotency_keys_are_scoped_to_the_tenant(
-    client: TestClient, keys: dict[str, str]
-) -> None:
-    headers = {"Idempotency-Key": "shared"}
-    acme = client.post(
-        "/v1/estimate", json=example_body(), headers={**headers, **bearer(keys["acme"])}
-    ).json()
-    globex = client.post(
-        "/v1/estimate",
-        json=example_body(hardware={"gpu": "L4"}),
-        headers={**headers, **bearer(keys["globex"])},
+def test_idempotency_keys_are_scoped_to_the_tenant(as_key: dict[str, QuotesClient]) -> None:
+    acme = as_key["acme"].estimate(example_body(), idempotency_key="shared")
+    globex = as_key["globex"].estimate(
+        example_body(hardware={"gpu": "L4"}), idempotency_key="shared"
     )
-    assert globex.status_code == 200
-    assert globex.json()["quote_id"] != acme["quote_id"]
+    assert globex.quote_id != acme.quote_id
+    assert globex.gpu == "L4" and acme.gpu == "H100-SXM5-80GB"
 
 
-def read_all_pages(
-    client: TestClient, key: str, params: dict[str, Any], between: Any = None
-) -> list[str]:
-    ids: list[str] = []
-    cursor = None
-    while True:
-        page_params = {**params, **({"cursor": cursor} if cursor else {})}
-        page = client.get("/v1/quotes", params=page_params, headers=bearer(key)).json()
-        ids.extend(q["quote_id"] for q in page["items"])
-        cursor = page["next_cursor"]
-        if cursor is None:
-            return ids
-        if between is not None:
-            between()
-
-
-def test_pagination_is_stable_while_quotes_are_inserted(
-    client: TestClient, keys: dict[str, str]
-) -> None:
+def test_pagination_is_stable_while_quotes_are_inserted(as_key: dict[str, QuotesClient]) -> None:
+    acme = as_key["acme"]
     start = datetime.now(UTC) - timedelta(milliseconds=1)
-    first = [quote(client, keys["acme"])["quote_id"] for _ in range(5)]
-    inserted: list[str] = []
-
-    def insert_two() -> None:
-        if len(inserted) < 6:  # three rounds of inserts between page reads
-            inserted.extend(quote(client, keys["acme"])["quote_id"] for _ in range(2))
-
-    ids = read_all_pages(
-        client, keys["acme"], {"limit": 2, "created_after": start.isoformat()}, insert_two
-    )
+    first = [acme.estimate(example_body()).quote_id for _ in range(5)]
+    inserted: list[str | None] = []
+    ids: list[str] = []
+    pages = 0
+    for page in acme.quote_pages(limit=2, created_after=start):
+        pages += 1
+        ids.extend(q.quote_id for q in page.items)
+        if len(inserted) < 6 and page.next_cursor is not None:  # three rounds between pages
+            inserted.extend(acme.estimate(example_body()).quote_id for _ in range(2))
+    assert pages == 6  # 11 rows, 2 a page
     assert len(ids) == len(set(ids)), "a row was repeated"
     assert set(first + inserted) == set(ids), "a row was skipped"
     assert ids[:5] == first
-    stamps = [
-        client.get(f"/v1/quotes/{i}", headers=bearer(keys["acme"])).json()["created_at"]
-        for i in ids
-    ]
+    stamps = [acme.quote(i).created_at for i in ids]
     assert stamps == sorted(stamps)
-    before = read_all_pages(
-        client,
-        keys["acme"],
-        {"limit": 3, "created_after": start.isoformat(), "created_before": stamps[3]},
-    )
+    before = [
+        q.quote_id for q in acme.quotes(limit=3, created_after=start, created_before=stamps[3])
+    ]
     assert before == ids[:3]
 
 
-def test_csv_format(client: TestClient, keys: dict[str, str]) -> None:
-    created = quote(client, keys["globex"], metadata={"customer": "initech"})
-    response = client.get(
-        "/v1/quotes", params={"format": "csv", "limit": 1000}, headers=bearer(keys["globex"])
-    )
-    assert response.status_code == 200 and response.headers["content-type"].startswith("text/csv")
-    rows = list(csv.DictReader(io.StringIO(response.text)))
-    row = next(r for r in rows if r["quote_id"] == created["quote_id"])
-    assert float(row["gpu_j"]) == pytest.approx(created["energy"]["gpu_j"], rel=1e-12)
+def test_csv_format(as_key: dict[str, QuotesClient]) -> None:
+    globex = as_key["globex"]
+    created = globex.estimate(example_body(metadata={"customer": "initech"}))
+    rows = [
+        row
+        for page in globex.quote_csv_pages(limit=2)
+        for row in csv.DictReader(io.StringIO(page.text))
+    ]
+    row = next(r for r in rows if r["quote_id"] == created.quote_id)
+    assert float(row["gpu_j"]) == pytest.approx(created.energy.gpu_j, rel=1e-12)
     assert "initech" in row["metadata"]
+    assert len(rows) == len({r["quote_id"] for r in rows}) == len(list(globex.quotes()))
     # The interval and the carbon's parts, each the quote's own figure.
-    energy, carbon = created["energy"], created["carbon"]
+    energy, carbon = created.energy, created.carbon
     for column, expected in (
-        ("gpu_j_low", energy["gpu_j_low"]),
-        ("gpu_j_high", energy["gpu_j_high"]),
-        ("total_g_low", carbon["total_g_low"]),
-        ("total_g_high", carbon["total_g_high"]),
-        ("operational_g", carbon["operational_g"]),
-        ("embodied_g", carbon["embodied_g"]),
+        ("gpu_j_low", energy.gpu_j_low),
+        ("gpu_j_high", energy.gpu_j_high),
+        ("total_g_low", carbon.total_g_low),
+        ("total_g_high", carbon.total_g_high),
+        ("operational_g", carbon.operational_g),
+        ("embodied_g", carbon.embodied_g),
     ):
         assert float(row[column]) == pytest.approx(expected, rel=1e-12), column
     assert float(row["operational_g"]) + float(row["embodied_g"]) == pytest.approx(
@@ -222,45 +207,44 @@ def test_csv_format(client: TestClient, keys: dict[str, str]) -> None:
     )
 
 
-def test_bad_cursor_and_limits_are_422(client: TestClient, keys: dict[str, str]) -> None:
-    for params in ({"cursor": "garbage"}, {"limit": 0}, {"created_after": "2026-01-01T00:00:00"}):
-        response = client.get("/v1/quotes", params=params, headers=bearer(keys["acme"]))
-        assert response.status_code == 422, params
+def test_bad_cursor_and_limits_are_422(as_key: dict[str, QuotesClient]) -> None:
+    acme = as_key["acme"]
+    for params in (
+        {"cursor": "garbage"},
+        {"limit": 0},
+        {"created_after": "2026-01-01T00:00:00"},
+    ):
+        with pytest.raises(InvalidRequest):
+            next(acme.quote_pages(**params))  # type: ignore[arg-type]
 
 
-def test_observations_are_stored_once_per_key(client: TestClient, keys: dict[str, str]) -> None:
-    created = quote(client, keys["acme"])
-    url = f"/v1/quotes/{created['quote_id']}/observations"
-    body = {
-        "gpu_j": 790.0,
-        "total_s": 3.5,
-        "measured_with": "nvml",
-        "measured_at": "2026-11-22T10:00:05Z",
-    }
-    headers = {**bearer(keys["acme"]), "Idempotency-Key": "obs-1"}
-    first = client.post(url, json=body, headers=headers)
-    again = client.post(url, json=body, headers=headers)
-    assert first.status_code == again.status_code == 201
-    assert first.json()["observation_id"] == again.json()["observation_id"]
-    changed = client.post(url, json={**body, "gpu_j": 800.0}, headers=headers)
-    assert changed.status_code == 422
-    detail = client.get(f"/v1/quotes/{created['quote_id']}", headers=bearer(keys["acme"])).json()
-    assert [o["gpu_j"] for o in detail["observations"]] == [790.0]
-    naive = client.post(
-        url, json={**body, "measured_at": "2026-11-22T10:00:05"}, headers=bearer(keys["acme"])
-    )
-    assert naive.status_code == 422
-    missing = client.post("/v1/quotes/q_nope/observations", json=body, headers=bearer(keys["acme"]))
-    assert missing.status_code == 404
+def test_observations_are_stored_once_per_key(as_key: dict[str, QuotesClient]) -> None:
+    acme = as_key["acme"]
+    created = acme.estimate(example_body())
+    assert created.quote_id is not None
+    body = {**OBSERVED, "total_s": 3.5}
+    first = acme.post_observation(created.quote_id, body, idempotency_key="obs-1")
+    again = acme.post_observation(created.quote_id, body, idempotency_key="obs-1")
+    assert first.observation_id == again.observation_id
+    assert (first.gpu_j, first.total_s, first.quote_id) == (790.0, 3.5, created.quote_id)
+    with pytest.raises(InvalidRequest):
+        acme.post_observation(created.quote_id, {**body, "gpu_j": 800.0}, idempotency_key="obs-1")
+    assert [o.gpu_j for o in acme.quote(created.quote_id).observations] == [790.0]
+    with pytest.raises(InvalidRequest) as naive:
+        acme.post_observation(created.quote_id, {**body, "measured_at": "2026-11-22T10:00:05"})
+    assert naive.value.errors[0].loc == "measured_at"
+    with pytest.raises(NotFound):
+        acme.post_observation("q_nope", body)
 
 
 def test_known_keys_still_estimate_while_the_database_is_away(
     database_url: str, keys: dict[str, str]
 ) -> None:
     with running_client(database_url) as fresh:
-        assert quote(fresh, keys["acme"])["quote_id"]
+        acme = quotes_client(fresh, keys["acme"])
+        assert acme.estimate(example_body()).quote_id
         take_database_away(fresh)
-        body = quote(fresh, keys["acme"])
-        assert body["quote_id"] is None
-        unknown = fresh.post("/v1/estimate", json=example_body(), headers=bearer(keys["globex"]))
-        assert unknown.status_code == 401
+        unstored = acme.estimate(example_body())
+        assert unstored.quote_id is None and unstored.energy.gpu_j > 0
+        with pytest.raises(Unauthorized):
+            quotes_client(fresh, keys["globex"]).estimate(example_body())

@@ -1,0 +1,78 @@
+"""Typed client of the llm-energy-quotes service: `QuotesClient` (blocking) and
+`AsyncQuotesClient` (asyncio), on httpx. Errors are raised as `ApiProblem` subclasses carrying
+the service's problem details; 429 and 503 are retried as `RetryPolicy` allows."""
+
+from llm_energy_quotes_client.async_client import AsyncQuotesClient
+from llm_energy_quotes_client.errors import (
+    ApiProblem,
+    BadRequest,
+    Conflict,
+    FieldProblem,
+    Forbidden,
+    InvalidRequest,
+    NotFound,
+    PayloadTooLarge,
+    QuotesClientError,
+    QuotesTimeout,
+    QuotesTransportError,
+    RateLimited,
+    ServiceUnavailable,
+    Unauthorized,
+)
+from llm_energy_quotes_client.models import (
+    Calibration,
+    CalibrationList,
+    CsvPage,
+    Estimate,
+    Gpu,
+    GpuList,
+    Health,
+    Model,
+    ModelList,
+    Observation,
+    QuoteDetail,
+    QuotePage,
+    QuoteSummary,
+    Region,
+    RegionList,
+    Rollback,
+)
+from llm_energy_quotes_client.retry_after import NO_RETRIES, RetryPolicy
+from llm_energy_quotes_client.sync_client import QuotesClient
+
+__all__ = [
+    "NO_RETRIES",
+    "ApiProblem",
+    "AsyncQuotesClient",
+    "BadRequest",
+    "Calibration",
+    "CalibrationList",
+    "Conflict",
+    "CsvPage",
+    "Estimate",
+    "FieldProblem",
+    "Forbidden",
+    "Gpu",
+    "GpuList",
+    "Health",
+    "InvalidRequest",
+    "Model",
+    "ModelList",
+    "NotFound",
+    "Observation",
+    "PayloadTooLarge",
+    "QuoteDetail",
+    "QuotePage",
+    "QuoteSummary",
+    "QuotesClient",
+    "QuotesClientError",
+    "QuotesTimeout",
+    "QuotesTransportError",
+    "RateLimited",
+    "Region",
+    "RegionList",
+    "RetryPolicy",
+    "Rollback",
+    "ServiceUnavailable",
+    "Unauthorized",
+]
