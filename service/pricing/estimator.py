@@ -143,7 +143,7 @@ class Estimator:
                     continue
                 resolved = group.resolved[position]
                 prefill_s, decode_s = phase_s[j]
-                steps = resolved.workload.output_tokens - 1
+                steps = float(estimates.decode_steps[j])  # all waves' decode passes
                 latency = Latency(
                     prefill_s,
                     decode_s,
@@ -151,7 +151,7 @@ class Estimator:
                     prefill_s + decode_s,
                     estimates.gpu_count,
                     resolved.workload.batch_size,
-                    estimates.warnings,
+                    estimates.warnings_of(j),
                 )
                 breakdown = estimates.item(j) if verbose else None
                 results[index] = self._priced(
