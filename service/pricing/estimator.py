@@ -187,6 +187,12 @@ class Estimator:
                 self._contexts.clear()
             self._contexts[key] = known
         workload, serving = request.workload, request.serving
+        running = serving.concurrent_sequences if serving else None
+        defaulted = dict(known.defaulted)
+        if "cached_prompt_tokens" not in workload.model_fields_set:
+            defaulted["workload.cached_prompt_tokens"] = 0
+        if running is None:  # null: a static batch of the request's own sequences alone
+            defaulted["serving.concurrent_sequences"] = None
         return replace(
             known,
             workload=Workload(
@@ -194,10 +200,10 @@ class Estimator:
                 workload.prompt_tokens,
                 workload.output_tokens,
                 workload.cached_prompt_tokens,
-                serving.concurrent_sequences if serving else None,
+                running,
             ),
             notes=list(known.notes),
-            defaulted=dict(known.defaulted),
+            defaulted=defaulted,
         )
 
     def family_of(self, resolved: ResolvedRequest) -> str:

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from service.core.workload import Workload
 from service.errors import InvalidRequest
 from service.pricing.estimator import Estimator
 from service.pricing.priced import PricedRequest
@@ -99,3 +100,15 @@ def test_out_of_range_inputs_are_refused_naming_the_field(
     (result,) = learned.price([body()])
     assert isinstance(result, InvalidRequest)
     assert [e.loc for e in result.errors] == [field]
+
+
+def test_the_serving_state_is_listed_among_the_defaulted_inputs_when_omitted(
+    learned: Estimator,
+) -> None:
+    omitted = learned.resolve(request(1, 690, 397)).defaulted
+    assert omitted["workload.cached_prompt_tokens"] == 0
+    assert omitted["serving.concurrent_sequences"] is None  # a static batch alone
+    given = learned.resolve(request(1, 690, 397, cached_prompt_tokens=0, concurrent_sequences=9))
+    assert "workload.cached_prompt_tokens" not in given.defaulted
+    assert "serving.concurrent_sequences" not in given.defaulted
+    assert given.workload == Workload(1, 690, 397, 0, 9)
