@@ -1,7 +1,7 @@
 """The analytical estimate on ML.ENERGY rows read three ways, against the measurements.
 
     python -m offline.fitting.serving_validation --data ../shared/data \
-        --out bench/results/serving_validation.md
+        --out bench/results/serving_validation.md      # ~12 min; --no-held-out: seconds
 
 Readings of one row (shared/data/README.md), all with the shipped coefficients of the row's
 engine profile (v2: vllm-v0, v3: vllm-v1) and no refit:
@@ -31,6 +31,7 @@ import numpy as np
 
 from offline.fitting.datasets import DEFAULT_DATA_DIR, EnergyMeasurement, load_mlenergy
 from offline.fitting.energy_leaderboard import PROMPT_TOKENS_BY_TASK
+from offline.fitting.family_folds import FoldData, fit_without
 from offline.fitting.metrics import accuracy
 from offline.fitting.request_inputs import RequestInputs, mlenergy_inputs
 from service.catalog import load_gpu_catalog, load_model_catalog
@@ -104,6 +105,26 @@ def priced_rows(data_dir: Path) -> tuple[list[Priced], list[str]]:
     return rows, skipped
 
 
+def held_out_rows(data_dir: Path) -> list[Priced]:
+    """Every representable row under every reading, priced with coefficients refitted without
+    its model family (family_folds.fit_without: the static-reading fit behind
+    `fit_cost_model`'s leave-one-family-out report)."""
+    data = FoldData.load(data_dir)
+    inputs = [(m, mlenergy_inputs(m, data.models, data.gpus)) for m in data.energy]
+    representable = [(m, i) for m, i in inputs if not isinstance(i, str)]
+    rows: list[Priced] = []
+    for family in sorted({i.family for _, i in representable}):
+        fold = fit_without(data, family)
+        engines = {e: fold.model.coefficients(fold.coefficients, e) for e in fold.model.overheads}
+        for m, i in representable:
+            if i.family == family:
+                try:
+                    rows.extend(_priced(m, i, engines[i.engine]))
+                except CostModelError:
+                    continue  # left out of the shipped-coefficient tables too
+    return rows
+
+
 def _priced(
     m: EnergyMeasurement, inputs: RequestInputs, coefficients: CostModelCoefficients
 ) -> list[Priced]:
@@ -151,26 +172,27 @@ def _table(rows: list[Priced], key: Callable[[Priced], str]) -> list[str]:
     return lines
 
 
-def report(data_dir: Path) -> str:
-    """The markdown report."""
+def report(data_dir: Path, *, held_out: bool) -> str:
+    """The markdown report (with `held_out`, also the leave-one-family-out tables)."""
     rows, skipped = priced_rows(data_dir)
     coefficients = load_engine_coefficients()["vllm-v1"].version
     header = [
         "# ML.ENERGY under the continuous-batch reading vs the static one",
         "",
         "Made by `python -m offline.fitting.serving_validation --data ../shared/data "
-        f"--out bench/results/serving_validation.md` at {datetime.now(UTC):%Y-%m-%dT%H:%MZ}, "
-        f"coefficients `{coefficients}` as shipped (fitted on the static reading with the "
-        "fitted prompts; not refitted here). The analytical estimate alone (no learned "
+        f"--out bench/results/serving_validation.md{'' if held_out else ' --no-held-out'}` at "
+        f"{datetime.now(UTC):%Y-%m-%dT%H:%MZ}. Tables up to the held-out ones: coefficients "
+        f"`{coefficients}` as shipped (fitted on the static reading with the fitted prompts, "
+        "these rows included). The analytical estimate alone (no learned "
         "correction). Data: ML.ENERGY leaderboard v2 and v3 (Apache-2.0), read from "
         f"`../shared/data`; {len(skipped)} rows left out (multimodal, pipeline-parallel, "
         "unsupported architectures).",
         "",
         __doc__.split("\n\n", 2)[2].strip() if __doc__ else "",
         "",
-        "The first reading is in-sample for these coefficients (they were fitted on it); the "
-        "other two are read with coefficients fitted on another reading, so they show how "
-        "the new mapping moves the estimate before any refit.",
+        "With the shipped coefficients the first reading is in-sample (they were fitted on "
+        "it); the others are read with coefficients fitted on another reading, so they show "
+        "how the new mapping moves the estimate before any refit.",
         "",
         "## All rows",
         "",
@@ -189,6 +211,23 @@ def report(data_dir: Path) -> str:
         *_table(rows, lambda r: f"{r.source} {r.task}"),
         "",
     ]
+    if held_out:
+        folds = held_out_rows(data_dir)
+        header += [
+            "## Held out by model family",
+            "",
+            "Each row priced with coefficients refitted, on the static reading with the fitted "
+            "prompts, without its model family (`family_folds.fit_without`, the fit behind "
+            "`fit_cost_model`'s leave-one-family-out report; no coefficient is fitted on the "
+            "other readings).",
+            "",
+            *_table(folds, lambda r: "all"),
+            "",
+            *_table(folds, lambda r: r.source),
+            "",
+            *_table(folds, lambda r: r.gpu_id),
+            "",
+        ]
     return "\n".join(header)
 
 
@@ -196,8 +235,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else "")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA_DIR)
     parser.add_argument("--out", type=Path, default=Path("bench/results/serving_validation.md"))
+    parser.add_argument(
+        "--no-held-out",
+        action="store_true",
+        help="skip the leave-one-family-out tables (one refit per family, ~1.5 min each)",
+    )
     args = parser.parse_args()
-    args.out.write_text(report(args.data), encoding="utf-8")
+    args.out.write_text(report(args.data, held_out=not args.no_held_out), encoding="utf-8")
     print(f"wrote {args.out}")
 
 

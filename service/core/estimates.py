@@ -122,7 +122,7 @@ class WorkloadEstimates:
                 time_s=times[p],
                 gpu_j=joules[p],
                 overhead_s=float(self.overhead_s[p, j]),
-                steps=1 if p == 0 else steps,
+                steps=int(self.schedule.waves[j]) if p == 0 else steps,
                 table=self._table(p, j),
             )
             for p in (0, 1)

@@ -43,7 +43,7 @@ def test_a_batch_twice_what_fits_runs_as_two_waves_of_what_fits() -> None:
     assert_allclose(both.prefill.time_s, 2 * one.prefill.time_s, rtol=1e-12)
     assert_allclose(both.decode.time_s, 2 * one.decode.time_s, rtol=1e-12)
     assert_allclose(both.time_per_output_token_s, one.time_per_output_token_s, rtol=1e-12)
-    assert both.decode.steps == 2 * 396
+    assert (both.prefill.steps, both.decode.steps) == (2, 2 * 396)
     assert both.memory.kv_cache_bytes_per_gpu == 448 * SEQUENCE_B  # what is held at once
     assert any("2 waves of 448 sequences" in w for w in both.warnings)
 
