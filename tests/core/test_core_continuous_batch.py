@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
+from service.core.architecture import ModelArchitecture
 from service.core.estimate import estimate_request
 from service.core.results import RequestEstimate
 from service.core.steady_state import pass_mix
@@ -108,3 +109,30 @@ def test_a_request_with_more_sequences_pays_for_each() -> None:
     four = running(4, 100, 5, 10)
     assert_allclose(four.gpu_j, 4 * one.gpu_j, rtol=1e-12)
     assert_allclose(four.time_per_output_token_s, one.time_per_output_token_s, rtol=1e-12)
+
+
+def test_sliding_window_layers_read_at_most_the_window_in_a_continuous_pass() -> None:
+    # Two layers (one sliding, window 32), 2 KV heads of 128: 1,024 B of K and V per key.
+    # The pass of the module docstring (2 prompts of 100, 8 decoding sequences at contexts
+    # 101 ... 104) reads in its sliding layer 2 x 100 + 8 x min(c, 32) = 456 keys and scores
+    # 2 x (32 x 33 / 2 + 68 x 32) + 8 x 32 = 5,664 pairs per head.
+    arch = ModelArchitecture(
+        hidden_size=512,
+        num_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=128,
+        intermediate_size=1024,
+        vocab_size=1000,
+        sliding_window_tokens=32,
+        num_sliding_window_layers=1,
+    )
+    workload = Workload(1, 100, 5, concurrent_sequences=10)
+    result = estimate_request(arch, workload, H100, IDEAL)
+    sliding = {"attention_sliding"}
+    prefill_reads = column_sum(result.prefill, "kv_cache_read_bytes", sliding)
+    decode_reads = column_sum(result.decode, "kv_cache_read_bytes", sliding)
+    assert prefill_reads == pytest.approx(456 * 1024 * 100 / 208, rel=1e-12)
+    assert decode_reads == pytest.approx(4 * 456 * 1024 / 208, rel=1e-12)
+    flops = column_sum(result.prefill, "tensor_flops", sliding)
+    assert flops == pytest.approx(5664 * 2 * 4 * 256 * 100 / 208, rel=1e-12)

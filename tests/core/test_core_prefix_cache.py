@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from numpy.testing import assert_allclose
 
+from service.core.architecture import ModelArchitecture
 from service.core.estimate import estimate_request
 from service.core.results import RequestEstimate
 from service.core.workload import Workload
@@ -82,3 +83,25 @@ def test_a_whole_prompt_cached_still_computes_its_last_token() -> None:
     whole, last = priced(1, 100, 5, cached=100), priced(1, 100, 5, cached=99)
     assert column_sum(whole.prefill, "tensor_flops", LAYER_GEMMS) == FLOPS_PER_TOKEN
     assert whole.gpu_j == last.gpu_j
+
+
+def test_sliding_window_layers_read_only_the_window_of_the_cached_prefix() -> None:
+    # Window 32, 60 of 100 prompt tokens cached: the 40 new tokens read themselves and the
+    # last 32 cached keys (72 keys of 1,024 B of K and V) and score 40 x 32 = 1,280 pairs per
+    # head (every new position is past the window).
+    arch = ModelArchitecture(
+        hidden_size=512,
+        num_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=128,
+        intermediate_size=1024,
+        vocab_size=1000,
+        sliding_window_tokens=32,
+        num_sliding_window_layers=1,
+    )
+    workload = Workload(1, 100, 5, cached_prompt_tokens=60)
+    result = estimate_request(arch, workload, H100, IDEAL)
+    sliding = {"attention_sliding"}
+    assert column_sum(result.prefill, "kv_cache_read_bytes", sliding) == 72 * 1024
+    assert column_sum(result.prefill, "tensor_flops", sliding) == 1280 * 2 * 4 * 256
