@@ -33,7 +33,7 @@ def estimate_request(
 
     Raises a CostModelError subclass naming the input to change when the request is invalid,
     the layout does not divide the model, the GPU cannot run the precision, or (with
-    `check_memory`) the weights and KV cache do not fit.
+    `check_memory`) the weights and one sequence's KV cache do not fit.
     """
     estimates, errors = estimate_workloads(
         arch, [workload], deployment, coefficients, check_memory=check_memory
@@ -53,8 +53,10 @@ def estimate_workloads(
 ) -> tuple[WorkloadEstimates, dict[int, CostModelError]]:
     """Price many workloads of `arch` on `deployment` at once: the estimates of the valid ones
     (`positions` gives each one's index in `workloads`), and, by index, the error of each
-    workload that is invalid or (with `check_memory`) does not fit. Errors of the model or
-    layout, common to every workload, are raised.
+    workload that is invalid or (with `check_memory`) whose one sequence does not fit beside
+    the weights. With `check_memory` a batch whose KV cache does not fit at once is priced as
+    the engine schedules it (service.core.schedule); without, memory is taken as unlimited.
+    Errors of the model or layout, common to every workload, are raised.
     """
     errors: dict[int, CostModelError] = {}
     valid: list[int] = []
@@ -74,12 +76,21 @@ def estimate_workloads(
         deployment,
         coefficients,
         _warnings(arch, deployment),
+        check_memory=check_memory,
     )
     if check_memory:
-        required = plan.weight_bytes_per_gpu + priced.kv_cache_bytes
+        # Refused only when one sequence at its longest cannot fit beside the weights; a
+        # larger batch is scheduled (service.core.schedule).
+        alone = priced.schedule.alone_bytes
+        required = plan.weight_bytes_per_gpu + alone
         for j in np.flatnonzero(required > priced.capacity_bytes_per_gpu).tolist():
             try:
-                check_fits(priced.memory(j), deployment)
+                check_fits(
+                    priced.schedule.alone(
+                        j, plan.weight_bytes_per_gpu, priced.capacity_bytes_per_gpu
+                    ),
+                    deployment,
+                )
             except CostModelError as error:
                 errors[valid[j]] = error
     return priced, errors
@@ -95,13 +106,27 @@ def _check_pipeline(arch: ModelArchitecture, deployment: Deployment) -> None:
 
 
 def validate_workload(arch: ModelArchitecture, workload: Workload) -> None:
-    """Raise InvalidWorkload for empty batches or sequences beyond the model's context."""
+    """Raise InvalidWorkload for empty batches, sequences beyond the model's context, more
+    cached prompt tokens than prompt tokens, or fewer running sequences than the batch."""
     for name in ("batch_size", "prompt_tokens", "output_tokens"):
         value = getattr(workload, name)
         if value < 1:
             raise InvalidWorkload(
                 f"{name} must be at least 1, got {value}", field=f"workload.{name}"
             )
+    if not 0 <= workload.cached_prompt_tokens <= workload.prompt_tokens:
+        raise InvalidWorkload(
+            f"cached_prompt_tokens = {workload.cached_prompt_tokens} must be between 0 and "
+            f"prompt_tokens = {workload.prompt_tokens}",
+            field="workload.cached_prompt_tokens",
+        )
+    running = workload.concurrent_sequences
+    if running is not None and running < workload.batch_size:
+        raise InvalidWorkload(
+            f"concurrent_sequences = {running} must be at least batch_size = "
+            f"{workload.batch_size} (the request's own sequences run among them)",
+            field="serving.concurrent_sequences",
+        )
     length = workload.prompt_tokens + workload.output_tokens
     if length > arch.max_context_tokens:
         raise InvalidWorkload(

@@ -14,7 +14,7 @@ from functools import cached_property
 import numpy as np
 import numpy.typing as npt
 
-from service.core.coefficients import CostModelCoefficients
+from service.core.coefficients import CostModelCoefficients, RooflineCoefficients
 from service.core.host_overhead import (
     decode_overhead_s,
     overhead_gpu_j,
@@ -25,6 +25,8 @@ from service.core.kernel_table import KernelTable
 from service.core.phase import PhaseArrays, phase_arrays
 from service.core.plan import CostPlan
 from service.core.results import MemoryFootprint, Phase, PhaseCost, RequestEstimate
+from service.core.schedule import KvSchedule, kv_cache_bytes_many, kv_schedule
+from service.core.steady_state import PassMix, pass_mix
 from service.core.terms import WorkloadTerms, workload_terms
 from service.core.workload import Deployment, Workload
 
@@ -58,7 +60,10 @@ class WorkloadEstimates:
         kernel_s, kernel_gpu_j: the kernels' part of phase_s and phase_gpu_j.
         arrays: per-kernel totals of each phase.
         terms: the workloads' basis terms (summed over executions when counts are asked for).
-        kv_cache_bytes: [N] KV cache per GPU at the longest [B].
+        kv_cache_bytes: [N] KV cache per GPU while the workload runs [B] (static: at the
+            longest; continuous: its running sequences' mean).
+        decode_steps: [N] decode passes the request's sequences wait through (all waves).
+        schedule: what runs at once (service.core.schedule), with a note per workload.
     """
 
     plan: CostPlan
@@ -75,6 +80,13 @@ class WorkloadEstimates:
     gpu_count: int
     capacity_bytes_per_gpu: float
     warnings: tuple[str, ...]
+    decode_steps: FloatArray
+    schedule: KvSchedule
+
+    def warnings_of(self, j: int) -> tuple[str, ...]:
+        """The deployment's warnings, then workload j's schedule note if it has one."""
+        note = self.schedule.notes[j]
+        return (*self.warnings, note) if note else self.warnings
 
     @property
     def gpu_j(self) -> FloatArray:
@@ -101,16 +113,16 @@ class WorkloadEstimates:
 
     def item(self, j: int) -> RequestEstimate:
         """The j-th workload's estimate as estimate_request returns it."""
-        batch, _, output = self.sizes[j].tolist()
+        batch = self.sizes[j, 0]
         times, joules = self.phase_s[:, j].tolist(), self.phase_gpu_j[:, j].tolist()
-        steps = int(output) - 1
+        steps = int(self.decode_steps[j])
         phases = [
             PhaseCost(
                 phase=_PHASES[p],
                 time_s=times[p],
                 gpu_j=joules[p],
                 overhead_s=float(self.overhead_s[p, j]),
-                steps=1 if p == 0 else steps,
+                steps=int(self.schedule.waves[j]) if p == 0 else steps,
                 table=self._table(p, j),
             )
             for p in (0, 1)
@@ -124,7 +136,7 @@ class WorkloadEstimates:
             batch_size=int(batch),
             gpu_count=self.gpu_count,
             memory=self.memory(j),
-            warnings=self.warnings,
+            warnings=self.warnings_of(j),
         )
 
     def _table(self, p: int, j: int) -> KernelTable:
@@ -154,20 +166,48 @@ def price_workloads(
     deployment: Deployment,
     coefficients: CostModelCoefficients,
     warnings: tuple[str, ...],
+    *,
+    check_memory: bool = True,
 ) -> WorkloadEstimates:
-    """Estimates of valid `workloads` (validated by the caller) on `plan`, memory unchecked."""
+    """Estimates of valid `workloads` (validated by the caller) on `plan`. With `check_memory`
+    a workload whose KV cache does not fit at once is priced as scheduled
+    (service.core.schedule); without, as if memory were unlimited."""
     arch = plan.arch
     values = np.array(
-        [(w.batch_size, w.prompt_tokens, w.output_tokens) for w in workloads], dtype=np.float64
-    ).reshape(-1, 3)
-    batch, prompt, output = values.T
+        [
+            (
+                w.batch_size,
+                w.prompt_tokens,
+                w.output_tokens,
+                w.cached_prompt_tokens,
+                w.concurrent_sequences or 0,
+            )
+            for w in workloads
+        ],
+        dtype=np.float64,
+    ).reshape(-1, 5)
+    batch, prompt, output, cached, asked = values.T
+    continuous = asked > 0
+    pipeline = deployment.parallelism.pipeline
+    gpu, held = deployment.gpu, deployment.gpu_count
+    schedule = kv_schedule(
+        batch,
+        asked,
+        continuous,
+        kv_cache_bytes_many(plan, np.ones_like(batch), prompt + output, pipeline),
+        kv_cache_bytes_many(plan, np.ones_like(batch), prompt + (output - 1.0) / 2.0, pipeline),
+        gpu.memory_bytes - plan.weight_bytes_per_gpu,
+        limited=check_memory,
+    )
+    mix = pass_mix(schedule.batch, prompt, cached, output, schedule.running, continuous)
     roofline = coefficients.roofline
     terms = workload_terms(
         arch,
         plan.shapes,
-        batch,
+        mix,
         prompt,
         output,
+        schedule.waves,
         flash=deployment.flash_attention,
         tile_m=roofline.gemm_tile_m,
     )
@@ -175,22 +215,21 @@ def price_workloads(
     arrays = phase_arrays(plan, terms, launch, coefficients.power)
     kernel_s = arrays.time_s.sum(axis=2)  # [2, N]
     kernel_j = arrays.gpu_j.sum(axis=2)
-    gpu, held = deployment.gpu, deployment.gpu_count
-    steps = output - 1.0
-    # [2, N] host-side seconds; prefill has no per-sequence or worker-wait part.
-    overhead_s = np.empty((2, batch.shape[0]))
-    overhead_s[0] = roofline.prefill_overhead_s
-    overhead_s[1] = decode_overhead_s(roofline, batch, steps, held)
-    sequences_s = np.zeros_like(overhead_s)
-    sequences_s[1] = per_sequence_s(roofline, batch, steps)
-    wait_s = np.zeros_like(overhead_s)
-    wait_s[1] = worker_wait_s(roofline, steps, held)
+    overhead_s, sequences_s, wait_s = _host_seconds(roofline, mix, held)
+    overhead_s *= schedule.waves
     waiting = held - deployment.parallelism.gpus_per_stage  # other pipeline stages idle meanwhile
-    overhead_j = overhead_gpu_j(overhead_s, sequences_s, wait_s, gpu, coefficients.power, held)
-    phase_j = kernel_j + gpu.idle_w * waiting * kernel_s + overhead_j
+    overhead_j = overhead_gpu_j(
+        overhead_s,
+        sequences_s * schedule.waves,
+        wait_s * schedule.waves,
+        gpu,
+        coefficients.power,
+        held,
+    )
+    phase_j = kernel_j + gpu.idle_w * waiting * kernel_s * mix.share + overhead_j * mix.share
     return WorkloadEstimates(
         plan=plan,
-        sizes=values,
+        sizes=values[:, :3],
         positions=tuple(positions),
         phase_s=kernel_s + overhead_s,
         phase_gpu_j=phase_j,
@@ -199,23 +238,33 @@ def price_workloads(
         kernel_gpu_j=kernel_j,
         arrays=arrays,
         terms=terms,
-        kv_cache_bytes=kv_cache_bytes_many(
-            plan, batch, prompt + output, deployment.parallelism.pipeline
-        ),
+        kv_cache_bytes=schedule.kv_cache_bytes,
         gpu_count=held,
         capacity_bytes_per_gpu=gpu.memory_bytes,
         warnings=warnings,
+        decode_steps=schedule.waves * (output - 1.0),
+        schedule=schedule,
     )
 
 
-def kv_cache_bytes_many(
-    plan: CostPlan, batch: FloatArray, tokens: FloatArray, pipeline: int
-) -> FloatArray:
-    """memory.kv_cache_bytes_per_gpu of workloads of `batch` sequences of `tokens` tokens."""
-    arch, s = plan.arch, plan.shapes
-    window = tokens if arch.sliding_window_tokens is None else arch.sliding_window_tokens
-    full_layers = arch.num_layers - arch.num_sliding_window_layers
-    sliding = arch.num_sliding_window_layers * np.minimum(tokens, window)
-    per_stage = (full_layers * tokens + sliding) / pipeline
-    result: FloatArray = batch * per_stage * s.kv_cache_width * s.kv_bytes
-    return result
+def _host_seconds(
+    roofline: RooflineCoefficients, mix: PassMix, held: int
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """[2, N] host-side seconds of each phase of one wave: all of it, its part per running
+    sequence, its part feeding workers. A static prefill pays the prefill overhead alone; a
+    continuous batch's every pass, the first included, pays a decode step's."""
+    steps, running, continuous = mix.steps, mix.running, mix.continuous
+    overhead_s = np.empty_like(steps)
+    overhead_s[0] = np.where(
+        continuous,
+        decode_overhead_s(roofline, running, steps[0], held),
+        roofline.prefill_overhead_s,
+    )
+    overhead_s[1] = decode_overhead_s(roofline, running, steps[1], held)
+    sequences_s = np.zeros_like(overhead_s)
+    sequences_s[0] = np.where(continuous, per_sequence_s(roofline, running, steps[0]), 0.0)
+    sequences_s[1] = per_sequence_s(roofline, running, steps[1])
+    wait_s = np.zeros_like(overhead_s)
+    wait_s[0] = np.where(continuous, worker_wait_s(roofline, steps[0], held), 0.0)
+    wait_s[1] = worker_wait_s(roofline, steps[1], held)
+    return overhead_s, sequences_s, wait_s

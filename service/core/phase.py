@@ -25,7 +25,8 @@ FloatArray = npt.NDArray[np.float64]
 @dataclass(frozen=True, slots=True)
 class PhaseArrays:
     """[2 phases, N workloads, kernels] totals over each phase: time [s] (wall-clock share),
-    its compute, memory and network limbs [s], GPU energy [J], executions."""
+    its compute, memory and network limbs [s], GPU energy [J] (the request's share of it, in a
+    continuous batch), executions."""
 
     time_s: FloatArray
     compute_s: FloatArray
@@ -42,7 +43,7 @@ def phase_arrays(
     both = terms.both  # [2, N, 2 x BASIS]
     kernels = len(plan.nodes)
     unit = (both @ plan.unit_major_seconds.T).reshape(2, -1, 5, kernels).transpose(0, 1, 3, 2)
-    scale = terms.steps[..., None] * plan.layers  # [2, N, K]
+    scale = terms.steps[..., None] * plan.layers * terms.repeats[:, None]  # [2, N, K]
     # The four limbs in one array (filled in place): time, compute, memory, network [s].
     limbs = np.empty((4, *scale.shape))
     time_s, compute_s, memory_s, network_s = limbs
@@ -56,11 +57,14 @@ def phase_arrays(
     if plan.attention:
         index, _, _, _, layers = _attention_lines(plan)
         decode = limbs[:, 1]  # [4, N, K]
-        decode[:, :, index] = _decode_attention_s(plan, terms, unit[1], launch_s[1]) * layers
-    share = power.compute * compute_s + power.memory * memory_s + power.network * network_s
+        decode_s = _decode_attention_s(plan, terms, unit[1], launch_s[1])
+        decode[:, :, index] = decode_s * layers * terms.repeats[:, None]
+    busy_s = power.compute * compute_s + power.memory * memory_s + power.network * network_s
     gpu, group = plan.gpu, plan.shapes.group
-    # Utilisation-weighted dynamic power, capped so no kernel draws more than TDP.
-    gpu_j = group * (gpu.idle_w * time_s + (gpu.tdp_w - gpu.idle_w) * np.minimum(share, time_s))
+    # Utilisation-weighted dynamic power, capped so no kernel draws more than TDP; the
+    # request's share of it (service.core.steady_state).
+    gpu_j = group * (gpu.idle_w * time_s + (gpu.tdp_w - gpu.idle_w) * np.minimum(busy_s, time_s))
+    gpu_j *= terms.share[..., None]
     return PhaseArrays(time_s, compute_s, memory_s, network_s, gpu_j, scale)
 
 

@@ -29,7 +29,8 @@ class KernelCost:
 
     Operation and byte counts are summed over every GPU that runs the kernel; `time_s` is the
     kernel's share of the request's wall-clock timeline; `gpu_j` is the energy of the GPUs
-    running it while it runs (idle power included).
+    running it while it runs (idle power included). In a continuous batch the time is the
+    whole passes', the counts and energy the request's share of them.
     """
 
     phase: Phase
@@ -72,7 +73,8 @@ class PhaseCost:
         time_s: wall-clock time of the phase [s], host overheads included.
         gpu_j: energy of all GPUs held during the phase [J], idle power included.
         overhead_s: the host-side part of `time_s` [s] (GPUs idle).
-        steps: forward passes in the phase (1 for prefill, output_tokens - 1 for decode).
+        steps: forward passes in the phase (prefill 1, decode output_tokens - 1), each times
+            the waves a batch that does not fit at once runs in.
         table: per-kernel totals as arrays.
     """
 
@@ -104,12 +106,14 @@ class MemoryFootprint:
 
 @dataclass(frozen=True, slots=True)
 class RequestEstimate:
-    """The analytical estimate of one request (a static batch).
+    """The analytical estimate of one request (a static batch, or its share of a continuous
+    one).
 
     Attributes:
         gpu_j: energy of all GPUs for the whole request [J].
         total_s: prefill plus decode wall-clock time [s].
         time_per_output_token_s: mean decode step time [s] (0 when there is no decode step).
+        memory: weights and the KV cache held while the request runs, per GPU.
         warnings: approximations the estimate made (e.g. MLA approximated).
     """
 

@@ -1,7 +1,9 @@
 """The BASIS terms (service.core.plan) of many workloads of one model at once, as arrays.
 
 Rows are workloads; prefill is one execution per layer, decode `output_tokens - 1` executions
-whose attention grows with the context (prompt + 1 ... prompt + output - 1 keys).
+whose attention grows with the context (prompt + 1 ... prompt + output - 1 keys). Which
+sequences each pass carries (a static batch, or a continuous batch's mean pass) is
+service.core.steady_state's PassMix.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from service.core.envelope import sum_affine_many
 from service.core.moe import expected_touched_experts
 from service.core.plan import BASIS
 from service.core.shards import ShardShapes
+from service.core.steady_state import PassMix
 
 FloatArray = npt.NDArray[np.float64]
 _COLUMN = {name: i for i, name in enumerate(BASIS)}
@@ -37,7 +40,10 @@ class WorkloadTerms:
         basis, padded: [2, N, BASIS] views of it (decode: the context-free part of one step).
         steps: [2, N] executions per layer (decode: output_tokens - 1, maybe 0).
         first, last: [N] decode's context range [keys].
-        batch: [N] sequences per workload.
+        batch: [N] sequences each decode pass advances along that range.
+        repeats: [N] waves the workload runs in (service.core.schedule).
+        share: [2, N] the request's share of each phase's energy and counts
+            (service.core.steady_state).
     """
 
     both: FloatArray
@@ -45,6 +51,8 @@ class WorkloadTerms:
     first: FloatArray
     last: FloatArray
     batch: FloatArray
+    repeats: FloatArray
+    share: FloatArray
 
     @property
     def basis(self) -> FloatArray:
@@ -55,7 +63,8 @@ class WorkloadTerms:
         return self.both[..., len(BASIS) :]
 
     def phase_sums(self, window: int | None) -> tuple[FloatArray, FloatArray]:
-        """[2, N, BASIS] terms summed over each phase's executions: (real, padded rows)."""
+        """[2, N, BASIS] terms summed over each phase's executions and waves, times the
+        request's share: (real, padded rows)."""
         sums = self.both * self.steps[..., None]
         first, last = self.first, self.last
         # Decode's pairs and keys read grow by one per step: summed over the contexts.
@@ -63,6 +72,7 @@ class WorkloadTerms:
         windowed = contexts if window is None else capped_sum(first, last, window)
         sums[1][:, _FULL_SPAN] += (self.batch * contexts)[:, None]
         sums[1][:, _SLIDING_SPAN] += (self.batch * windowed)[:, None]
+        sums *= (self.share * self.repeats)[..., None]
         width = len(BASIS)
         return sums[..., :width], sums[..., width:]
 
@@ -98,34 +108,47 @@ def expert_terms_many(
 def workload_terms(
     arch: ModelArchitecture,
     s: ShardShapes,
-    batch: FloatArray,
+    mix: PassMix,
     prompt: FloatArray,
     output: FloatArray,
+    repeats: FloatArray,
     *,
     flash: bool,
     tile_m: int,
 ) -> WorkloadTerms:
-    """The terms of workloads (batch, prompt, output) [N each, integer-valued floats]."""
-    n, width = batch.shape[0], len(BASIS)
+    """The terms of workloads whose passes `mix` describes (prompt, output: [N] integer-valued
+    floats; `repeats`: [N] waves each runs). A pass of p prompts of N computed tokens over K
+    cached ones and d decoding sequences has T = d + p N query tokens and d + p logit rows;
+    each prompt scores N K + N (N + 1) / 2 query-key pairs (causal flash; unfused: N P),
+    reads the K, V of all P prompt tokens and writes N new ones."""
+    n, width = prompt.shape[0], len(BASIS)
     both = np.zeros((2, n, 2 * width))
     basis = both[..., :width]
-    tokens = batch * prompt
-    full = prompt * (prompt + 1.0) / 2.0 if flash else prompt * prompt
+    new = mix.new_tokens
+    cached = prompt - new
+    full = cached * new + new * (new + 1.0) / 2.0 if flash else new * prompt
     window = arch.sliding_window_tokens
-    prefill, decode = basis[0], basis[1]
+    p, d = mix.prefilling, mix.decoding  # [2, N]
+    tokens = d + p * new
+    # A continuous prefill pass is priced whole: its decoding sequences' mean contexts are
+    # read in it; decode passes take them from the context range (service.core.phase).
+    baked = np.zeros_like(p)
+    baked[0] = d[0] * mix.mean_context
     basis[..., 0] = 1.0
-    prefill[:, 1], prefill[:, 2] = tokens, batch
-    prefill[:, 3], prefill[:, 4], prefill[:, 5] = batch * full, tokens, tokens
+    basis[..., 1], basis[..., 2] = tokens, d + p
+    basis[..., 3], basis[..., 4], basis[..., 5] = p * full + baked, p * prompt + baked, tokens
+    basis[1, :, 8] = tokens[1]
     if window is not None:
-        inside = np.minimum(prompt, window)
-        sliding = inside * (inside + 1.0) / 2.0 + (prompt - inside) * window
-        prefill[:, 6] = batch * (sliding if flash else prompt * prompt)
-        prefill[:, 7], prefill[:, 8] = tokens, tokens
-    decode[:, 1] = decode[:, 2] = decode[:, 5] = decode[:, 8] = batch
+        sliding = capped_sum(cached + 1.0, prompt, window) if flash else new * prompt
+        steps = np.maximum(output - 1.0, 1.0)
+        baked[0] = d[0] * capped_sum(prompt + 1.0, prompt + output - 1.0, window) / steps
+        basis[..., 6] = p * sliding + baked
+        basis[..., 7] = p * (new + np.minimum(cached, window)) + baked
+        basis[..., 8] = tokens
     expert_padded = []
     if arch.is_moe:
-        for phase, rows in ((0, tokens), (1, batch)):
-            expert_rows, padded_experts, touched = expert_terms_many(arch, s, rows, tile_m)
+        for phase in (0, 1):
+            expert_rows, padded_experts, touched = expert_terms_many(arch, s, tokens[phase], tile_m)
             basis[phase, :, 9], basis[phase, :, 10] = expert_rows, touched
             expert_padded.append(padded_experts)
     padded = both[..., width:]
@@ -134,6 +157,6 @@ def workload_terms(
     padded[..., 1:3] = padded_rows_many(basis[..., 1:3], tile_m)
     for phase, padded_experts in enumerate(expert_padded):
         padded[phase, :, 9] = padded_experts
-    steps = np.empty((2, n))
-    steps[0], steps[1] = 1.0, output - 1.0
-    return WorkloadTerms(both, steps, prompt + 1.0, prompt + output - 1.0, batch)
+    return WorkloadTerms(
+        both, mix.steps, prompt + 1.0, prompt + output - 1.0, d[1], repeats, mix.share
+    )

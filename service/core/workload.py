@@ -10,14 +10,21 @@ from service.core.hardware import GpuSpec
 
 @dataclass(frozen=True, slots=True)
 class Workload:
-    """A static batch: `batch_size` sequences of `prompt_tokens` each generating `output_tokens`.
+    """`batch_size` sequences of `prompt_tokens` each generating `output_tokens`.
 
     The first output token comes out of prefill; decode runs the other output_tokens - 1 steps.
+    `cached_prompt_tokens` of each prompt are prefix-cache hits: their KV cache is held, so
+    prefill does not recompute them (at least the prompt's last token is computed, as engines
+    do to produce the first output token). `concurrent_sequences` None: a static batch running
+    alone; given (>= batch_size): the request's sequences run inside a continuous batch of that
+    many sequences in steady state (service.core.steady_state).
     """
 
     batch_size: int
     prompt_tokens: int
     output_tokens: int
+    cached_prompt_tokens: int = 0
+    concurrent_sequences: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

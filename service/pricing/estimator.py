@@ -14,6 +14,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from typing import Any
 
 from service.catalog.engines import DEFAULT_ENGINE, load_engine_coefficients
 from service.catalog.facilities import FacilityCatalog, load_facility_catalog
@@ -29,6 +30,11 @@ from service.core.results import RequestEstimate
 from service.core.workload import Workload
 from service.errors import ServiceError
 from service.pricing.calibration import ActiveCalibration
+from service.pricing.continuous_energy import (
+    StaticReadings,
+    static_readings,
+    with_static_corrections,
+)
 from service.pricing.document import Calibrated, Latency, quote_document
 from service.pricing.energy import roofline_energy, scaled_energy
 from service.pricing.priced import PricedRequest, model_version
@@ -44,6 +50,12 @@ logger = logging.getLogger("service.estimator")
 # process. A gateway quotes the same few deployments over and over with new token counts; past
 # this many contexts the memory is cleared and refilled (a bound, not an eviction policy).
 MAX_CONTEXTS = 4096
+# What `resolve` takes from each request rather than from the remembered context.
+_PER_REQUEST: dict[str, Any] = {
+    "workload": True,
+    "metadata": True,
+    "serving": {"concurrent_sequences"},
+}
 REGRESSOR_FAILED_NOTE = (
     "the learned regressor failed on this request: energy is the analytical roofline estimate"
 )
@@ -59,6 +71,7 @@ class _Group:
     coefficients: CostModelCoefficients | None = None
     estimates: WorkloadEstimates | None = None
     features: Features | None = None
+    static: StaticReadings | None = None
 
 
 class Estimator:
@@ -143,7 +156,7 @@ class Estimator:
                     continue
                 resolved = group.resolved[position]
                 prefill_s, decode_s = phase_s[j]
-                steps = resolved.workload.output_tokens - 1
+                steps = float(estimates.decode_steps[j])  # all waves' decode passes
                 latency = Latency(
                     prefill_s,
                     decode_s,
@@ -151,7 +164,7 @@ class Estimator:
                     prefill_s + decode_s,
                     estimates.gpu_count,
                     resolved.workload.batch_size,
-                    estimates.warnings,
+                    estimates.warnings_of(j),
                 )
                 breakdown = estimates.item(j) if verbose else None
                 results[index] = self._priced(
@@ -161,9 +174,10 @@ class Estimator:
 
     def resolve(self, request: EstimateRequest) -> ResolvedRequest:
         """`resolve_request`, answered from memory for a context seen before: resolution
-        depends on everything but the workload (and the metadata, which it ignores), and the
-        workload is taken from `request` every time. Raises what resolve_request raises."""
-        key = request.model_dump_json(exclude={"workload", "metadata"}, exclude_unset=True)
+        depends on everything but the workload, the running sequences and the metadata (which
+        it ignores), and those are taken from `request` every time. Raises what
+        resolve_request raises."""
+        key = request.model_dump_json(exclude=_PER_REQUEST, exclude_unset=True)
         known = self._contexts.get(key)
         if known is None:
             known = resolve_request(
@@ -172,12 +186,24 @@ class Estimator:
             if len(self._contexts) >= MAX_CONTEXTS:
                 self._contexts.clear()
             self._contexts[key] = known
-        workload = request.workload
+        workload, serving = request.workload, request.serving
+        running = serving.concurrent_sequences if serving else None
+        defaulted = dict(known.defaulted)
+        if "cached_prompt_tokens" not in workload.model_fields_set:
+            defaulted["workload.cached_prompt_tokens"] = 0
+        if running is None:  # null: a static batch of the request's own sequences alone
+            defaulted["serving.concurrent_sequences"] = None
         return replace(
             known,
-            workload=Workload(workload.batch_size, workload.prompt_tokens, workload.output_tokens),
+            workload=Workload(
+                workload.batch_size,
+                workload.prompt_tokens,
+                workload.output_tokens,
+                workload.cached_prompt_tokens,
+                running,
+            ),
             notes=list(known.notes),
-            defaulted=dict(known.defaulted),
+            defaulted=defaulted,
         )
 
     def family_of(self, resolved: ResolvedRequest) -> str:
@@ -239,10 +265,18 @@ class Estimator:
         for position, workload_error in errors.items():
             results[group.positions[position]] = invalid_request(workload_error, custom=custom)
         group.estimates = estimates
+        if self.regressor is not None:
+            group.static = static_readings(
+                first.architecture,
+                [group.resolved[p].workload for p in estimates.positions],
+                first.deployment,
+                coefficients,
+            )
 
     def _energies(self, groups: list[_Group]) -> list[list[EnergyPrediction]]:
         """Each group's priced requests' GPU energies: the regressor's (one pass for all
-        groups) or, without one or if it fails, the roofline's."""
+        groups; a continuous batch's corrected as its static reading is, see
+        service.pricing.continuous_energy) or, without one or if it fails, the roofline's."""
         if self.regressor is not None and groups:
             try:
                 features = []
@@ -253,7 +287,17 @@ class Estimator:
                         first.architecture, first.deployment, group.estimates
                     )
                     features.append(group.features)
-                return self.regressor.predict(features)
+                for group in groups:  # the static readings of continuous workloads
+                    if group.static is not None:
+                        first = group.resolved[0]
+                        features.append(
+                            workload_features(
+                                first.architecture, first.deployment, group.static.estimates
+                            )
+                        )
+                predictions = self.regressor.predict(features)
+                pairs = [(g.estimates, g.static) for g in groups if g.estimates is not None]
+                return with_static_corrections(pairs, predictions)
             except Exception:  # a bug, never an input error: the roofline priced these inputs
                 logger.exception("learned regressor failed; answering with the roofline energy")
                 for group in groups:

@@ -44,7 +44,6 @@ class _Job:
     loop: asyncio.AbstractEventLoop
 
 
-
 class PricingThread:
     """Prices requests on one thread (see the module doc); `start` before use, `stop` after."""
 
@@ -120,4 +119,3 @@ class PricingThread:
             # RuntimeError: the loop closed meanwhile (shutdown), no one is waiting.
             with contextlib.suppress(RuntimeError):
                 loop.call_soon_threadsafe(settle_all, outcomes)
-

@@ -40,13 +40,16 @@ EXAMPLE_REQUEST: dict[str, Any] = {
 
 
 class WorkloadIn(BaseModel):
-    """A static batch of `batch_size` sequences; the model's context length is checked too."""
+    """`batch_size` sequences; the model's context length is checked too.
+    `cached_prompt_tokens` (at most `prompt_tokens`) of each prompt are prefix-cache hits:
+    their KV cache is held, so they are not recomputed."""
 
     model_config = example({"batch_size": 8, "prompt_tokens": 512, "output_tokens": 256})
 
     batch_size: Annotated[StrictInt, Field(ge=1, le=4096)]
     prompt_tokens: Tokens
     output_tokens: Tokens
+    cached_prompt_tokens: Annotated[StrictInt, Field(ge=0, le=1_000_000)] = 0
 
 
 class ParallelismIn(BaseModel):
@@ -88,13 +91,16 @@ class PrecisionIn(BaseModel):
 
 
 class ServingIn(BaseModel):
-    """How the model is served: fused attention, and the engine whose host overheads apply
-    (`vllm-v1`: vLLM >= 0.8, the default; `vllm-v0`: vLLM <= 0.6)."""
+    """How the model is served: fused attention, the engine whose host overheads apply
+    (`vllm-v1`: vLLM >= 0.8, the default; `vllm-v0`: vLLM <= 0.6), and the sequences running
+    on the replica while this request runs, its own included (`concurrent_sequences`, at least
+    `batch_size`; omitted: a static batch of the request's own sequences alone)."""
 
     model_config = example({"flash_attention": True, "engine": "vllm-v1"})
 
     flash_attention: StrictBool | None = None
     engine: Literal["vllm-v1", "vllm-v0"] | None = None
+    concurrent_sequences: Annotated[StrictInt, Field(ge=1, le=1_000_000)] | None = None
 
 
 class DatacenterIn(BaseModel):

@@ -200,7 +200,7 @@ def test_batch_reports_each_invalid_or_oversized_workload_at_its_index() -> None
         Workload(4, 512, 128),
         Workload(0, 512, 128),  # empty batch
         Workload(1, 200_000, 10),  # beyond the context length
-        Workload(512, 8000, 4000),  # KV cache does not fit on 2 GPUs
+        Workload(1, 120_000, 8_000),  # one sequence's KV cache does not fit on 2 GPUs
         Workload(1, 64, 1),
     ]
     batch, errors = estimate_workloads(arch, workloads, dep, COEFFICIENTS)

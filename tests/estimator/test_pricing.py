@@ -23,6 +23,7 @@ MIXTRAL_A100 = {
     "hardware": {"gpu": "A100-SXM4-80GB", "count": 4},
 }
 GEMMA_L40S = {"model": "google/gemma-2-9b-it", "hardware": {"gpu": "L40S", "count": 1}}
+LLAMA_70B_L40S = {"model": "meta-llama/Llama-3.1-70B-Instruct", "hardware": {"gpu": "L40S"}}
 
 
 @pytest.fixture(scope="module")
@@ -36,8 +37,8 @@ def body(context: dict[str, Any], batch: int, prompt: int, output: int) -> dict[
 
 
 def mixed_bodies() -> list[dict[str, Any]]:
-    """Llama on H100 five times, Mixtral twice and Gemma twice (one too large for its GPU), and
-    an unknown GPU, interleaved."""
+    """Llama on H100 five times, Mixtral twice, Gemma once, a 70B model whose weights do not
+    fit its GPU, and an unknown GPU, interleaved."""
     return [
         body(LLAMA_8B_H100, 1, 100, 20),
         body(MIXTRAL_A100, 8, 900, 300),
@@ -45,7 +46,7 @@ def mixed_bodies() -> list[dict[str, Any]]:
         body(GEMMA_L40S, 2, 512, 128),
         body(LLAMA_8B_H100, 16, 64, 700),
         body(MIXTRAL_A100, 1, 30, 5),
-        body(GEMMA_L40S, 4096, 4000, 4000),  # does not fit in the L40S memory
+        body(LLAMA_70B_L40S, 1, 4000, 4000),  # does not fit in the L40S memory
         body(LLAMA_8B_H100, 8, 512, 256),
         {**body(LLAMA_8B_H100, 1, 10, 10), "hardware": {"gpu": "H1OO"}},
         body(LLAMA_8B_H100, 2, 3000, 40),
