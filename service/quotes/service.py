@@ -13,6 +13,7 @@ import time
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from fastapi.concurrency import run_in_threadpool
 
@@ -64,8 +65,27 @@ class QuoteTimings:
         return f"pricing;dur={self.pricing_s * 1e3:.2f}, storing;dur={self.storing_s * 1e3:.2f}"
 
 
+# Request fields added since quotes were first stored, with their defaults. At the default they
+# are left out of the stored request and its fingerprint: the request means what it meant before
+# they existed, and an Idempotency-Key stored then still replays its quote.
+ADDED_FIELD_DEFAULTS = (
+    ("workload", "cached_prompt_tokens", 0),
+    ("serving", "concurrent_sequences", None),
+)
+
+
+def request_json(request: EstimateRequest, *, exclude_none: bool = False) -> dict[str, Any]:
+    """The request as JSON-ready data, without the added fields left at their defaults."""
+    data = request.model_dump(mode="json", exclude_none=exclude_none)
+    for parent, name, default in ADDED_FIELD_DEFAULTS:
+        part = data.get(parent)
+        if isinstance(part, dict) and name in part and part[name] == default:
+            del part[name]
+    return data
+
+
 def request_fingerprint(request: EstimateRequest, verbose: bool) -> str:
-    return fingerprint({"request": request.model_dump(mode="json"), "verbose": verbose})
+    return fingerprint({"request": request_json(request), "verbose": verbose})
 
 
 class QuoteService:
@@ -273,7 +293,7 @@ def _quote_row(
         tenant=tenant,
         idempotency_key=idempotency_key,
         request_hash=priced.request_hash,
-        request=priced.request.model_dump(mode="json", exclude_none=True),
+        request=request_json(priced.request, exclude_none=True),
         response=document,
         model_version=quote.model_version,
         calibration_id=quote.calibration_id,

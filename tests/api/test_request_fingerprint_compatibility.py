@@ -1,0 +1,58 @@
+"""Fields added to the request since quotes were first stored do not change, at their defaults,
+what is stored or the Idempotency-Key fingerprint: a key stored before they existed still
+replays its quote after an upgrade."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from service.quotes.service import request_fingerprint, request_json
+from service.schemas.estimate_request import EstimateRequest
+
+BODY = {
+    "model": "meta-llama/Llama-3.1-8B-Instruct",
+    "workload": {"batch_size": 8, "prompt_tokens": 512, "output_tokens": 256},
+    "hardware": {"gpu": "H100-SXM5-80GB", "count": 2},
+    "serving": {"flash_attention": True},
+}
+# The request as the service dumped it before cached_prompt_tokens and concurrent_sequences
+# existed (every field, nulls included), and its fingerprint computed by hand from it.
+BEFORE = {
+    "model": "meta-llama/Llama-3.1-8B-Instruct",
+    "architecture": None,
+    "workload": {"batch_size": 8, "prompt_tokens": 512, "output_tokens": 256},
+    "hardware": {"gpu": "H100-SXM5-80GB", "count": 2, "parallelism": None},
+    "precision": None,
+    "serving": {"flash_attention": True, "engine": None},
+    "datacenter": None,
+    "metadata": None,
+}
+
+
+def _fingerprint_before(verbose: bool) -> str:
+    text = json.dumps(
+        {"request": BEFORE, "verbose": verbose}, sort_keys=True, separators=(",", ":")
+    )
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_a_request_without_the_new_fields_keeps_its_old_fingerprint() -> None:
+    request = EstimateRequest.model_validate(BODY)
+    assert request_fingerprint(request, False) == _fingerprint_before(False)
+    assert request_fingerprint(request, True) == _fingerprint_before(True)
+    assert "cached_prompt_tokens" not in request_json(request, exclude_none=True)["workload"]
+
+
+def test_the_new_fields_change_the_fingerprint_when_they_are_used() -> None:
+    plain = EstimateRequest.model_validate(BODY)
+    cached = EstimateRequest.model_validate(
+        {**BODY, "workload": {**BODY["workload"], "cached_prompt_tokens": 256}}
+    )
+    running = EstimateRequest.model_validate(
+        {**BODY, "serving": {"flash_attention": True, "concurrent_sequences": 64}}
+    )
+    prints = {request_fingerprint(r, False) for r in (plain, cached, running)}
+    assert len(prints) == 3
+    assert request_json(cached)["workload"]["cached_prompt_tokens"] == 256
+    assert request_json(running)["serving"]["concurrent_sequences"] == 64
