@@ -8,6 +8,7 @@ import logging
 import secrets
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from sqlalchemy.exc import SQLAlchemyError
@@ -77,7 +78,7 @@ class _KnownKey:
     principal: Principal
     sha256: str
     revoked: bool
-    checked_at: float = 0.0  # time.monotonic() of the database read [s]
+    checked_at: float = 0.0  # the store's clock at the database read [s]
 
 
 NEEDS_DATABASE = object()
@@ -86,12 +87,20 @@ NEEDS_DATABASE = object()
 
 class KeyStore:
     """Checks bearer keys against the database, falling back to keys it has already seen
-    (so estimates keep working while the database is away)."""
+    (so estimates keep working while the database is away). `clock` [s] times the cache:
+    time.monotonic, or in tests a clock the test moves itself."""
 
     def __init__(
-        self, database: Database, *, require_key: bool, mode_ttl_s: float, key_ttl_s: float = 0.0
+        self,
+        database: Database,
+        *,
+        require_key: bool,
+        mode_ttl_s: float,
+        key_ttl_s: float = 0.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.database = database
+        self.clock = clock
         self.require_key = require_key
         self.mode_ttl_s = mode_ttl_s
         self.key_ttl_s = key_ttl_s
@@ -104,7 +113,7 @@ class KeyStore:
         """True while no key was ever created (and keys are not required): single-tenant dev."""
         if self.require_key or self._any_key:
             return False
-        now = time.monotonic()
+        now = self.clock()
         if self._any_key is None or now - self._checked_at >= self.mode_ttl_s:
             try:
                 with self.database.sessions() as session:
@@ -121,7 +130,7 @@ class KeyStore:
         """`open_mode()` when it needs no database read, else NEEDS_DATABASE."""
         if self.require_key or self._any_key:
             return False
-        if self._any_key is None or time.monotonic() - self._checked_at >= self.mode_ttl_s:
+        if self._any_key is None or self.clock() - self._checked_at >= self.mode_ttl_s:
             return NEEDS_DATABASE
         return not self._any_key
 
@@ -141,7 +150,7 @@ class KeyStore:
         if prefix is None:
             return None
         known = self._known.get(prefix)
-        if known is None or time.monotonic() - known.checked_at >= self.key_ttl_s:
+        if known is None or self.clock() - known.checked_at >= self.key_ttl_s:
             return NEEDS_DATABASE
         return self._check(known, secret)
 
@@ -164,7 +173,7 @@ class KeyStore:
             return None
         principal = Principal(row.tenant, parse_scopes(row.scopes), row.prefix)
         known = _KnownKey(
-            principal, row.key_sha256, row.revoked_at is not None, checked_at=time.monotonic()
+            principal, row.key_sha256, row.revoked_at is not None, checked_at=self.clock()
         )
         with self._lock:
             self._known[prefix] = known
