@@ -22,7 +22,8 @@ from service.schemas.calibrations import (
 
 router = APIRouter(prefix="/v1/calibrations", tags=["calibrations"])
 
-CalibrationId = Annotated[str, Path(min_length=1, max_length=64)]
+# Ids are a prefix and a ULID: anything else (a NUL, which PostgreSQL refuses) is a 422.
+CalibrationId = Annotated[str, Path(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")]
 
 
 @router.post(
