@@ -20,22 +20,31 @@ logger = logging.getLogger(__name__)
 
 KEY_PREFIX = "lq"
 SCOPES = frozenset({"estimate", "billing", "observe", "admin"})
+"""The scopes routes require."""
+OPERATOR_SCOPE = "operator"
+"""The service operator's: what changes quotes for every tenant (a global calibration). No
+other scope grants it; it grants every other one."""
+KEY_SCOPES = SCOPES | {OPERATOR_SCOPE}
 DEV_TENANT = "dev"
 
 
 @dataclass(frozen=True, slots=True)
 class Principal:
-    """Who is calling: a tenant and its scopes (`admin` grants every scope)."""
+    """Who is calling: a tenant and its scopes (`admin` grants every route scope, `operator`
+    every scope)."""
 
     tenant: str
     scopes: frozenset[str]
     key_prefix: str | None
 
     def allows(self, scope: str) -> bool:
-        return scope in self.scopes or "admin" in self.scopes
+        if OPERATOR_SCOPE in self.scopes:
+            return True
+        return scope != OPERATOR_SCOPE and (scope in self.scopes or "admin" in self.scopes)
 
 
-DEV_PRINCIPAL = Principal(DEV_TENANT, SCOPES, None)
+# The open dev mode has one tenant: nothing it does can change another tenant's quotes.
+DEV_PRINCIPAL = Principal(DEV_TENANT, KEY_SCOPES, None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,9 +76,9 @@ def key_prefix(secret: str) -> str | None:
 
 def parse_scopes(text: str) -> frozenset[str]:
     scopes = frozenset(s.strip() for s in text.split(",") if s.strip())
-    unknown = scopes - SCOPES
+    unknown = scopes - KEY_SCOPES
     if unknown:
-        raise ValueError(f"unknown scopes {sorted(unknown)}; use {sorted(SCOPES)}")
+        raise ValueError(f"unknown scopes {sorted(unknown)}; use {sorted(KEY_SCOPES)}")
     return scopes
 
 

@@ -1,6 +1,6 @@
 """Recalibration through HTTP: admin only, shrinkage worked by hand, outliers and bad
-observations not fitted, tenants isolated unless a calibration is global, rollback, and the
-calibration id recorded in quotes and shown in health."""
+observations not fitted, tenants isolated unless the operator fits a global calibration, rollback,
+and the calibration id recorded in quotes and shown in health."""
 
 from __future__ import annotations
 
@@ -183,9 +183,10 @@ def test_tenants_are_isolated_unless_the_calibration_is_global(
     assert client.post(f"{path}/activate", headers=bearer(b_admin)).status_code == 404
     assert client.post("/v1/calibrations", json={}, headers=bearer(b_admin)).status_code == 422
 
-    # An admin marks one global: fitted on every tenant's observations, it prices B's quotes
-    # (B has none of its own), while A keeps its own.
-    shared = calibrate(client, a_admin, scope="global")
+    # The operator fits a global one: fitted on every tenant's observations, it prices B's
+    # quotes (B has none of its own), while A keeps its own.
+    operator_key = create_key(database_url, "operations", "operator")
+    shared = calibrate(client, operator_key, scope="global")
     assert shared["scope"] == "global" and shared["tenant"] is None
     assert shared["observations"]["total"] > own["observations"]["total"]
     priced_b = quote(client, b_operator)
@@ -196,7 +197,7 @@ def test_tenants_are_isolated_unless_the_calibration_is_global(
     assert quote(client, a_operator)["calibration_id"] == own["calibration_id"]
     # Rolled back, B is uncalibrated again.
     rolled = client.post(
-        "/v1/calibrations/rollback", json={"scope": "global"}, headers=bearer(a_admin)
+        "/v1/calibrations/rollback", json={"scope": "global"}, headers=bearer(operator_key)
     )
     assert rolled.status_code == 200 and rolled.json() == {
         "rolled_back": shared["calibration_id"],
@@ -251,3 +252,39 @@ def test_versions_rollback_and_health(client: TestClient, database_url: str) -> 
     assert quote(client, operator)["calibration_id"] == second["calibration_id"]
     fetched = client.get(f"/v1/calibrations/{first['calibration_id']}", headers=bearer(admin))
     assert fetched.status_code == 200 and not fetched.json()["is_current"]
+
+
+def test_only_an_operator_key_changes_the_global_calibration(
+    client: TestClient, database_url: str
+) -> None:
+    """A tenant's admin key neither fits a global calibration from other tenants'
+    observations, nor rolls back or activates one: each is a 403 that changes nothing."""
+    gateway, admin = tenant_keys(database_url, "glob-a")
+    other_gateway, _ = tenant_keys(database_url, "glob-b")
+    operator_key = create_key(database_url, "operations", "operator")
+    for key, ratio in ((gateway, 2.0), (other_gateway, 4.0)):
+        quoted = quote(client, key)
+        for _ in range(5):
+            observe(client, key, quoted, ratio)
+
+    refused = client.post("/v1/calibrations", json={"scope": "global"}, headers=bearer(admin))
+    assert refused.status_code == 403, refused.text
+    assert "operator" in refused.json()["detail"] and "segments" not in refused.json()
+    listed = client.get("/v1/calibrations", headers=bearer(admin)).json()["items"]
+    assert [c for c in listed if c["scope"] == "global" and c["is_current"]] == []
+
+    shared = calibrate(client, operator_key, scope="global")
+    assert shared["observations"]["total"] >= 10  # both tenants' observations
+    path = f"/v1/calibrations/{shared['calibration_id']}"
+    for method, url, body in [
+        ("POST", "/v1/calibrations/rollback", {"scope": "global"}),
+        ("POST", f"{path}/activate", None),
+    ]:
+        answer = client.request(method, url, json=body, headers=bearer(admin))
+        assert answer.status_code == 403, (url, answer.text)
+    assert quote(client, other_gateway)["calibration_id"] == shared["calibration_id"]
+    rolled = client.post(
+        "/v1/calibrations/rollback", json={"scope": "global"}, headers=bearer(operator_key)
+    )
+    assert rolled.status_code == 200 and rolled.json()["rolled_back"] == shared["calibration_id"]
+    assert quote(client, other_gateway)["calibration_id"] is None
