@@ -68,6 +68,11 @@ class Settings(BaseSettings):
     )
     retry_after_s: PositiveInt = 5
     max_body_bytes: PositiveInt = 2 * 1024 * 1024
+    body_read_timeout_s: PositiveFloat = Field(
+        default=10.0,
+        description="A request body not received whole within this time of the request's start "
+        "is refused with 408 [s]; requests wait for a load-shedding slot only once it is in.",
+    )
     max_batch_items: int = Field(
         default=MAX_BATCH_ITEMS, ge=1, le=MAX_BATCH_ITEMS, description="At most 1000 (API.md)."
     )
