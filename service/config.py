@@ -76,6 +76,14 @@ class Settings(BaseSettings):
     max_batch_items: int = Field(
         default=MAX_BATCH_ITEMS, ge=1, le=MAX_BATCH_ITEMS, description="At most 1000 (API.md)."
     )
+    max_verbose_batch_items: int = Field(
+        default=100,
+        ge=1,
+        le=MAX_BATCH_ITEMS,
+        description="At most this many items in a `verbose=true` batch: each verbose answer holds "
+        "its per-kernel table (24-30 KB, against about 8 KB), and a worker holds a batch's "
+        "answers whole until sent.",
+    )
     require_api_key: bool = Field(
         default=False,
         description="Refuse the open dev mode even when no API key exists (production).",
