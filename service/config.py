@@ -38,6 +38,12 @@ class Settings(BaseSettings):
     db_pool_timeout_s: PositiveFloat = 2.0
     db_statement_timeout_ms: PositiveInt = 5000
     sqlite_busy_timeout_ms: PositiveInt = 2000
+    sqlite_lock_backoff_s: PositiveFloat = Field(
+        default=2.0,
+        description="After a write waited out the busy timeout (another process holds the "
+        "write lock), writes fail at once for this long [s] instead of each waiting again "
+        "(service/db/sqlite_guard.py).",
+    )
     sqlite_checkpoint_interval_s: float = Field(
         default=0.1,
         ge=0,
