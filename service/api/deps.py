@@ -174,7 +174,9 @@ def count_request(scope: Scope, principal: Principal, policy: str) -> None:
 
 @dataclass(frozen=True, slots=True)
 class RequireScope:
-    """The dependency that admits a key holding `scope` and counts it against the key's rate
+    """The dependency that declares a route's `scope` (read by the admission middleware, which
+    checks and counts the key from the headers) and returns the admitted caller; without the
+    middleware it admits a key holding `scope` itself and counts it against the key's rate
     limit for that scope (before the scope check: a refused key is still counted and told)."""
 
     scope: str
@@ -182,7 +184,8 @@ class RequireScope:
     async def __call__(
         self, request: Request, principal: Annotated[Principal, Depends(get_principal)]
     ) -> Principal:
-        if request.scope.get("state", {}).get(PRINCIPAL_STATE_KEY) is principal:
+        admitted = request.scope.get("state", {}).get(PRINCIPAL_STATE_KEY) is principal
+        if admitted:
             return principal  # admitted for this scope, and counted, by the middleware
         count_request(request.scope, principal, self.scope)
         if not principal.allows(self.scope):
