@@ -33,8 +33,9 @@ LOCK_PROBE_TIMEOUT_S = 0.2  # health: a write lock held longer than this is repo
 
 def unwritable_file(path: Path) -> Path | None:
     """The first of the database file at `path` and its `-wal` and `-shm` files that exists
-    and cannot be written (the database file also when it is missing); None when all can."""
-    if not os.access(path, os.W_OK):
+    and cannot be written (the database file also when it is missing and its directory cannot
+    be written, so SQLite could not create it); None when all can."""
+    if not os.access(path, os.W_OK) and (path.exists() or not os.access(path.parent, os.W_OK)):
         return path
     for suffix in ("-wal", "-shm"):
         side = path.with_name(path.name + suffix)
@@ -109,6 +110,8 @@ class SqliteGuard:
         unwritable = unwritable_file(self.path)
         if unwritable is not None:
             return f"database file {unwritable.name} cannot be written"
+        if not self.path.exists():
+            return None  # created at the first connection; no other can hold its lock
         try:
             probe = sqlite3.connect(
                 self._uri(), uri=True, timeout=LOCK_PROBE_TIMEOUT_S, isolation_level=None
