@@ -38,6 +38,12 @@ class Settings(BaseSettings):
     db_pool_timeout_s: PositiveFloat = 2.0
     db_statement_timeout_ms: PositiveInt = 5000
     sqlite_busy_timeout_ms: PositiveInt = 2000
+    sqlite_lock_backoff_s: PositiveFloat = Field(
+        default=2.0,
+        description="After a write waited out the busy timeout (another process holds the "
+        "write lock), writes fail at once for this long [s] instead of each waiting again "
+        "(service/db/sqlite_guard.py).",
+    )
     sqlite_checkpoint_interval_s: float = Field(
         default=0.1,
         ge=0,
@@ -74,8 +80,21 @@ class Settings(BaseSettings):
         "never). Single quotes (about 8 KB) stay plain: compressing one costs more CPU than "
         "its bytes cost a gateway on the same network; batch answers run to megabytes.",
     )
+    body_read_timeout_s: PositiveFloat = Field(
+        default=10.0,
+        description="A request body not received whole within this time of the request's start "
+        "is refused with 408 [s]; requests wait for a load-shedding slot only once it is in.",
+    )
     max_batch_items: int = Field(
         default=MAX_BATCH_ITEMS, ge=1, le=MAX_BATCH_ITEMS, description="At most 1000 (API.md)."
+    )
+    max_verbose_batch_items: int = Field(
+        default=100,
+        ge=1,
+        le=MAX_BATCH_ITEMS,
+        description="At most this many items in a `verbose=true` batch: each verbose answer holds "
+        "its per-kernel table (24-30 KB, against about 8 KB), and a worker holds a batch's "
+        "answers whole until sent.",
     )
     require_api_key: bool = Field(
         default=False,

@@ -13,10 +13,11 @@ from fastapi import FastAPI
 from sqlalchemy.exc import OperationalError
 from starlette.middleware.gzip import GZipMiddleware
 
+from service.api.admission import AdmissionMiddleware
 from service.api.deps import AppServices
 from service.api.keys import KeyStore
 from service.api.load_shedding import LoadSheddingMiddleware
-from service.api.middleware import BodyLimitMiddleware, MetricsMiddleware
+from service.api.middleware import BodyReadMiddleware, MetricsMiddleware
 from service.api.openapi import QuotesAPI, operation_id
 from service.api.problems import install_problem_handlers
 from service.api.rate_limit import install_rate_limits
@@ -178,7 +179,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         )
     app.state.metrics = Metrics()
     install_problem_handlers(app)
-    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
+    # Outermost last. A request meets, in turn: the metrics, the caller's key and scope (from
+    # its headers), its body read whole within a deadline, and only then a shedding slot, so
+    # that neither a client without a key nor one that stalls mid-body holds a slot.
     if settings.shed_max_concurrent > 0:  # inside the metrics: shed requests are counted
         app.add_middleware(
             LoadSheddingMiddleware,
@@ -187,6 +190,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             max_queue_wait_s=settings.shed_max_queue_wait_s,
             retry_after_s=settings.shed_retry_after_s,
         )
+    app.add_middleware(
+        BodyReadMiddleware,
+        max_bytes=settings.max_body_bytes,
+        timeout_s=settings.body_read_timeout_s,
+    )
+    app.add_middleware(AdmissionMiddleware)
     app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
     if settings.gzip_min_bytes > 0:  # level 1: most of the saving at a fraction of the CPU
         app.add_middleware(GZipMiddleware, minimum_size=settings.gzip_min_bytes, compresslevel=1)

@@ -9,6 +9,7 @@ from typing import Annotated
 from fastapi import Depends, Header, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi.security.utils import get_authorization_scheme_param
 from sqlalchemy.orm import Session
 from starlette.types import Scope
 
@@ -86,6 +87,8 @@ IdempotencyKeyHeader = Annotated[
     ),
 ]
 
+PRINCIPAL_STATE_KEY = "principal"  # where the admission middleware leaves the caller
+
 bearer_scheme = HTTPBearer(auto_error=False, description="API key: `Authorization: Bearer <key>`")
 
 
@@ -104,13 +107,9 @@ async def known_principal(keys: KeyStore, token: str | None) -> Principal | None
     return principal if isinstance(principal, Principal) else None
 
 
-async def get_principal(
-    services: ServicesDep,
-    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer_scheme)],
-) -> Principal:
-    """The caller (see known_principal); 401 when there is none."""
-    token = credentials.credentials if credentials is not None else None
-    principal = await known_principal(services.keys, token)
+async def authenticated(keys: KeyStore, token: str | None) -> Principal:
+    """The caller behind the bearer `token` (see known_principal); Unauthorized when none."""
+    principal = await known_principal(keys, token)
     if principal is not None:
         return principal
     if token is None:
@@ -122,6 +121,42 @@ async def get_principal(
         "the API key is unknown or revoked",
         headers={"WWW-Authenticate": 'Bearer error="invalid_token"'},
     )
+
+
+def bearer_token(scope: Scope) -> str | None:
+    """The token of the request's `Authorization: Bearer <token>` header, as HTTPBearer reads
+    it (any other scheme, or none: None)."""
+    for name, value in scope.get("headers", []):
+        if name == b"authorization":
+            kind, token = get_authorization_scheme_param(value.decode("latin-1"))
+            return token if kind.lower() == "bearer" and token else None
+    return None
+
+
+async def admitted_principal(scope: Scope, required: str) -> Principal:
+    """The caller, counted against its rate limit for `required` and holding that scope;
+    Unauthorized, RateLimited or Forbidden otherwise. Called by the admission middleware from
+    the headers alone, before the body is read (service/api/admission.py)."""
+    services: AppServices = scope["app"].state.services
+    principal = await authenticated(services.keys, bearer_token(scope))
+    count_request(scope, principal, required)
+    if not principal.allows(required):
+        raise Forbidden(f"this API key lacks the `{required}` scope")
+    return principal
+
+
+async def get_principal(
+    request: Request,
+    services: ServicesDep,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer_scheme)],
+) -> Principal:
+    """The caller the admission middleware admitted, or (no middleware ran) the one behind
+    the credentials; 401 when there is none."""
+    admitted = request.scope.get("state", {}).get(PRINCIPAL_STATE_KEY)
+    if isinstance(admitted, Principal):
+        return admitted
+    token = credentials.credentials if credentials is not None else None
+    return await authenticated(services.keys, token)
 
 
 def count_request(scope: Scope, principal: Principal, policy: str) -> None:
@@ -139,7 +174,9 @@ def count_request(scope: Scope, principal: Principal, policy: str) -> None:
 
 @dataclass(frozen=True, slots=True)
 class RequireScope:
-    """The dependency that admits a key holding `scope` and counts it against the key's rate
+    """The dependency that declares a route's `scope` (read by the admission middleware, which
+    checks and counts the key from the headers) and returns the admitted caller; without the
+    middleware it admits a key holding `scope` itself and counts it against the key's rate
     limit for that scope (before the scope check: a refused key is still counted and told)."""
 
     scope: str
@@ -147,6 +184,9 @@ class RequireScope:
     async def __call__(
         self, request: Request, principal: Annotated[Principal, Depends(get_principal)]
     ) -> Principal:
+        admitted = request.scope.get("state", {}).get(PRINCIPAL_STATE_KEY) is principal
+        if admitted:
+            return principal  # admitted for this scope, and counted, by the middleware
         count_request(request.scope, principal, self.scope)
         if not principal.allows(self.scope):
             raise Forbidden(f"this API key lacks the `{self.scope}` scope")

@@ -8,6 +8,7 @@ import logging
 import secrets
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from sqlalchemy.exc import SQLAlchemyError
@@ -19,22 +20,31 @@ logger = logging.getLogger(__name__)
 
 KEY_PREFIX = "lq"
 SCOPES = frozenset({"estimate", "billing", "observe", "admin"})
+"""The scopes routes require."""
+OPERATOR_SCOPE = "operator"
+"""The service operator's: what changes quotes for every tenant (a global calibration). No
+other scope grants it; it grants every other one."""
+KEY_SCOPES = SCOPES | {OPERATOR_SCOPE}
 DEV_TENANT = "dev"
 
 
 @dataclass(frozen=True, slots=True)
 class Principal:
-    """Who is calling: a tenant and its scopes (`admin` grants every scope)."""
+    """Who is calling: a tenant and its scopes (`admin` grants every route scope, `operator`
+    every scope)."""
 
     tenant: str
     scopes: frozenset[str]
     key_prefix: str | None
 
     def allows(self, scope: str) -> bool:
-        return scope in self.scopes or "admin" in self.scopes
+        if OPERATOR_SCOPE in self.scopes:
+            return True
+        return scope != OPERATOR_SCOPE and (scope in self.scopes or "admin" in self.scopes)
 
 
-DEV_PRINCIPAL = Principal(DEV_TENANT, SCOPES, None)
+# The open dev mode has one tenant: nothing it does can change another tenant's quotes.
+DEV_PRINCIPAL = Principal(DEV_TENANT, KEY_SCOPES, None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,9 +76,9 @@ def key_prefix(secret: str) -> str | None:
 
 def parse_scopes(text: str) -> frozenset[str]:
     scopes = frozenset(s.strip() for s in text.split(",") if s.strip())
-    unknown = scopes - SCOPES
+    unknown = scopes - KEY_SCOPES
     if unknown:
-        raise ValueError(f"unknown scopes {sorted(unknown)}; use {sorted(SCOPES)}")
+        raise ValueError(f"unknown scopes {sorted(unknown)}; use {sorted(KEY_SCOPES)}")
     return scopes
 
 
@@ -77,7 +87,7 @@ class _KnownKey:
     principal: Principal
     sha256: str
     revoked: bool
-    checked_at: float = 0.0  # time.monotonic() of the database read [s]
+    checked_at: float = 0.0  # the store's clock at the database read [s]
 
 
 NEEDS_DATABASE = object()
@@ -86,12 +96,20 @@ NEEDS_DATABASE = object()
 
 class KeyStore:
     """Checks bearer keys against the database, falling back to keys it has already seen
-    (so estimates keep working while the database is away)."""
+    (so estimates keep working while the database is away). `clock` [s] times the cache:
+    time.monotonic, or in tests a clock the test moves itself."""
 
     def __init__(
-        self, database: Database, *, require_key: bool, mode_ttl_s: float, key_ttl_s: float = 0.0
+        self,
+        database: Database,
+        *,
+        require_key: bool,
+        mode_ttl_s: float,
+        key_ttl_s: float = 0.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.database = database
+        self.clock = clock
         self.require_key = require_key
         self.mode_ttl_s = mode_ttl_s
         self.key_ttl_s = key_ttl_s
@@ -104,7 +122,7 @@ class KeyStore:
         """True while no key was ever created (and keys are not required): single-tenant dev."""
         if self.require_key or self._any_key:
             return False
-        now = time.monotonic()
+        now = self.clock()
         if self._any_key is None or now - self._checked_at >= self.mode_ttl_s:
             try:
                 with self.database.sessions() as session:
@@ -121,7 +139,7 @@ class KeyStore:
         """`open_mode()` when it needs no database read, else NEEDS_DATABASE."""
         if self.require_key or self._any_key:
             return False
-        if self._any_key is None or time.monotonic() - self._checked_at >= self.mode_ttl_s:
+        if self._any_key is None or self.clock() - self._checked_at >= self.mode_ttl_s:
             return NEEDS_DATABASE
         return not self._any_key
 
@@ -141,7 +159,7 @@ class KeyStore:
         if prefix is None:
             return None
         known = self._known.get(prefix)
-        if known is None or time.monotonic() - known.checked_at >= self.key_ttl_s:
+        if known is None or self.clock() - known.checked_at >= self.key_ttl_s:
             return NEEDS_DATABASE
         return self._check(known, secret)
 
@@ -164,7 +182,7 @@ class KeyStore:
             return None
         principal = Principal(row.tenant, parse_scopes(row.scopes), row.prefix)
         known = _KnownKey(
-            principal, row.key_sha256, row.revoked_at is not None, checked_at=time.monotonic()
+            principal, row.key_sha256, row.revoked_at is not None, checked_at=self.clock()
         )
         with self._lock:
             self._known[prefix] = known

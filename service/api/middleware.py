@@ -1,44 +1,88 @@
-"""Pure ASGI middleware: request body limit (413) and Prometheus request metrics."""
+"""Pure ASGI middleware: the request body read whole and bounded, and Prometheus request metrics."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 
-from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.api.problems import http_problem
 from service.metrics import Metrics
 
 
-class BodyLimitMiddleware:
-    """Refuse bodies over `max_bytes`: by Content-Length up front, or while streaming."""
+class BodyReadMiddleware:
+    """Reads the whole request body before the app (and the load-shedding slot inside it) sees
+    the request, then hands it on in one message.
 
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+    Refused here, each as a problem: a body over `max_bytes` (413; by Content-Length up front,
+    or while reading), one not received within `timeout_s` seconds of the request's start
+    (408: a client that stalls mid-body holds no slot, and its connection is closed), and one
+    that is not UTF-8 text (400: JSON between systems is UTF-8, RFC 8259, and the standard
+    library would otherwise take UTF-16 or UTF-32 for it).
+    """
+
+    def __init__(self, app: ASGIApp, max_bytes: int, timeout_s: float) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.timeout_s = timeout_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        detail = f"request body larger than {self.max_bytes} bytes"
+        too_large = f"request body larger than {self.max_bytes} bytes"
         for name, value in scope.get("headers", []):
             if name == b"content-length" and value.isdigit() and int(value) > self.max_bytes:
-                await http_problem(413, detail)(scope, receive, send)
+                await http_problem(413, too_large)(scope, receive, send)
                 return
+        chunks: list[bytes] = []
         seen = 0
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                while True:
+                    message = await receive()
+                    if message["type"] != "http.request":
+                        return  # the client went away: nothing to answer
+                    chunk = message.get("body", b"")
+                    seen += len(chunk)
+                    if seen > self.max_bytes:
+                        await http_problem(413, too_large)(scope, receive, send)
+                        return
+                    chunks.append(chunk)
+                    if not message.get("more_body", False):
+                        break
+        except TimeoutError:
+            detail = f"request body not received within {self.timeout_s:g} s"
+            await http_problem(408, detail, {"Connection": "close"})(scope, receive, send)
+            return
+        body = b"".join(chunks)
+        if not _utf8_text(body):
+            detail = "request body is not UTF-8 text (JSON is UTF-8, without NUL bytes)"
+            await http_problem(400, detail)(scope, receive, send)
+            return
+        delivered = False
 
-        async def limited_receive() -> Message:
-            nonlocal seen
-            message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.max_bytes:
-                    raise HTTPException(413, detail)
-            return message
+        async def replay() -> Message:
+            nonlocal delivered
+            if delivered:
+                return await receive()  # after the body: the disconnect, when it comes
+            delivered = True
+            return {"type": "http.request", "body": body, "more_body": False}
 
-        await self.app(scope, limited_receive, send)
+        await self.app(scope, replay, send)
+
+
+def _utf8_text(body: bytes) -> bool:
+    """Whether `body` is UTF-8 without NUL bytes: JSON text holds none (a NUL in a string is
+    escaped), and the standard library reads bytes with NULs as UTF-16 or UTF-32."""
+    if b"\x00" in body:
+        return False
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 class MetricsMiddleware:

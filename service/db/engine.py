@@ -17,6 +17,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.config import Settings
+from service.db.sqlite_guard import SqliteGuard, is_lock_timeout
 from service.db.wal_checkpoints import BACKSTOP_PAGES, checkpoints_in_background
 
 logger = logging.getLogger(__name__)
@@ -39,12 +40,22 @@ def dump_json(document: Any) -> str:
         return json.dumps(document)
 
 
-def build_engine(settings: Settings) -> Engine:
-    """An engine whose every wait (connect, pool, lock, statement) is bounded."""
+def sqlite_guard_for(settings: Settings) -> SqliteGuard | None:
+    """The guard of the service's SQLite file (service/db/sqlite_guard.py); None for other
+    databases and in-memory SQLite."""
+    url = make_url(settings.database_url)
+    if url.get_backend_name() != "sqlite" or url.database in (None, "", ":memory:"):
+        return None
+    return SqliteGuard(Path(str(url.database)), lock_backoff_s=settings.sqlite_lock_backoff_s)
+
+
+def build_engine(settings: Settings, guard: SqliteGuard | None = None) -> Engine:
+    """An engine whose every wait (connect, pool, lock, statement) is bounded; on SQLite,
+    checked by `guard` (whose lock back-off its lock waits start)."""
     url = make_url(settings.database_url)
     if url.get_backend_name() == "sqlite":
         ensure_sqlite_directory(settings.database_url)
-        return _sqlite_engine(settings, settings.sqlite_busy_timeout_ms)
+        return _sqlite_engine(settings, settings.sqlite_busy_timeout_ms, guard=guard)
     return create_engine(
         url,
         connect_args=postgres_connect_args(settings),
@@ -122,7 +133,7 @@ class ReconnectBackoff:
         return connection
 
 
-def build_in_loop_engine(settings: Settings) -> Engine | None:
+def build_in_loop_engine(settings: Settings, guard: SqliteGuard | None = None) -> Engine | None:
     """SQLite (with `sqlite_commit_in_loop`): an engine on the same file that never waits for
     a lock (busy timeout 0), for commits made in the event loop thread
     (service/quotes/sqlite_sink.py); None for other databases."""
@@ -131,11 +142,23 @@ def build_in_loop_engine(settings: Settings) -> Engine | None:
         return None
     # With a WalCheckpointer running, the loop's commits checkpoint only as a backstop.
     autocheckpoint = BACKSTOP_PAGES if checkpoints_in_background(settings) else None
-    return _sqlite_engine(settings, busy_timeout_ms=0, autocheckpoint_pages=autocheckpoint)
+    # Checked by `guard`, but its lock waits (none: busy timeout 0) start no back-off.
+    return _sqlite_engine(
+        settings,
+        busy_timeout_ms=0,
+        autocheckpoint_pages=autocheckpoint,
+        guard=guard,
+        notes_lock_timeouts=False,
+    )
 
 
 def _sqlite_engine(
-    settings: Settings, busy_timeout_ms: int, autocheckpoint_pages: int | None = None
+    settings: Settings,
+    busy_timeout_ms: int,
+    autocheckpoint_pages: int | None = None,
+    *,
+    guard: SqliteGuard | None = None,
+    notes_lock_timeouts: bool = True,
 ) -> Engine:
     engine = create_engine(
         settings.database_url,
@@ -145,7 +168,30 @@ def _sqlite_engine(
         json_deserializer=orjson.loads,
     )
     _configure_sqlite(engine, busy_timeout_ms, autocheckpoint_pages)
+    if guard is not None:
+        _guard_sqlite(engine, guard, notes_lock_timeouts=notes_lock_timeouts)
     return engine
+
+
+def _guard_sqlite(engine: Engine, guard: SqliteGuard, *, notes_lock_timeouts: bool) -> None:
+    """`guard` checks each connection before it is set up and each statement before it runs
+    (SQLAlchemy reports what it raises as the driver's OperationalError); a lock wait that
+    timed out starts its back-off."""
+
+    @event.listens_for(engine, "connect", insert=True)
+    def _before_setup(_dbapi_connection: sqlite3.Connection, _record: object) -> None:
+        guard.check()
+
+    @event.listens_for(engine, "before_cursor_execute")
+    def _before_statement(*args: Any) -> None:
+        guard.check(args[2])  # (connection, cursor, statement, ...)
+
+    if notes_lock_timeouts:
+
+        @event.listens_for(engine, "handle_error")
+        def _on_error(context: Any) -> None:
+            if is_lock_timeout(context.original_exception):
+                guard.note_lock_timeout()
 
 
 def _configure_sqlite(
@@ -168,10 +214,11 @@ class Database:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.engine = build_engine(settings)
+        self.sqlite_guard = sqlite_guard_for(settings)
+        self.engine = build_engine(settings, self.sqlite_guard)
         ReconnectBackoff(settings.db_reconnect_backoff_s).install(self.engine)
         self.sessions: sessionmaker[Session] = sessionmaker(self.engine, expire_on_commit=False)
-        self.in_loop_engine = build_in_loop_engine(settings)
+        self.in_loop_engine = build_in_loop_engine(settings, self.sqlite_guard)
 
     @property
     def backend(self) -> str:
@@ -186,7 +233,14 @@ class Database:
             return False
         return True
 
+    def write_problem(self) -> str | None:
+        """Why a write would fail now although the database answers (SQLite: files that
+        cannot be written, a write lock held by another process); None if none is known."""
+        return self.sqlite_guard.write_problem() if self.sqlite_guard is not None else None
+
     def dispose(self) -> None:
+        if self.sqlite_guard is not None:
+            self.sqlite_guard.close()
         self.engine.dispose()
         if self.in_loop_engine is not None:
             self.in_loop_engine.dispose()

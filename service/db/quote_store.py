@@ -127,7 +127,7 @@ class QuoteStore:
         if held is None or held.engine is not engine:
             if held is not None:
                 held.close(invalidate=True)
-            held = self._per_thread.inserts = SqliteQuoteInserts(engine)
+            held = self._per_thread.inserts = SqliteQuoteInserts(engine, self.database.sqlite_guard)
         return held
 
     def _postgres_inserts(self) -> PostgresQuoteInserts:

@@ -47,11 +47,27 @@ def _from_json(row: dict[str, Any]) -> Quote:
     return Quote(**{**row, "created_at": datetime.fromisoformat(row["created_at"])})
 
 
+SpooledKey = tuple[str, str]  # (tenant, idempotency key)
+
+
 class QuoteSpool:
+    """The spool directory (shared by the workers of one host) and this process's index of
+    the idempotency keys in its files.
+
+    A keyed estimate asks the spool for its key whenever the database does not hold it, so
+    the index keeps that from reading the files: each file is parsed once per process (those
+    this process writes, never), and a lookup lists the directory and reads at most the file
+    that holds its key. `files_parsed` counts the files read to index them.
+    """
+
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         directory.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
+        self._index_lock = threading.Lock()
+        self._keys_in: dict[str, set[SpooledKey]] = {}  # file name -> the keys it holds
+        self._file_of: dict[SpooledKey, str] = {}  # key -> the (first indexed) file holding it
+        self.files_parsed = 0
 
     def append(self, quotes: Sequence[NewQuote]) -> None:
         """Durably keep `quotes` (raises OSError when even the disk fails)."""
@@ -68,17 +84,51 @@ class QuoteSpool:
             os.fsync(directory_fd)
         finally:
             os.close(directory_fd)
+        keys = {(q.tenant, q.idempotency_key) for q in quotes if q.idempotency_key is not None}
+        with self._index_lock:
+            self._add_to_index(final.name, keys)
 
     def pending(self) -> list[Path]:
         return sorted(self.directory.glob("*.jsonl"))
 
     def find(self, tenant: str, idempotency_key: str) -> Quote | None:
-        """A spooled quote of `tenant` under `idempotency_key`, if any."""
-        for path in self.pending():
-            for quote in self._read(path):
-                if quote.tenant == tenant and quote.idempotency_key == idempotency_key:
-                    return quote
+        """A spooled quote of `tenant` under `idempotency_key`, if any: the index brought up
+        to date with the directory (files another worker wrote parsed, files replayed
+        dropped), then the one file holding the key read."""
+        wanted = (tenant, idempotency_key)
+        with self._index_lock:
+            self._update_index(self.pending())
+            name = self._file_of.get(wanted)
+        if name is None:
+            return None
+        for quote in self._read(self.directory / name):
+            if (quote.tenant, quote.idempotency_key) == wanted:
+                return quote
         return None
+
+    def _update_index(self, listed: list[Path]) -> None:
+        names = {path.name for path in listed}
+        orphaned: set[SpooledKey] = set()
+        for gone in self._keys_in.keys() - names:
+            for key in self._keys_in.pop(gone):
+                if self._file_of.get(key) == gone:
+                    del self._file_of[key]
+                    orphaned.add(key)
+        for key in orphaned:  # rare: a key spooled twice (two workers while the database was away)
+            held_by = sorted(name for name, keys in self._keys_in.items() if key in keys)
+            if held_by:
+                self._file_of[key] = held_by[0]
+        for path in listed:
+            if path.name not in self._keys_in:
+                self.files_parsed += 1
+                quotes = self._read(path)
+                keys = {(q.tenant, q.idempotency_key) for q in quotes if q.idempotency_key}
+                self._add_to_index(path.name, keys)
+
+    def _add_to_index(self, name: str, keys: set[SpooledKey]) -> None:
+        self._keys_in[name] = keys
+        for key in keys:
+            self._file_of.setdefault(key, name)
 
     def replay(self, database: Database, commit: CommitQuotes) -> int:
         """Move spooled quotes into the database, oldest file first; returns how many moved.

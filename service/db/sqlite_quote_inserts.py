@@ -30,6 +30,7 @@ from service.db.quote_insert_rows import (
     new_factor_sets,
     quote_values,
 )
+from service.db.sqlite_guard import SqliteGuard, is_lock_timeout
 from service.db.tables import NewQuote
 
 
@@ -40,10 +41,17 @@ class SqliteQuoteInserts:
     Not thread-safe: one event loop thread uses it.
     """
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(
+        self, engine: Engine, guard: SqliteGuard | None = None, *, notes_lock_timeouts: bool = True
+    ) -> None:
+        """`guard` (service/db/sqlite_guard.py) checks each commit first, as the engine's own
+        statements are checked; unless not `notes_lock_timeouts` (the event loop's engine,
+        which never waits), a commit that waited out the busy timeout starts its back-off."""
         if engine.dialect.name != "sqlite":
             raise ValueError(f"SqliteQuoteInserts needs a SQLite engine, not {engine.dialect.name}")
         self.engine = engine
+        self.guard = guard
+        self.notes_lock_timeouts = notes_lock_timeouts
         self._held: PoolProxiedConnection | None = None
         self._quote_rows = InsertRows(engine.dialect, QUOTES)
         self._set_rows = InsertRows(engine.dialect, FACTOR_SETS)
@@ -66,6 +74,8 @@ class SqliteQuoteInserts:
         when another connection holds the lock (this engine's busy timeout decides how long it
         waited), IntegrityError for a constraint (a duplicate idempotency key).
         """
+        if self.guard is not None:
+            self.guard.check("BEGIN IMMEDIATE")
         connection = self._connection()
         try:
             connection.execute("BEGIN IMMEDIATE")
@@ -82,7 +92,10 @@ class SqliteQuoteInserts:
                 connection.execute("ROLLBACK")
                 raise
         except sqlite3.Error as error:
-            if error.sqlite_errorcode not in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_CONSTRAINT):
+            if is_lock_timeout(error):
+                if self.guard is not None and self.notes_lock_timeouts:
+                    self.guard.note_lock_timeout()
+            elif error.sqlite_errorcode != sqlite3.SQLITE_CONSTRAINT:
                 self.close(invalidate=True)  # a disk or file error: connect afresh next time
             raise
         return [factors.id for factors in sets]

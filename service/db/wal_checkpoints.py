@@ -28,6 +28,7 @@ from urllib.parse import quote
 from sqlalchemy import make_url
 
 from service.config import Settings
+from service.db.sqlite_guard import unwritable_file
 
 logger = logging.getLogger(__name__)
 
@@ -81,6 +82,9 @@ class WalCheckpointer:
         failing = False
         while not self._stop.wait(self.interval_s):
             try:
+                unwritable = unwritable_file(self.path)  # else SIGBUS (service/db/sqlite_guard.py)
+                if unwritable is not None:
+                    raise sqlite3.OperationalError(f"{unwritable} cannot be written")
                 if connection is None:
                     connection = _open_existing(self.path)
                 self.checkpoint(connection)

@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 from service.db.repositories import ObservationRepository, QuoteRepository, stored_response
 from service.db.tables import Observation, Quote
 from service.errors import FieldError, InvalidRequest, NotFound
+from service.schemas.common import storable_text, utc_representable
 from service.schemas.quotes import ObservationOut, QuoteDetail, QuotePage, QuoteSummary
 
 CSV_COLUMNS = list(QuoteSummary.model_fields)
@@ -28,9 +29,10 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         stamp, quote_id = json.loads(raw)
-        at = datetime.fromisoformat(stamp)
+        at = utc_representable(datetime.fromisoformat(stamp))
         if at.tzinfo is None or not isinstance(quote_id, str):
             raise ValueError(cursor)
+        storable_text(quote_id)
     except (ValueError, TypeError) as error:
         raise InvalidRequest(
             "cursor is not one this service issued",

@@ -21,7 +21,7 @@ from service.db.engine import Database
 from service.db.ids import new_calibration_id
 from service.db.repositories import CalibrationRepository, ObservationRepository
 from service.db.tables import GLOBAL_SCOPE, TENANT_SCOPE, Calibration, Observation, Quote
-from service.errors import Conflict, InvalidRequest, NotFound
+from service.errors import Conflict, Forbidden, InvalidRequest, NotFound
 from service.pricing.calibration import (
     ActiveCalibration,
     CalibrationFit,
@@ -63,6 +63,13 @@ def _point(
     )
 
 
+def require_operator(operator: bool, what: str) -> None:
+    """Forbidden unless the caller is the operator: a global calibration prices every tenant's
+    quotes and is fitted on every tenant's observations, so no tenant's key may change it."""
+    if not operator:
+        raise Forbidden(f"{what} changes every tenant's quotes: it takes an operator key")
+
+
 def create_calibration(
     session: Session,
     tenant: str,
@@ -70,10 +77,14 @@ def create_calibration(
     *,
     model_version: str,
     family_of: Callable[[str], str],
+    operator: bool = False,
 ) -> Calibration:
-    """Fit a calibration on the observations of `tenant` (every tenant's for scope global)
-    against quotes of `model_version`, store it, and make it current if asked."""
+    """Fit a calibration on the observations of `tenant` (every tenant's for scope global,
+    which only the `operator` may fit) against quotes of `model_version`, store it, and make
+    it current if asked."""
     scope = GLOBAL_SCOPE if body.scope == "global" else TENANT_SCOPE
+    if scope == GLOBAL_SCOPE:
+        require_operator(operator, "a global calibration")
     rows = ObservationRepository(session).with_quotes(None if scope == GLOBAL_SCOPE else tenant)
     points: list[CalibrationPoint] = []
     other_version = 0
@@ -154,17 +165,27 @@ def make_current(session: Session, calibration: Calibration) -> Calibration:
     return calibration
 
 
-def activate(session: Session, tenant: str, calibration_id: str) -> Calibration:
-    """Make a calibration `tenant` may see current again (a roll back or forward to it)."""
+def activate(
+    session: Session, tenant: str, calibration_id: str, *, operator: bool = False
+) -> Calibration:
+    """Make a calibration `tenant` may see current again (a roll back or forward to it); a
+    global one only for the `operator`."""
     calibration = CalibrationRepository(session).visible(tenant, calibration_id)
     if calibration is None:
         raise NotFound(f"no calibration {calibration_id!r}")
+    if calibration.scope == GLOBAL_SCOPE:
+        require_operator(operator, "activating a global calibration")
     return make_current(session, calibration)
 
 
-def rollback(session: Session, tenant: str, scope: str) -> tuple[Calibration, Calibration | None]:
+def rollback(
+    session: Session, tenant: str, scope: str, *, operator: bool = False
+) -> tuple[Calibration, Calibration | None]:
     """Take the scope's current calibration out of service and make current again the one it
-    replaced (none: the scope goes uncalibrated). Returns (rolled back, now current)."""
+    replaced (none: the scope goes uncalibrated); the global scope only for the `operator`.
+    Returns (rolled back, now current)."""
+    if scope == GLOBAL_SCOPE:
+        require_operator(operator, "rolling back the global calibration")
     repository = CalibrationRepository(session)
     current = repository.current_in_scope(scope, tenant)
     if current is None:

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from sqlalchemy.exc import SQLAlchemyError
 
 from service.db.quote_store import QuoteStore
+from service.db.sqlite_guard import is_lock_timeout
 from service.db.sqlite_quote_inserts import SqliteQuoteInserts
 from service.db.store_outcomes import Saved
 from service.db.tables import NewQuote
@@ -88,7 +89,7 @@ class SqliteQuoteSink(QuoteSink):
         except sqlite3.IntegrityError:
             return InLoop.THREAD  # one request's constraint: the thread stores the others alone
         except (sqlite3.Error, SQLAlchemyError) as error:  # SQLAlchemy's: while connecting
-            if isinstance(error, sqlite3.Error) and error.sqlite_errorcode == sqlite3.SQLITE_BUSY:
+            if is_lock_timeout(error):
                 self.lock_taken += 1
                 if now - oldest_queued_at < self.lock_retry_s:
                     return InLoop.RETRY
@@ -110,5 +111,6 @@ class SqliteQuoteSink(QuoteSink):
         if engine is None:
             return None
         if held is None:
-            held = self._held_inserts = SqliteQuoteInserts(engine)
+            guard = self.store.database.sqlite_guard  # checks; its lock waits are none
+            held = self._held_inserts = SqliteQuoteInserts(engine, guard, notes_lock_timeouts=False)
         return held

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict
+from pydantic import AfterValidator, AwareDatetime, BaseModel, BeforeValidator, ConfigDict
 
 _NUMBER = re.compile(r"\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*")
 
@@ -18,8 +19,37 @@ def _iso_text_only(value: Any) -> Any:
     return value
 
 
-IsoDatetime = Annotated[AwareDatetime, BeforeValidator(_iso_text_only)]
-"""An RFC 3339 date-time string with its offset (`2026-11-22T10:00:00Z`); never a number."""
+def utc_representable(value: datetime) -> datetime:
+    """`value` unchanged, if it is also a datetime in UTC (where it is compared and stored):
+    `0001-01-01T00:00:00+01:00` is in year 0 there, which no datetime can hold."""
+    try:
+        value.astimezone(UTC)
+    except OverflowError as error:
+        raise ValueError("date-time out of range once converted to UTC") from error
+    return value
+
+
+IsoDatetime = Annotated[
+    AwareDatetime, BeforeValidator(_iso_text_only), AfterValidator(utc_representable)
+]
+"""An RFC 3339 date-time string with its offset (`2026-11-22T10:00:00Z`) that UTC can hold;
+never a number."""
+
+
+def storable_text(value: str) -> str:
+    """`value` unchanged, if every database can store it: PostgreSQL refuses NUL in text, and
+    a lone surrogate (JSON's `"\\ud800"`) cannot be encoded as UTF-8 for any database."""
+    if "\x00" in value:
+        raise ValueError("must not contain NUL characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise ValueError("must not contain lone surrogates") from error
+    return value
+
+
+StorableText = Annotated[str, AfterValidator(storable_text)]
+"""A string without NUL characters or lone surrogates (see `storable_text`)."""
 
 
 def example(value: dict[str, Any]) -> ConfigDict:

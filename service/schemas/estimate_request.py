@@ -13,7 +13,9 @@ Degree = Annotated[StrictInt, Field(ge=1, le=64)]
 Tokens = Annotated[StrictInt, Field(ge=1, le=1_000_000)]
 Size = Annotated[StrictInt, Field(ge=1, le=10_000_000)]
 MetadataKey = Annotated[str, Field(min_length=1, max_length=64)]
-MetadataValue = Annotated[str, Field(max_length=500)] | StrictInt | StrictFloat | StrictBool | None
+# JSON has no NaN or Infinity (Python's parser takes them): refused, not stored as null.
+FiniteFloat = Annotated[StrictFloat, Field(allow_inf_nan=False)]
+MetadataValue = Annotated[str, Field(max_length=500)] | StrictInt | FiniteFloat | StrictBool | None
 WaterPerKwh = Annotated[
     StrictFloat, Field(ge=0.0, le=20.0, description="On-site water usage effectiveness [L/IT kWh].")
 ]

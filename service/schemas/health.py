@@ -4,20 +4,26 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from service.schemas.common import example
 
 
 class DatabaseHealth(BaseModel):
-    model_config = example({"reachable": True, "backend": "sqlite"})
+    model_config = example({"reachable": True, "backend": "sqlite", "problem": None})
 
     reachable: bool
     backend: str
+    problem: str | None = Field(
+        default=None,
+        description="Why writes fail although the database may answer (SQLite: a file that "
+        "cannot be written, the write lock held by another process); null when none is known.",
+    )
 
 
 class Health(BaseModel):
-    """`degraded` while the database is away: estimates still work, quotes are not stored."""
+    """`degraded` while the database is away or cannot be written (`database.problem`):
+    estimates still work, quotes are spooled or not stored."""
 
     model_config = example(
         {

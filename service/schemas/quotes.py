@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, StrictFloat
 
-from service.schemas.common import IsoDatetime, example
+from service.schemas.common import IsoDatetime, StorableText, example
 
 QUOTE_SUMMARY_EXAMPLE: dict[str, Any] = {
     "quote_id": "q_01JDQ8Z3V5Q4XJ8M2W7K9T0ABC",
@@ -91,7 +91,7 @@ class ObservationIn(BaseModel):
 
     gpu_j: Annotated[StrictFloat, Field(gt=0, le=1e12)]
     total_s: Annotated[StrictFloat, Field(gt=0, le=1e7)] | None = None
-    measured_with: Annotated[str, Field(min_length=1, max_length=50)]
+    measured_with: Annotated[StorableText, Field(min_length=1, max_length=50)]
     measured_at: IsoDatetime
 
 

@@ -117,7 +117,7 @@ def bring_database_back(client: TestClient, database_url: str) -> None:
     database.sessions.configure(bind=database.engine)
     if database.in_loop_engine is not None:
         database.in_loop_engine.dispose()
-        database.in_loop_engine = build_in_loop_engine(database.settings)
+        database.in_loop_engine = build_in_loop_engine(database.settings, database.sqlite_guard)
 
 
 def count_quotes(database_url: str, *, tenant: str, idempotency_key: str | None = None) -> int:

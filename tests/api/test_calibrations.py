@@ -1,6 +1,6 @@
 """Recalibration through HTTP: admin only, shrinkage worked by hand, outliers and bad
-observations not fitted, tenants isolated unless a calibration is global, rollback, and the
-calibration id recorded in quotes and shown in health; through the client package."""
+observations not fitted, tenants isolated unless the operator fits a global calibration, rollback,
+and the calibration id recorded in quotes and shown in health; through the client package."""
 
 from __future__ import annotations
 
@@ -185,9 +185,10 @@ def test_tenants_are_isolated_unless_the_calibration_is_global(
     with pytest.raises(InvalidRequest):
         b_admin.fit_calibration()
 
-    # An admin marks one global: fitted on every tenant's observations, it prices B's quotes
-    # (B has none of its own), while A keeps its own.
-    shared = a_admin.fit_calibration({"scope": "global"})
+    # The operator fits a global one: fitted on every tenant's observations, it prices B's
+    # quotes (B has none of its own), while A keeps its own.
+    operator = quotes_client(client, create_key(database_url, "operations", "operator"))
+    shared = operator.fit_calibration({"scope": "global"})
     assert shared.scope == "global" and shared.tenant is None
     assert shared.observations.total > own.observations.total
     priced_b = quote(b_operator)
@@ -197,7 +198,7 @@ def test_tenants_are_isolated_unless_the_calibration_is_global(
     assert current_b is not None and current_b.calibration_id == shared.calibration_id
     assert quote(a_operator).calibration_id == own.calibration_id
     # Rolled back, B is uncalibrated again.
-    rolled = a_admin.rollback_calibration("global")
+    rolled = operator.rollback_calibration("global")
     assert (rolled.rolled_back, rolled.current) == (shared.calibration_id, None)
     assert quote(b_operator).calibration_id is None
 
@@ -240,3 +241,34 @@ def test_versions_rollback_and_health(client: TestClient, database_url: str) -> 
     assert activated.is_current
     assert quote(operator).calibration_id == second.calibration_id
     assert not admin.calibration(first.calibration_id).is_current
+
+
+def test_only_an_operator_key_changes_the_global_calibration(
+    client: TestClient, database_url: str
+) -> None:
+    """A tenant's admin key neither fits a global calibration from other tenants'
+    observations, nor rolls back or activates one: each is a 403 that changes nothing."""
+    gateway, admin = tenant_clients(client, database_url, "glob-a")
+    other_gateway, _ = tenant_clients(client, database_url, "glob-b")
+    operator = quotes_client(client, create_key(database_url, "operations", "operator"))
+    for caller, ratio in ((gateway, 2.0), (other_gateway, 4.0)):
+        quoted = quote(caller)
+        for _ in range(5):
+            observe(caller, quoted, ratio)
+
+    with pytest.raises(Forbidden) as refused:
+        admin.fit_calibration({"scope": "global"})
+    assert "operator" in refused.value.detail
+    listed = admin.calibrations().items
+    assert [c for c in listed if c.scope == "global" and c.is_current] == []
+
+    shared = operator.fit_calibration({"scope": "global"})
+    assert shared.observations.total >= 10  # both tenants' observations
+    with pytest.raises(Forbidden):
+        admin.rollback_calibration("global")
+    with pytest.raises(Forbidden):
+        admin.activate_calibration(shared.calibration_id)
+    assert quote(other_gateway).calibration_id == shared.calibration_id
+    rolled = operator.rollback_calibration("global")
+    assert rolled.rolled_back == shared.calibration_id
+    assert quote(other_gateway).calibration_id is None

@@ -3,11 +3,15 @@ the client package."""
 
 from __future__ import annotations
 
+import json
+import logging
+
 import pytest
-from api_support import example_body, services_of
+from api_support import count_quotes, example_body, running_client, services_of
 from fastapi.testclient import TestClient
 from llm_energy_quotes_client import ApiProblem, Conflict, Estimate, InvalidRequest, QuotesClient
 from numpy.testing import assert_allclose
+from test_bad_input import assert_problem
 
 
 def test_same_key_same_body_returns_the_same_quote(quotes: QuotesClient) -> None:
@@ -75,3 +79,59 @@ def test_invalid_custom_architecture_names_the_field(quotes: QuotesClient) -> No
     with pytest.raises(InvalidRequest) as raised:
         quotes.estimate(body)
     assert raised.value.errors[0].loc == "architecture.num_attention_heads"
+
+
+def test_a_verbose_batch_is_capped_at_its_own_item_count(database_url: str) -> None:
+    """Verbose answers carry their per-kernel tables (about three times the size): a verbose
+    batch past `max_verbose_batch_items` is a 422 naming `items`; the plain batch of the same
+    items, and a verbose one within the cap, are priced."""
+    with running_client(database_url, max_verbose_batch_items=3) as capped:
+        items = [example_body() for _ in range(4)]
+        refused = capped.post("/v1/estimate/batch?verbose=true", json={"items": items})
+        problem = assert_problem(refused, 422, "items")
+        assert "at most 3 items per verbose batch, got 4" in problem["detail"]
+        plain = capped.post("/v1/estimate/batch", json={"items": items})
+        assert plain.status_code == 200
+        assert [item["breakdown"] for item in plain.json()["items"]] == [None] * 4
+        within = capped.post("/v1/estimate/batch?verbose=true", json={"items": items[:3]})
+        assert within.status_code == 200
+        assert all(item["breakdown"] for item in within.json()["items"])
+
+
+@pytest.mark.parametrize("number", ["NaN", "Infinity", "-Infinity"])
+def test_nan_and_infinity_in_metadata_are_refused(
+    client: TestClient, database_url: str, number: str
+) -> None:
+    """Python's JSON parser reads these words, which are not JSON; stored, NaN became null."""
+    text = json.dumps(example_body(metadata={"score": 0.5})).replace("0.5", number)
+    before = count_quotes(database_url, tenant="dev")
+    single = client.post("/v1/estimate", content=text, headers={"Content-Type": "application/json"})
+    assert_problem(single, 422, "metadata.score")
+    batch = client.post(
+        "/v1/estimate/batch",
+        content='{"items": [' + text + "]}",
+        headers={"Content-Type": "application/json"},
+    )
+    assert batch.status_code == 200
+    (item,) = batch.json()["items"]
+    assert item["status"] == 422 and item["errors"][0]["loc"].startswith("metadata.score")
+    assert count_quotes(database_url, tenant="dev") == before
+
+
+def test_an_all_invalid_batch_logs_no_error(
+    client: TestClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Bad items are the caller's: each answers its problem, and nothing is logged as an error
+    (no traceback), whether they fail validation, name nothing known, or do not fit."""
+    batches = [
+        [{"model": "x"}, {}],
+        [example_body(model="nope/nope")] * 2,
+        [example_body(model="meta-llama/Llama-3.1-70B-Instruct", hardware={"gpu": "T4"})] * 2,
+    ]
+    with caplog.at_level(logging.WARNING):
+        for items in batches:
+            answer = client.post("/v1/estimate/batch", json={"items": items})
+            assert answer.status_code == 200
+            assert [item["status"] for item in answer.json()["items"]] == [422] * len(items)
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+    assert not any(r.exc_info for r in caplog.records)

@@ -68,3 +68,25 @@ def test_a_file_removed_by_another_worker_is_skipped(
     assert spool.find("acme", "gone") is None
     assert spool.replay(database, store.commit_replayed) == 0
     database.dispose()
+
+
+def test_keyed_lookups_parse_each_spool_file_once(tmp_path: Path) -> None:
+    """A keyed estimate asks the spool whenever the database lacks its key, database up or
+    not: 40 lookups over 30 files (10 written by this worker, 20 by another) parse only the
+    other worker's 20, once each; a file replayed away leaves the index with it."""
+    spool = QuoteSpool(tmp_path / "spool")
+    other_worker = QuoteSpool(tmp_path / "spool")
+    for n in range(10):
+        spool.append([quote("acme", f"own-{n}"), quote("acme", None)])
+    for n in range(20):
+        other_worker.append([quote("acme", f"other-{n}"), quote("globex", f"other-{n}")])
+    for n in range(40):
+        assert spool.find("acme", f"new-{n}") is None
+    assert spool.files_parsed == 20
+    found = spool.find("globex", "other-7")
+    assert found is not None and (found.tenant, found.idempotency_key) == ("globex", "other-7")
+    assert spool.find("acme", "own-3") is not None and spool.files_parsed == 20
+    (replayed,) = [path for path in spool.pending() if '"own-0"' in path.read_text()]
+    replayed.unlink()  # as the replay does once the file is in the database
+    assert spool.find("acme", "own-0") is None
+    assert spool.find("acme", "own-1") is not None and spool.files_parsed == 20

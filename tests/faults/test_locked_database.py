@@ -14,8 +14,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from api_support import count_quotes_by_id, example_body, running_client
 from locking import database_locked
+from sqlalchemy import make_url
 
 from service.quotes.service import SPOOLED_WARNING
 
@@ -72,3 +74,39 @@ def test_a_locked_database_spools_and_replays_every_answered_quote_once(
         )
         assert retried.json()["quote_id"] == bodies[1]["quote_id"], "a replayed key was lost"
         assert client.post(f"/v1/quotes/{before}/observations", json=OBSERVATION).status_code == 201
+
+
+def test_a_locked_sqlite_costs_one_lock_wait_and_health_says_so(database_url: str) -> None:
+    """SQLite: once a write has waited out the busy timeout, writes fail at once for the
+    back-off: keyed estimates (a claim and a save, each a write) answer within one lock wait,
+    not one per write, and the ones after it at once; health names the lock; once the lock is
+    released, quotes are stored again at once."""
+    if make_url(database_url).get_backend_name() != "sqlite":
+        pytest.skip("SQLite's busy timeout and write lock")
+    lock_wait_s = 1.0  # long against pricing and a busy machine's pauses
+    settings: dict[str, Any] = {
+        "sqlite_busy_timeout_ms": int(lock_wait_s * 1000),
+        "sqlite_lock_backoff_s": 30.0,
+    }
+    with running_client(database_url, **settings) as client:
+        before = client.post("/v1/estimate", json=example_body()).json()["quote_id"]
+        elapsed: list[float] = []
+        with database_locked(database_url):
+            for number in range(6):
+                started = time.monotonic()
+                headers = {"Idempotency-Key": f"locked-once-{number}"}
+                response = client.post("/v1/estimate", json=example_body(), headers=headers)
+                elapsed.append(time.monotonic() - started)
+                assert response.status_code == 200 and response.json()["quote_id"] is None
+            health = client.get("/v1/health").json()
+            observed_s = time.monotonic()
+            refused = client.post(f"/v1/quotes/{before}/observations", json=OBSERVATION)
+            observed_s = time.monotonic() - observed_s
+        assert elapsed[0] < lock_wait_s + 0.6, elapsed  # the claim's wait, not the save's too
+        assert max(elapsed[1:]) < 0.5, elapsed  # within the back-off: no wait at all
+        assert refused.status_code == 503 and observed_s < 0.5
+        assert health["status"] == "degraded" and "locked" in health["database"]["problem"]
+        # Released, the lock is found free by the next write, long before the back-off ends.
+        stored = client.post("/v1/estimate", json=example_body(), headers={"Idempotency-Key": "x"})
+        assert stored.json()["quote_id"] is not None
+        assert client.get("/v1/health").json()["status"] == "ok"

@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query
 
 from service.api.deps import AdminCaller, ServicesDep, SessionDep
+from service.api.keys import OPERATOR_SCOPE
 from service.api.openapi import problem_responses
 from service.db.repositories import CalibrationRepository
 from service.db.tables import GLOBAL_SCOPE, TENANT_SCOPE
@@ -22,7 +23,8 @@ from service.schemas.calibrations import (
 
 router = APIRouter(prefix="/v1/calibrations", tags=["calibrations"])
 
-CalibrationId = Annotated[str, Path(min_length=1, max_length=64)]
+# Ids are a prefix and a ULID: anything else (a NUL, which PostgreSQL refuses) is a 422.
+CalibrationId = Annotated[str, Path(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")]
 
 
 @router.post(
@@ -37,10 +39,10 @@ def post_calibration(
     services: ServicesDep,
     body: CalibrationIn | None = None,
 ) -> CalibrationOut:
-    """Fit a calibration from stored observations (the caller's tenant's, or every tenant's
-    with `scope: global`): per GPU x model family corrections, shrunk toward none where
-    observations are few, fitted on the older observations and scored on the newest
-    (`holdout_mape_before`/`after`). Made current unless `activate` is false."""
+    """Fit a calibration from stored observations (the caller's tenant's, or with `scope:
+    global` and an operator key every tenant's): per GPU x model family corrections, shrunk
+    toward none where observations are few, fitted on the older observations and scored on
+    the newest (`holdout_mape_before`/`after`). Made current unless `activate` is false."""
     estimator = services.estimator
     calibration = create_calibration(
         session,
@@ -48,6 +50,7 @@ def post_calibration(
         body or CalibrationIn(),
         model_version=estimator.model_version,
         family_of=estimator.model_family,
+        operator=caller.allows(OPERATOR_SCOPE),
     )
     services.calibrations.invalidate()
     return calibration_out(calibration)
@@ -86,9 +89,12 @@ def rollback_calibration(
     body: RollbackIn | None = None,
 ) -> RollbackOut:
     """Take the scope's current calibration out of service and make current the one it
-    replaced (none: uncalibrated); 409 when the scope has no current calibration."""
+    replaced (none: uncalibrated); 409 when the scope has no current calibration. The global
+    scope takes an operator key."""
     scope = GLOBAL_SCOPE if body is not None and body.scope == "global" else TENANT_SCOPE
-    rolled_back, current = rollback(session, caller.tenant, scope)
+    rolled_back, current = rollback(
+        session, caller.tenant, scope, operator=caller.allows(OPERATOR_SCOPE)
+    )
     services.calibrations.invalidate()
     return RollbackOut(
         rolled_back=rolled_back.id, current=calibration_out(current) if current else None
@@ -118,7 +124,10 @@ def get_calibration(
 def activate_calibration(
     calibration_id: CalibrationId, caller: AdminCaller, session: SessionDep, services: ServicesDep
 ) -> CalibrationOut:
-    """Make this calibration its scope's current one (roll back or forward to it)."""
-    calibration = activate(session, caller.tenant, calibration_id)
+    """Make this calibration its scope's current one (roll back or forward to it); a global
+    one takes an operator key."""
+    calibration = activate(
+        session, caller.tenant, calibration_id, operator=caller.allows(OPERATOR_SCOPE)
+    )
     services.calibrations.invalidate()
     return calibration_out(calibration)

@@ -84,11 +84,14 @@ async def estimate_batch(
     services: ServicesDep,
     verbose: Verbose = False,
 ) -> Response:
-    """Quote up to `max_batch_items` requests; answers are in the same order."""
-    limit = services.settings.max_batch_items
+    """Quote up to `max_batch_items` requests (`max_verbose_batch_items` with `verbose`);
+    answers are in the same order."""
+    settings = services.settings
+    limit = settings.max_verbose_batch_items if verbose else settings.max_batch_items
     if len(body.items) > limit:
+        what = "verbose batch" if verbose else "batch"
         raise InvalidRequest(
-            f"at most {limit} items per batch, got {len(body.items)}",
+            f"at most {limit} items per {what}, got {len(body.items)}",
             errors=[FieldError("items", f"at most {limit} items")],
         )
     parsed = await run_in_threadpool(_parsed_items, body.items)

@@ -29,7 +29,8 @@ def health(
     services: ServicesDep,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer_scheme)],
 ) -> Health:
-    """Model version, calibration, database reachability and whether the open dev mode is on.
+    """Model version, calibration, database reachability (and why writes fail, if they do)
+    and whether the open dev mode is on.
 
     `calibration_id` is the calibration pricing the caller's quotes when a valid key is sent
     (or in the open dev mode), else the current global one; no key is needed."""
@@ -53,14 +54,15 @@ def health(
             calibration_id = current.id if current else None
         except SQLAlchemyError:
             reachable = False
-    if not reachable:
+    problem = database.write_problem()
+    if not reachable or problem is not None:
         services.metrics.db_errors.labels(operation="health").inc()
     estimator = services.estimator
     return Health(
-        status="ok" if reachable else "degraded",
+        status="ok" if reachable and problem is None else "degraded",
         model_version=estimator.model_version,
         calibration_id=calibration_id,
-        database=DatabaseHealth(reachable=reachable, backend=database.backend),
+        database=DatabaseHealth(reachable=reachable, backend=database.backend, problem=problem),
         open_dev_mode=open_mode,
         auth_mode="open-dev" if open_mode else "api-key",
         catalogs={

@@ -1,8 +1,8 @@
 """Kubernetes-style probes: GET /v1/health/live and GET /v1/health/ready (public).
 
 Liveness answers from memory: a process that answers is alive, and restarting it would not
-bring an absent database back. Readiness asks the database: an instance whose database is away
-or whose schema is behind the code's migrations cannot store quotes, so it should take no new
+bring an absent database back. Readiness asks the database: an instance whose database is away,
+cannot be written, or whose schema is behind the code's migrations cannot store quotes, so it should take no new
 traffic until it can (503 with the reason; GET /v1/health still says `degraded` and why).
 """
 
@@ -29,8 +29,8 @@ async def live() -> Liveness:
 
 @router.get("/ready", response_model=Readiness, responses=problem_responses(503))
 async def ready(services: ServicesDep) -> Readiness:
-    """200 when quotes can be stored; 503 (with Retry-After) when the database is unreachable
-    or its schema is not at the migration head."""
+    """200 when quotes can be stored; 503 (with Retry-After) when the database is unreachable,
+    cannot be written (service.db.sqlite_guard) or its schema is not at the migration head."""
     database, retry_after = services.database, str(services.settings.retry_after_s)
     head = migrate.head_revision()
     try:
@@ -41,6 +41,11 @@ async def ready(services: ServicesDep) -> Readiness:
             "the database is unreachable: quotes cannot be stored",
             headers={"Retry-After": retry_after},
         ) from None
+    problem = await run_in_threadpool(database.write_problem)
+    if problem is not None:
+        raise DatabaseUnavailable(
+            f"the database cannot be written: {problem}", headers={"Retry-After": retry_after}
+        )
     if revision != head:
         raise DatabaseUnavailable(
             f"the database schema is at revision {revision!r}, the code needs {head!r}: run "

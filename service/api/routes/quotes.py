@@ -23,7 +23,11 @@ from service.schemas.quotes import ObservationIn, ObservationOut, QuoteDetail, Q
 
 router = APIRouter(prefix="/v1/quotes", tags=["quotes"])
 
-QuoteId = Annotated[str, Path(min_length=1, max_length=64, description="A quote's `quote_id`")]
+# Ids are a prefix and a ULID: anything else (a NUL, which PostgreSQL refuses) is a 422.
+QuoteId = Annotated[
+    str,
+    Path(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_-]+$", description="A `quote_id`"),
+]
 
 
 @router.get(

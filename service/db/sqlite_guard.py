@@ -1,0 +1,138 @@
+"""SQLite: no statement on a file that cannot be written, and no write queued behind a lock
+that another process holds.
+
+In WAL mode every connection maps the `-shm` file into memory and writes to it, readers
+included (their read marks). A write to that mapping once the file cannot be written (made
+immutable, a read-only remount) is not an error SQLite can return: the kernel kills the
+process with SIGBUS. So before each statement, and before a connection is opened, the guard
+checks that the database, `-wal` and `-shm` files can be written (`os.access`, a few
+microseconds) and refuses with an ordinary `sqlite3.OperationalError` otherwise; the callers
+already treat that as the database being away (quotes spooled or answered without an id,
+other writes 503, health `degraded`). A connection is never opened while the files cannot be
+written, so none is left read-only once they can be again.
+
+A write that waited out the busy timeout (another process holding the write lock: a backup, a
+migration, an operator's `BEGIN IMMEDIATE`) starts a back-off of `lock_backoff_s`, during which
+writes fail at once while the lock is still held (asked without waiting) instead of each
+waiting the busy timeout again: a request waits for at most one lock wait, not one per
+database call, and requests do not queue behind waits. A free lock ends the back-off.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from urllib.parse import quote
+
+WRITES = ("INSERT", "UPDATE", "DELETE", "BEGIN IMMEDIATE", "BEGIN EXCLUSIVE", "REPLACE")
+LOCK_PROBE_TIMEOUT_S = 0.2  # health: a write lock held longer than this is reported
+
+
+def unwritable_file(path: Path) -> Path | None:
+    """The first of the database file at `path` and its `-wal` and `-shm` files that exists
+    and cannot be written (the database file also when it is missing and its directory cannot
+    be written, so SQLite could not create it); None when all can."""
+    if not os.access(path, os.W_OK) and (path.exists() or not os.access(path.parent, os.W_OK)):
+        return path
+    for suffix in ("-wal", "-shm"):
+        side = path.with_name(path.name + suffix)
+        if not os.access(side, os.W_OK) and side.exists():
+            return side
+    return None
+
+
+class SqliteGuard:
+    """The checks of the module doc for the database file at `path`; thread-safe."""
+
+    def __init__(self, path: Path, *, lock_backoff_s: float) -> None:
+        self.path = path
+        self.lock_backoff_s = lock_backoff_s
+        self._locked_until = 0.0  # time.monotonic() [s]
+        self._lock = threading.Lock()
+        self._probe: sqlite3.Connection | None = None
+        self._probe_lock = threading.Lock()  # `_held` is asked from several threads
+
+    def check(self, statement: str | None = None) -> None:
+        """Raise sqlite3.OperationalError if the files cannot be written or, for a writing
+        `statement`, while the lock back-off lasts; `statement` None: opening a connection."""
+        unwritable = unwritable_file(self.path)
+        if unwritable is not None:
+            raise sqlite3.OperationalError(f"database file {unwritable} cannot be written")
+        if statement is not None and self.locked() and _writes(statement) and self._held():
+            raise sqlite3.OperationalError(
+                "database is locked by another connection (writes fail at once for "
+                f"{self.lock_backoff_s:g} s after a lock wait timed out)"
+            )
+
+    def note_lock_timeout(self) -> None:
+        """A write waited out the busy timeout: start the back-off."""
+        with self._lock:
+            self._locked_until = time.monotonic() + self.lock_backoff_s
+
+    def locked(self) -> bool:
+        return time.monotonic() < self._locked_until
+
+    def _held(self) -> bool:
+        """Whether another connection still holds the write lock, asked without waiting (a
+        `BEGIN IMMEDIATE` with busy timeout 0, rolled back); a free lock ends the back-off."""
+        with self._probe_lock:
+            try:
+                if self._probe is None:
+                    self._probe = sqlite3.connect(
+                        self._uri(), uri=True, timeout=0, isolation_level=None,
+                        check_same_thread=False,
+                    )  # fmt: skip
+                self._probe.execute("BEGIN IMMEDIATE")
+                self._probe.execute("ROLLBACK")
+            except sqlite3.Error as error:
+                if not is_lock_timeout(error):
+                    self.close()
+                return True
+        with self._lock:
+            self._locked_until = 0.0
+        return False
+
+    def close(self) -> None:
+        """Close the probe's connection (it opens again when needed)."""
+        probe, self._probe = self._probe, None
+        if probe is not None:
+            probe.close()
+
+    def _uri(self) -> str:
+        return f"file:{quote(str(self.path.resolve()))}?mode=rw"  # never creates the file
+
+    def write_problem(self) -> str | None:
+        """Why a write would fail now, for health: files that cannot be written, or the write
+        lock held by another connection for longer than LOCK_PROBE_TIMEOUT_S; None if none."""
+        unwritable = unwritable_file(self.path)
+        if unwritable is not None:
+            return f"database file {unwritable.name} cannot be written"
+        if not self.path.exists():
+            return None  # created at the first connection; no other can hold its lock
+        try:
+            probe = sqlite3.connect(
+                self._uri(), uri=True, timeout=LOCK_PROBE_TIMEOUT_S, isolation_level=None
+            )
+            try:
+                probe.execute("BEGIN IMMEDIATE")
+                probe.execute("ROLLBACK")
+            finally:
+                probe.close()
+        except sqlite3.OperationalError as error:
+            if is_lock_timeout(error):
+                return f"database locked by another connection for over {LOCK_PROBE_TIMEOUT_S:g} s"
+            return f"database cannot be written: {error}"
+        return None
+
+
+def _writes(statement: str) -> bool:
+    return statement.lstrip()[:16].upper().startswith(WRITES)
+
+
+def is_lock_timeout(error: BaseException) -> bool:
+    """Whether `error` is SQLite's busy error (the write lock was not had in time)."""
+    code = getattr(error, "sqlite_errorcode", None)  # absent on errors raised by Python code
+    return isinstance(code, int) and code & 0xFF == sqlite3.SQLITE_BUSY
