@@ -2,8 +2,8 @@
 
 Liveness answers from memory: a process that answers is alive, and restarting it would not
 bring an absent database back. Readiness asks the database: an instance whose database is away,
-cannot be written, or whose schema is behind the code's migrations cannot store quotes, so it should take no new
-traffic until it can (503 with the reason; GET /v1/health still says `degraded` and why).
+cannot be written, or whose schema is behind the code's migrations cannot store quotes, so it
+should take no new traffic until it can (503 with the reason; GET /v1/health says more).
 """
 
 from __future__ import annotations
