@@ -44,15 +44,16 @@ class QuoteSummary(BaseModel):
     model_version: str
     calibration_id: str | None
     gpu_j: float
-    gpu_j_low: float
-    gpu_j_high: float
+    # Null only for a stored quote whose document does not carry the figure.
+    gpu_j_low: float | None
+    gpu_j_high: float | None
     facility_j: float
     total_s: float
     total_g: float
-    total_g_low: float
-    total_g_high: float
-    operational_g: float
-    embodied_g: float
+    total_g_low: float | None
+    total_g_high: float | None
+    operational_g: float | None
+    embodied_g: float | None
     metadata: dict[str, Any] | None
 
 
