@@ -66,6 +66,16 @@ class Conflict(ServiceError):
     status, title, type_slug = 409, "Conflict", "conflict"
 
 
+class MalformedBody(ServiceError):
+    """A body that is not JSON at all (not UTF-8, or not parseable): 400, not a field's 422."""
+
+    status, title, type_slug = 400, "Malformed request body", "malformed-body"
+
+
+class UnsupportedMediaType(ServiceError):
+    status, title, type_slug = 415, "Unsupported Media Type", "unsupported-media-type"
+
+
 class PayloadTooLarge(ServiceError):
     status, title, type_slug = 413, "Payload Too Large", "payload-too-large"
 

@@ -7,7 +7,8 @@ import time
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from service.api.problems import http_problem
+from service.api.problems import http_problem, problem_response
+from service.errors import MalformedBody
 from service.metrics import Metrics
 
 
@@ -59,7 +60,7 @@ class BodyReadMiddleware:
         body = b"".join(chunks)
         if not _utf8_text(body):
             detail = "request body is not UTF-8 text (JSON is UTF-8, without NUL bytes)"
-            await http_problem(400, detail)(scope, receive, send)
+            await problem_response(MalformedBody(detail))(scope, receive, send)
             return
         delivered = False
 

@@ -23,7 +23,7 @@ RATE_LIMIT_HEADERS = {
 }
 
 _PROBLEMS: dict[int, dict[str, Any]] = {
-    400: {"description": "The body is not parseable JSON (or nests deeper than the parser allows)"},
+    400: {"description": "The body is not JSON: not UTF-8 text, or not parseable"},
     401: {
         "description": "No API key, or an unknown or revoked one",
         "headers": {"WWW-Authenticate": {"schema": {"type": "string"}}},
@@ -35,6 +35,7 @@ _PROBLEMS: dict[int, dict[str, Any]] = {
         "headers": _RETRY_AFTER,
     },
     413: {"description": "Request body over the size limit"},
+    415: {"description": "The body was not sent as JSON (`Content-Type: application/json`)"},
     429: {
         "description": "The API key's rate limit for the route's scope is spent",
         "headers": {**_RETRY_AFTER, **RATE_LIMIT_HEADERS},
@@ -83,6 +84,13 @@ PROBLEM_EXAMPLES: dict[int | str, dict[str, Any]] = {
         "title": "Conflict",
         "status": 409,
         "detail": "a request with this Idempotency-Key is still in flight; retry later",
+    },
+    415: {
+        "type": _TYPE + "unsupported-media-type",
+        "title": "Unsupported Media Type",
+        "status": 415,
+        "detail": "the body must be JSON sent with `Content-Type: application/json` "
+        "(`text/plain` sent)",
     },
     413: {
         "type": "about:blank",
@@ -147,6 +155,7 @@ class QuotesAPI(FastAPI):
                     _declare_rate_limits(operation["responses"])
                 if "requestBody" in operation:
                     operation["responses"].setdefault("400", _problem_response(400))
+                    operation["responses"].setdefault("415", _problem_response(415))
                 for status, response in operation.get("responses", {}).items():
                     content = response.get("content", {})
                     if (status == "default" or status[0] in "45") and "application/json" in content:

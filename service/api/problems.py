@@ -22,7 +22,9 @@ from service.errors import (
     DatabaseUnavailable,
     FieldError,
     InvalidRequest,
+    MalformedBody,
     ServiceError,
+    UnsupportedMediaType,
 )
 
 logger = logging.getLogger(__name__)
@@ -93,6 +95,29 @@ def allowed_methods(request: Request) -> str:
     return ", ".join(sorted(methods))
 
 
+JSON_MEDIA_TYPES = ("application/json", "application/problem+json")
+
+
+def body_problem(request: Request, errors: Sequence[Mapping[str, Any]]) -> ServiceError | None:
+    """What is wrong with the body as a whole, rather than with its fields: a body not sent as
+    JSON (415), or JSON that does not parse (400); None when the fields are the problem."""
+    if not any(error["loc"] and error["loc"][0] == "body" for error in errors):
+        return None
+    media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media_type not in JSON_MEDIA_TYPES and not media_type.endswith("+json"):
+        sent = f"`{media_type}`" if media_type else "no Content-Type"
+        return UnsupportedMediaType(
+            f"the body must be JSON sent with `Content-Type: application/json` ({sent} sent)"
+        )
+    for error in errors:
+        if error.get("type") == "json_invalid":
+            reason = (error.get("ctx") or {}).get("error", "not valid JSON")
+            at = error["loc"][1] if len(error["loc"]) > 1 else None
+            where = f" at character {at}" if isinstance(at, int) else ""
+            return MalformedBody(f"the body is not valid JSON: {reason}{where}")
+    return None
+
+
 def install_problem_handlers(app: FastAPI) -> None:
     """Register the handlers; none leaks a stack trace to the client."""
 
@@ -100,9 +125,11 @@ def install_problem_handlers(app: FastAPI) -> None:
         assert isinstance(exc, ServiceError)
         return problem_response(exc)
 
-    async def on_validation(_: Request, exc: Exception) -> JSONResponse:
+    async def on_validation(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
-        return problem_response(invalid_request(exc.errors()))
+        return problem_response(
+            body_problem(request, exc.errors()) or invalid_request(exc.errors())
+        )
 
     async def on_http(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, HTTPException)

@@ -5,6 +5,7 @@ API does not define (`tenant`) change nothing. Keys are required (tenant `hostil
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -184,8 +185,28 @@ def test_malformed_json_is_a_problem_never_500(client: TestClient, keys: dict[st
         b'{"model": "\xff\xfe"}',  # not UTF-8
     ):
         assert_problem(client.post("/v1/estimate", content=raw, headers=headers), 400)
-    truncated = client.post("/v1/estimate", content=b'{"model": ', headers=headers)
-    assert_problem(truncated, 422)  # a JSON syntax error is reported where it is
+    # A JSON syntax error is the body's, not a field's: 400, saying where the parser stopped.
+    for path in ("/v1/estimate", "/v1/estimate/batch"):
+        truncated = client.post(path, content=b'{"model": ', headers=headers)
+        problem = assert_problem(truncated, 400)
+        assert problem["type"].endswith("/malformed-body")
+        assert problem["detail"] == "the body is not valid JSON: Expecting value at character 10"
+
+
+def test_a_body_not_sent_as_json_is_415(client: TestClient, keys: dict[str, str]) -> None:
+    body = json.dumps(example_body()).encode()
+    for content_type, named in (
+        ("text/plain", "`text/plain` sent"),
+        (None, "no Content-Type sent"),
+    ):
+        headers = bearer(keys["hostile"])
+        if content_type:
+            headers["content-type"] = content_type
+        answer = client.post("/v1/estimate", content=body, headers=headers)
+        problem = assert_problem(answer, 415)
+        assert named in problem["detail"] and "application/json" in problem["detail"]
+    sent_as_json = {**bearer(keys["hostile"]), "content-type": "application/json; charset=utf-8"}
+    assert client.post("/v1/estimate", content=body, headers=sent_as_json).status_code == 200
 
 
 def test_query_parameters_cannot_choose_the_tenant(

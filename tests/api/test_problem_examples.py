@@ -26,7 +26,7 @@ def test_each_example_is_the_problem_the_service_answers(database_url: str) -> N
     gateway = create_key(database_url, "acme", "estimate")
     billing = create_key(database_url, "acme", "billing")
     with running_client(
-        database_url, rate_limits={"estimate": 2}, rate_limit_window_s=3600
+        database_url, rate_limits={"estimate": 4}, rate_limit_window_s=3600
     ) as client:
         _same_problem(client.post("/v1/estimate", json=example_body()), 401)
         _same_problem(client.get("/v1/quotes", headers=bearer(gateway)), 403)
@@ -37,8 +37,10 @@ def test_each_example_is_the_problem_the_service_answers(database_url: str) -> N
         oversized = b'{"model": "' + b"x" * (3 * 1024 * 1024) + b'"}'
         headers = {**bearer(gateway), "content-type": "application/json"}
         _same_problem(client.post("/v1/estimate", content=oversized, headers=headers), 413)
-        # 2 estimates an hour: the unknown GPU's counted, this one's the second, then refused.
-        client.post("/v1/estimate", json=example_body(), headers=bearer(gateway))
+        _same_problem(client.post("/v1/estimate", content=b'{"model": ', headers=headers), 400)
+        as_text = {**bearer(gateway), "content-type": "text/plain"}
+        _same_problem(client.post("/v1/estimate", content=b"{}", headers=as_text), 415)
+        # 4 estimates an hour, spent by the unknown GPU, the 413, the 400 and the 415: refused.
         _same_problem(
             client.post("/v1/estimate", json=example_body(), headers=bearer(gateway)), 429
         )
