@@ -44,7 +44,7 @@ def test_unknown_route_405_and_bad_json(client: TestClient) -> None:
     bad = client.post(
         "/v1/estimate", content=b"{not json", headers={"content-type": "application/json"}
     )
-    assert_problem(422, bad)
+    assert_problem(400, bad)  # the body is not JSON at all: not a field's 422
 
 
 def test_body_over_the_limit_is_413(database_url: str) -> None:
@@ -216,6 +216,8 @@ EXPECTED_RESPONSES = {
     ("get", "/v1/models/{model_id}"): {"200", "404", "422"},
     ("get", "/v1/regions"): {"200"},
     ("get", "/v1/health"): {"200"},
+    ("get", "/v1/health/live"): {"200"},
+    ("get", "/v1/health/ready"): {"200", "503"},
     ("post", "/v1/calibrations"): {"201", "401", "403", "413", "422", "503"},
     ("get", "/v1/calibrations"): {"200", "401", "403", "422", "503"},
     ("get", "/v1/calibrations/current"): {"200", "401", "403", "404", "503"},
@@ -243,7 +245,8 @@ def test_openapi_declares_every_response_as_problem_details(client: TestClient) 
     for key, operation in operations.items():
         responses = operation["responses"]
         keyed = {"429"} if "401" in EXPECTED_RESPONSES[key] else set()  # rate limited
-        parsed = {"400"} if "requestBody" in operation else set()  # JSON that does not parse
+        # A body that is not JSON (400) or not sent as JSON (415).
+        parsed = {"400", "415"} if "requestBody" in operation else set()
         assert set(responses) == EXPECTED_RESPONSES[key] | keyed | parsed | {"default"}, key
         for status, response in responses.items():
             if status == "default" or status >= "400":
