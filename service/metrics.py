@@ -67,6 +67,12 @@ class Metrics:
             QUOTE_LABELS,
             registry=self.registry,
         )
+        self.by_calibration = Counter(
+            "quotes_estimates_by_calibration_total",
+            "Requests priced, by tenant and the calibration in force (`none`: uncalibrated).",
+            ["tenant", "calibration"],
+            registry=self.registry,
+        )
         self.stored = Counter(
             "quotes_stored_total",
             "Priced quotes by what became of them: stored, spooled (to be replayed into the "
@@ -127,6 +133,10 @@ class Metrics:
         children[0].inc(count)
         children[1].inc(gpu_j)
         children[2].inc(co2e_g)
+
+    def count_calibrated(self, tenant: str, calibration_id: str | None, count: int) -> None:
+        """Count `count` requests of `tenant` priced under `calibration_id` (None: none)."""
+        self.by_calibration.labels(tenant, calibration_id or "none").inc(count)
 
     def exposition(self) -> bytes:
         """The Prometheus text of this process, or of every worker in multiprocess mode."""

@@ -205,6 +205,9 @@ class QuoteService:
             results.append(_Priced(item, request_fingerprint(item, verbose), answer))
         for (model, gpu), (count, gpu_j, co2e_g) in totals.items():
             self.metrics.count_quotes(tenant, model, gpu, int(count), gpu_j, co2e_g)
+        priced = [p.estimate for p in results if isinstance(p, _Priced)]
+        if priced:  # one calibration per call: the tenant's current one
+            self.metrics.count_calibrated(tenant, priced[0].calibration_id, len(priced))
         return results
 
     async def _store(
