@@ -78,6 +78,20 @@ def quote_page(
     )
 
 
+# The carbon document's members copied into a billing row as they are.
+_CARBON_COLUMNS = (
+    "operational_g",
+    "operational_g_low",
+    "operational_g_high",
+    "embodied_g",
+    "embodied_g_low",
+    "embodied_g_high",
+    "water_l",
+    "water_l_low",
+    "water_l_high",
+)
+
+
 def quote_summary(quote: Quote) -> QuoteSummary:
     response: dict[str, Any] = quote.response
     energy, carbon = response["energy"], response["carbon"]
@@ -97,8 +111,7 @@ def quote_summary(quote: Quote) -> QuoteSummary:
         total_g=carbon["total_g"],
         total_g_low=carbon.get("total_g_low"),
         total_g_high=carbon.get("total_g_high"),
-        operational_g=carbon.get("operational_g"),
-        embodied_g=carbon.get("embodied_g"),
+        **{name: carbon.get(name) for name in _CARBON_COLUMNS},
         metadata=quote.request.get("metadata"),
     )
 
@@ -145,3 +158,8 @@ def page_csv(page: QuotePage) -> str:
         row["metadata"] = json.dumps(row["metadata"], sort_keys=True) if row["metadata"] else ""
         writer.writerow(row)
     return buffer.getvalue()
+
+
+def page_jsonl(page: QuotePage) -> str:
+    """The page as JSON Lines: one billing row (as in the JSON page's `items`) per line."""
+    return "".join(item.model_dump_json() + "\n" for item in page.items)

@@ -26,7 +26,14 @@ QUOTE_SUMMARY_EXAMPLE: dict[str, Any] = {
     "total_g_low": 0.110,
     "total_g_high": 0.150,
     "operational_g": 0.108,
+    "operational_g_low": 0.092,
+    "operational_g_high": 0.127,
     "embodied_g": 0.021,
+    "embodied_g_low": 0.013,
+    "embodied_g_high": 0.052,
+    "water_l": 0.0032,
+    "water_l_low": 0.0012,
+    "water_l_high": 0.0067,
     "metadata": {"request_id": "gw-123", "customer": "acme"},
 }
 
@@ -53,7 +60,14 @@ class QuoteSummary(BaseModel):
     total_g_low: float | None
     total_g_high: float | None
     operational_g: float | None
+    operational_g_low: float | None
+    operational_g_high: float | None
     embodied_g: float | None
+    embodied_g_low: float | None
+    embodied_g_high: float | None
+    water_l: float | None
+    water_l_low: float | None
+    water_l_high: float | None
     metadata: dict[str, Any] | None
 
 

@@ -16,7 +16,13 @@ from service.api.deps import (
 )
 from service.api.openapi import problem_responses
 from service.db.base import utc_now
-from service.quotes.billing import observation_out, page_csv, quote_detail, quote_page
+from service.quotes.billing import (
+    observation_out,
+    page_csv,
+    page_jsonl,
+    quote_detail,
+    quote_page,
+)
 from service.quotes.observations import record_observation
 from service.schemas.common import IsoDatetime
 from service.schemas.quotes import ObservationIn, ObservationOut, QuoteDetail, QuotePage
@@ -36,10 +42,15 @@ QuoteId = Annotated[
     responses={
         **problem_responses(401, 403, 422, 503),
         200: {
-            "content": {"text/csv": {"schema": {"type": "string"}}},
+            "content": {
+                "text/csv": {"schema": {"type": "string"}},
+                "application/x-ndjson": {"schema": {"type": "string"}},
+            },
             "headers": {
-                "X-Next-Cursor": {"description": "`next_cursor` (format=csv; absent at the end)"},
-                "X-Resume-Cursor": {"description": "`resume_cursor` (format=csv)"},
+                "X-Next-Cursor": {
+                    "description": "`next_cursor` (format=csv or jsonl; absent at the end)"
+                },
+                "X-Resume-Cursor": {"description": "`resume_cursor` (format=csv or jsonl)"},
             },
         },
     },
@@ -52,12 +63,12 @@ def list_quotes(
     created_before: IsoDatetime | None = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     cursor: Annotated[str | None, Query(max_length=500, pattern=r"^[A-Za-z0-9_-]+={0,2}$")] = None,
-    format: Literal["json", "csv"] = "json",
+    format: Literal["json", "csv", "jsonl"] = "json",
 ) -> QuotePage | Response:
     """The tenant's quotes, oldest first, `created_after` inclusive and `created_before`
-    exclusive; follow `next_cursor` (CSV: the `X-Next-Cursor` header) until it is null, and
-    start the next pull from `resume_cursor` (`X-Resume-Cursor`). A quote is listed once it is
-    `QUOTES_BILLING_SETTLE_S` old, which is what keeps the pages stable under inserts."""
+    exclusive; follow `next_cursor` (CSV and JSON Lines: the `X-Next-Cursor` header) until it
+    is null, and start the next pull from `resume_cursor` (`X-Resume-Cursor`). A quote is
+    listed once it is `QUOTES_BILLING_SETTLE_S` old, which keeps the pages stable under inserts."""
     settle_s = services.settings.billing_settle_s
     page = quote_page(
         session,
@@ -68,12 +79,15 @@ def list_quotes(
         settled_before=utc_now() - timedelta(seconds=settle_s) if settle_s > 0 else None,
         limit=limit,
     )
+    if format == "json":
+        return page
+    # CSV and JSON Lines hold the rows only: the cursors travel in headers.
+    headers = {"X-Next-Cursor": page.next_cursor} if page.next_cursor else {}
+    if page.resume_cursor:
+        headers["X-Resume-Cursor"] = page.resume_cursor
     if format == "csv":
-        headers = {"X-Next-Cursor": page.next_cursor} if page.next_cursor else {}
-        if page.resume_cursor:
-            headers["X-Resume-Cursor"] = page.resume_cursor
         return Response(page_csv(page), media_type="text/csv; charset=utf-8", headers=headers)
-    return page
+    return Response(page_jsonl(page), media_type="application/x-ndjson", headers=headers)
 
 
 @router.get(
