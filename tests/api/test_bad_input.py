@@ -112,20 +112,20 @@ def test_non_finite_numbers_are_refused(client: TestClient) -> None:
 
 
 @pytest.mark.parametrize(
-    ("content", "content_type"),
+    ("content", "content_type", "status"),
     [
-        (b"{not json", "application/json"),
-        (b"[1, 2]", "application/json"),
-        (b"model=x", "application/x-www-form-urlencoded"),
-        (b"", "application/json"),
+        (b"{not json", "application/json", 400),  # not JSON at all: the body's problem
+        (b"[1, 2]", "application/json", 422),  # JSON, but not an object: the fields'
+        (b"model=x", "application/x-www-form-urlencoded", 415),  # not sent as JSON
+        (b"", "application/json", 422),
     ],
     ids=["broken JSON", "array", "form", "empty"],
 )
-def test_bodies_that_are_not_a_json_object_are_422(
-    client: TestClient, content: bytes, content_type: str
+def test_bodies_that_are_not_a_json_object_are_refused(
+    client: TestClient, content: bytes, content_type: str, status: int
 ) -> None:
     response = client.post("/v1/estimate", content=content, headers={"content-type": content_type})
-    assert_problem(response, 422)
+    assert_problem(response, status)
 
 
 def test_headers_and_query_parameters_have_bounds(client: TestClient) -> None:
