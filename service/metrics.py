@@ -67,6 +67,13 @@ class Metrics:
             QUOTE_LABELS,
             registry=self.registry,
         )
+        self.refused = Counter(
+            "quotes_refused_total",
+            "Requests refused instead of priced, by tenant and problem type (`validation`, "
+            "`unknown-name`, ...).",
+            ["tenant", "reason"],
+            registry=self.registry,
+        )
         self.by_calibration = Counter(
             "quotes_estimates_by_calibration_total",
             "Requests priced, by tenant and the calibration in force (`none`: uncalibrated).",

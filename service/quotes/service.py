@@ -195,6 +195,7 @@ class QuoteService:
         for item in items:
             answer = item if isinstance(item, ServiceError) else next(answers)
             if isinstance(answer, ServiceError):
+                self.metrics.refused.labels(tenant, answer.type_slug).inc()
                 results.append(answer)
                 continue
             assert not isinstance(item, ServiceError)

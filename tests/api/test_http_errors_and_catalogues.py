@@ -143,6 +143,7 @@ def test_metrics_count_requests_latencies_and_estimates(client: TestClient) -> N
     for _ in range(3):
         client.post("/v1/estimate", json=example_body(hardware={"gpu": "L40S", "count": 1}))
     client.post("/v1/estimate", json=example_body(hardware={"gpu": "L40S", "count": 65}))
+    client.post("/v1/estimate", json=example_body(model="nobody/no-such-model"))  # refused
     quote = client.post("/v1/estimate", json=example_body()).json()
     quote_id = quote["quote_id"]
     client.get(f"/v1/quotes/{quote_id}")
@@ -155,7 +156,7 @@ def test_metrics_count_requests_latencies_and_estimates(client: TestClient) -> N
 
     requests = "quotes_http_requests_total"
     assert delta(requests, route="/v1/estimate", method="POST", status="200") == 4
-    assert delta(requests, route="/v1/estimate", method="POST", status="422") == 1
+    assert delta(requests, route="/v1/estimate", method="POST", status="422") == 2
     # by route template, not raw path (bounded label cardinality)
     assert delta(requests, route="/v1/quotes/{quote_id}", method="GET", status="200") == 1
     assert delta(requests, route="/v1/quotes/{quote_id}", method="GET", status="404") == 1
@@ -175,8 +176,11 @@ def test_metrics_count_requests_latencies_and_estimates(client: TestClient) -> N
     assert delta("quotes_quoted_gpu_joules_total", **h100) == quote["energy"]["gpu_j"]
     assert delta("quotes_quoted_co2e_grams_total", **h100) == quote["carbon"]["total_g"]
     assert delta("quotes_stored_total", tenant="dev", outcome="stored") == 4
-    for stage in ("pricing", "storing"):
-        assert delta(f"quotes_{stage}_duration_seconds_count") == 4
+    assert delta("quotes_estimates_by_calibration_total", tenant="dev", calibration="none") == 4
+    # Refused in pricing (the unknown model); the 65 GPUs were refused by validation before.
+    assert delta("quotes_refused_total", tenant="dev", reason="unknown-name") == 1
+    assert delta("quotes_pricing_duration_seconds_count") == 5  # the refused one was priced
+    assert delta("quotes_storing_duration_seconds_count") == 4
 
 
 def test_metrics_count_database_errors(database_url: str) -> None:
