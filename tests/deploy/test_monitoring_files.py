@@ -14,8 +14,8 @@ from service.metrics import Metrics
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
 # PromQL words that are not series names.
-PROMQL_WORDS = {"sum", "by", "rate", "histogram_quantile", "le", "tenant", "outcome", "route", "reason",
-                "operation", "calibration"}  # fmt: skip
+PROMQL_WORDS = {"sum", "by", "rate", "histogram_quantile", "le", "tenant", "outcome", "route",
+                "reason", "operation", "calibration"}  # fmt: skip
 
 
 def exported_series() -> set[str]:
