@@ -1,0 +1,142 @@
+"""A published config.json read the way a transformers config class reads it.
+
+A key that is absent takes the config class's default; a key present with the wrong type is
+refused naming it (InvalidArchitecture, `field` the key's dotted path inside `architecture`,
+e.g. ``text_config.hidden_size``). Keys a reader does not ask for are ignored, as transformers
+keeps unknown keys as attributes no layer reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from service.core.cost_model_errors import InvalidArchitecture
+
+_ABSENT = object()
+
+
+class ConfigView:
+    """Typed, defaulted reads of one config object (`path` is its place in the request)."""
+
+    def __init__(self, raw: Mapping[str, Any], path: str = "") -> None:
+        self.raw = raw
+        self.path = path
+
+    def field(self, key: str) -> str:
+        """The dotted path of `key` in the request's `architecture`."""
+        return f"{self.path}{key}"
+
+    def _find(self, keys: str | tuple[str, ...]) -> tuple[str, Any]:
+        """The first of `keys` present (transformers' attribute_map aliases: `n_layer` for
+        `num_hidden_layers`), and its value; `_ABSENT` when none is."""
+        names = (keys,) if isinstance(keys, str) else keys
+        for name in names:
+            if name in self.raw:
+                return name, self.raw[name]
+        return names[0], _ABSENT
+
+    def has(self, keys: str | tuple[str, ...]) -> bool:
+        return self._find(keys)[1] is not _ABSENT
+
+    def size(self, keys: str | tuple[str, ...], default: int | None) -> int:
+        """A positive integer; absent or null -> `default` (None: the key is required)."""
+        name, value = self._find(keys)
+        if value is _ABSENT or value is None:
+            if default is None:
+                raise InvalidArchitecture(f"{self.field(name)} is required", field=self.field(name))
+            return default
+        return self._positive(name, value)
+
+    def optional_size(self, keys: str | tuple[str, ...], default: int | None) -> int | None:
+        """A positive integer or None: absent -> `default`, an explicit null -> None (as
+        `sliding_window: null` turns a window off where the class default has one)."""
+        name, value = self._find(keys)
+        if value is _ABSENT:
+            return default
+        if value is None:
+            return None
+        return self._positive(name, value)
+
+    def count(self, keys: str | tuple[str, ...], default: int) -> int:
+        """A non-negative integer (expert counts, layer indices); absent or null -> default."""
+        name, value = self._find(keys)
+        if value is _ABSENT or value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise InvalidArchitecture(
+                f"{self.field(name)} must be a non-negative integer, got {value!r}",
+                field=self.field(name),
+            )
+        return value
+
+    def number(self, key: str, default: float) -> float:
+        name, value = self._find(key)
+        if value is _ABSENT or value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise InvalidArchitecture(
+                f"{self.field(name)} must be a number, got {value!r}", field=self.field(name)
+            )
+        return float(value)
+
+    def flag(self, keys: str | tuple[str, ...], default: bool) -> bool:
+        name, value = self._find(keys)
+        if value is _ABSENT or value is None:
+            return default
+        if not isinstance(value, bool):
+            raise InvalidArchitecture(
+                f"{self.field(name)} must be true or false, got {value!r}", field=self.field(name)
+            )
+        return value
+
+    def text(self, keys: str | tuple[str, ...], default: str) -> str:
+        name, value = self._find(keys)
+        if value is _ABSENT or value is None:
+            return default
+        if not isinstance(value, str):
+            raise InvalidArchitecture(
+                f"{self.field(name)} must be a string, got {value!r}", field=self.field(name)
+            )
+        return value
+
+    def int_list(self, key: str) -> list[int] | None:
+        """A list of non-negative integers (layer indices), or None when absent or null."""
+        value = self.raw.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, list) or not all(
+            isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value
+        ):
+            raise InvalidArchitecture(
+                f"{self.field(key)} must be a list of non-negative integers", field=self.field(key)
+            )
+        return list(value)
+
+    def text_list(self, key: str) -> list[str] | None:
+        """A list of strings (`layer_types`), or None when absent or null."""
+        value = self.raw.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise InvalidArchitecture(
+                f"{self.field(key)} must be a list of strings", field=self.field(key)
+            )
+        return list(value)
+
+    def sub(self, key: str) -> ConfigView | None:
+        """The nested object at `key` (`text_config`), or None when absent or null."""
+        value = self.raw.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, Mapping):
+            raise InvalidArchitecture(f"{self.field(key)} must be an object", field=self.field(key))
+        return ConfigView(value, f"{self.field(key)}.")
+
+    def _positive(self, name: str, value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise InvalidArchitecture(
+                f"{self.field(name)} must be a positive integer, got {value!r}",
+                field=self.field(name),
+            )
+        return value
