@@ -8,6 +8,7 @@ from typing import Any
 from service.catalog.engines import DEFAULT_ENGINE, unfused_norms
 from service.catalog.facilities import FacilityCatalog, load_facility_catalog
 from service.catalog.gpus import GpuCatalog, GpuRecord, UnknownGpu
+from service.catalog.hf_config import read_config
 from service.catalog.models import ModelCatalog, UnknownModel
 from service.catalog.regions import RegionCatalog, RegionRecord, UnknownRegion
 from service.catalog.servers import ServerCatalog, load_server_catalog
@@ -16,7 +17,7 @@ from service.core.dtypes import DType
 from service.core.workload import Deployment, Parallelism, Precision, Workload
 from service.errors import FieldError, UnknownName
 from service.pricing.carbon_accounting import CarbonInputs, resolve_carbon_inputs
-from service.schemas.estimate_request import ArchitectureIn, EstimateRequest
+from service.schemas.estimate_request import ArchitectureIn, EstimateRequest, HfConfigIn
 
 CUSTOM_MODEL_ID = "custom"
 
@@ -67,6 +68,10 @@ def resolve_request(
             raise unknown_name("model", error) from None
         model_id, architecture = record.id, record.require_architecture()
         published, notes = record.published_precision, list(record.notes)
+    elif isinstance(request.architecture, HfConfigIn):
+        config = read_config(request.architecture.model_dump())
+        model_id, published, notes = CUSTOM_MODEL_ID, config.published_precision, list(config.notes)
+        architecture = config.architecture
     else:
         assert request.architecture is not None  # guaranteed by EstimateRequest's validator
         model_id, published = CUSTOM_MODEL_ID, DType.BF16
