@@ -12,6 +12,7 @@ from service.catalog.hf_config import read_config
 from service.catalog.models import ModelCatalog, UnknownModel
 from service.catalog.regions import RegionCatalog, RegionRecord, UnknownRegion
 from service.catalog.servers import ServerCatalog, load_server_catalog
+from service.catalog.variants import Variant
 from service.core.architecture import ModelArchitecture, default_head_dim
 from service.core.dtypes import DType
 from service.core.workload import Deployment, Parallelism, Precision, Workload
@@ -46,6 +47,35 @@ def unknown_name(loc: str, error: UnknownGpu | UnknownModel | UnknownRegion) -> 
     )
 
 
+def unknown_model(error: UnknownModel) -> UnknownName:
+    """An unknown model id's 422: near matches, and the two ways to price it anyway."""
+    detail = (
+        f"{error}; to price a model the catalogue lacks, give its config.json as `architecture`, "
+        "or register it with POST /v1/models"
+    )
+    return UnknownName(
+        detail, errors=[FieldError("model", detail)], extra={"suggestions": error.suggestions}
+    )
+
+
+def variant_precision(
+    requested: str, base_id: str, variant: Variant, published: DType, notes: list[str]
+) -> DType:
+    """The weights' default precision of a variant of `base_id` (its quantisation suffix's,
+    else the base's `published`), with notes naming the model used appended to `notes`."""
+    notes.append(
+        f"{requested} is not in the catalogue: priced with the architecture of {base_id}, of "
+        "which its name makes it a fine-tune, quantisation or dated release"
+    )
+    notes.extend(variant.notes)
+    if variant.weights is None:
+        if variant.notes:
+            notes.append(f"weights default to {published.value}, {base_id}'s published precision")
+        return published
+    notes.append(f"weights default to {variant.weights.value}, as the name's suffix says")
+    return variant.weights
+
+
 def resolve_request(
     request: EstimateRequest,
     gpus: GpuCatalog,
@@ -63,11 +93,13 @@ def resolve_request(
         raise unknown_name("hardware.gpu", error) from None
     if request.model is not None:
         try:
-            record = models.get(request.model)
+            record, variant = models.find(request.model)
         except UnknownModel as error:
-            raise unknown_name("model", error) from None
+            raise unknown_model(error) from None
         model_id, architecture = record.id, record.require_architecture()
         published, notes = record.published_precision, list(record.notes)
+        if variant is not None:
+            published = variant_precision(request.model, record.id, variant, published, notes)
     elif isinstance(request.architecture, HfConfigIn):
         config = read_config(request.architecture.model_dump())
         model_id, published, notes = CUSTOM_MODEL_ID, config.published_precision, list(config.notes)
