@@ -18,7 +18,7 @@ from service.api.middleware import BodyLimitMiddleware, MetricsMiddleware
 from service.api.openapi import QuotesAPI
 from service.api.problems import install_problem_handlers
 from service.api.rate_limit import install_rate_limits
-from service.api.routes import calibrations, catalog, estimate, health, quotes
+from service.api.routes import calibrations, catalog, estimate, health, models, quotes
 from service.config import Settings, get_settings
 from service.db import migrate
 from service.db.engine import Database
@@ -173,7 +173,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         )
     app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
     install_rate_limits(app, settings)
-    for module in (estimate, quotes, calibrations, catalog, health):
+    for module in (estimate, quotes, calibrations, catalog, models, health):
         app.include_router(module.router)
     return app
 

@@ -94,6 +94,10 @@ class ModelCatalog:
             raise UnknownModel(name, near_matches(name, self._records))
         return self._records[model_id]
 
+    def has(self, name: str) -> bool:
+        """Whether `name` is a catalogue id or alias (variants not counted)."""
+        return normalise(name) in self._index
+
     def find(self, name: str) -> tuple[ModelRecord, Variant | None]:
         """The entry `name` names, or the entry of the catalogued model it is a variant of
         (with how it was found); raises UnknownModel with near matches."""

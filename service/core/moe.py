@@ -31,9 +31,7 @@ _ROUTER_SOFTMAX_OPS, _ROUTER_SFU = 5.0, 1.0
 Number = TypeVar("Number", float, npt.NDArray[np.float64])
 
 
-def expected_touched_experts(
-    tokens: Number, num_experts: int, experts_per_token: int
-) -> Number:
+def expected_touched_experts(tokens: Number, num_experts: int, experts_per_token: int) -> Number:
     """Expected number of distinct experts that `tokens` tokens route to (uniform routing); one
     pass, or an array of them."""
     miss = 1.0 - experts_per_token / num_experts

@@ -11,6 +11,7 @@ from service.catalog.gpus import GpuCatalog, GpuRecord, UnknownGpu
 from service.catalog.hf_config import read_config
 from service.catalog.models import ModelCatalog, UnknownModel
 from service.catalog.regions import RegionCatalog, RegionRecord, UnknownRegion
+from service.catalog.registered import RegisteredArchitecture
 from service.catalog.servers import ServerCatalog, load_server_catalog
 from service.catalog.variants import Variant
 from service.core.architecture import ModelArchitecture, default_head_dim
@@ -83,15 +84,20 @@ def resolve_request(
     regions: RegionCatalog,
     facilities: FacilityCatalog | None = None,
     servers: ServerCatalog | None = None,
+    registered: RegisteredArchitecture | None = None,
 ) -> ResolvedRequest:
-    """Look names up in the catalogues and fill defaults; raises UnknownName or core errors."""
+    """Look names up in the catalogues and fill defaults; raises UnknownName or core errors.
+    `registered` is the caller's tenant's registered model the request names, if it does."""
     defaulted: dict[str, Any] = {}
     notes: list[str] = []
     try:
         gpu = gpus.get(request.hardware.gpu)
     except UnknownGpu as error:
         raise unknown_name("hardware.gpu", error) from None
-    if request.model is not None:
+    if registered is not None:
+        model_id, architecture = registered.id, registered.architecture
+        published, notes = registered.published_precision, list(registered.notes)
+    elif request.model is not None:
         try:
             record, variant = models.find(request.model)
         except UnknownModel as error:

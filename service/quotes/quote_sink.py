@@ -56,7 +56,6 @@ class Pending:
     refused: bool = False  # the database refused it once already: spool, do not try again
 
 
-
 def quotes_of(group: Sequence[Pending]) -> list[NewQuote]:
     return [quote for pending in group for quote in pending.quotes]
 
@@ -150,9 +149,7 @@ class QuoteSink:
             first = self._queue.get()
             if not isinstance(first, list):
                 return  # STOP
-            groups, stop = take_waiting(
-                self._queue, first, _quote_count, self.max_quotes
-            )
+            groups, stop = take_waiting(self._queue, first, _quote_count, self.max_quotes)
             self._commit_by_thread([pending for group in groups for pending in group])
             if stop:
                 return
@@ -204,4 +201,3 @@ class QuoteSink:
             return self.store.save(pending.quotes)
         except (DuplicateIdempotencyKey, StoreFailed) as error:
             return error
-

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 
 from fastapi.concurrency import run_in_threadpool
 
+from service.catalog.registered import RegisteredArchitecture
 from service.db.ids import new_quote_id
 from service.db.quote_document import QuoteDocument
 from service.db.quote_store import Claim, QuoteStore, StoredQuote
@@ -24,6 +25,7 @@ from service.errors import Conflict, IdempotencyMismatch, ServiceError
 from service.metrics import Metrics
 from service.pricing.priced import PricedRequest
 from service.quotes.idempotency import InFlightGuard, fingerprint
+from service.quotes.model_registry import Registered, registered_for
 from service.quotes.pricing_thread import PricingThread
 from service.quotes.quote_sink import QuoteSink
 from service.quotes.recalibration import CalibrationRegistry
@@ -135,25 +137,53 @@ class QuoteService:
         """Every valid item priced on the pricing thread, with `tenant`'s current calibration
         (its own, else the global one); counted in the metrics by model and GPU."""
         calibration = self.calibrations.for_tenant(tenant) if self.calibrations else None
-        requests = [item for item in items if not isinstance(item, ServiceError)]
+        paired = await self._with_registered(items, tenant)
+        requests = [item[0] for item in paired if isinstance(item, tuple)]
+        registered = [item[1] for item in paired if isinstance(item, tuple)]
         answers = iter(
-            await self.pricer.price(requests, verbose=verbose, calibration=calibration)
+            await self.pricer.price(
+                requests, verbose=verbose, calibration=calibration, registered=registered
+            )
             if requests
             else []
         )
         results: list[_Priced | ServiceError] = []
         counts: Counter[tuple[str, str]] = Counter()
-        for item in items:
+        for item in paired:
             answer = item if isinstance(item, ServiceError) else next(answers)
             if isinstance(answer, ServiceError):
                 results.append(answer)
                 continue
-            assert not isinstance(item, ServiceError)
+            assert isinstance(item, tuple)
             counts[answer.model_id, answer.gpu_id] += 1
-            results.append(_Priced(item, request_fingerprint(item, verbose), answer))
+            results.append(_Priced(item[0], request_fingerprint(item[0], verbose), answer))
         for (model, gpu), count in counts.items():
             self.metrics.count_estimates(model, gpu, count)
         return results
+
+    async def _with_registered(
+        self, items: Sequence[EstimateRequest | ServiceError], tenant: str
+    ) -> list[tuple[EstimateRequest, RegisteredArchitecture | None] | ServiceError]:
+        """Each valid item with the tenant's registered model it names (read from the
+        database only for names the catalogue lacks), or the error that lookup answered."""
+        requests = [item for item in items if not isinstance(item, ServiceError)]
+        models = self.pricer.estimator.models
+        lookup: list[Registered] = [None] * len(requests)
+        if any(r.model is not None and not models.has(r.model) for r in requests):
+            lookup = await run_in_threadpool(
+                registered_for, self.store.database, models, tenant, requests
+            )
+        found = iter(zip(requests, lookup, strict=True))
+        paired: list[tuple[EstimateRequest, RegisteredArchitecture | None] | ServiceError] = []
+        for item in items:
+            if isinstance(item, ServiceError):
+                paired.append(item)
+                continue
+            request, registered = next(found)
+            paired.append(
+                registered if isinstance(registered, ServiceError) else (request, registered)
+            )
+        return paired
 
     async def _store(
         self, priced: Sequence[_Priced], tenant: str, idempotency_key: str | None = None
