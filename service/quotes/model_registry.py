@@ -15,7 +15,11 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from service.catalog.models import ModelCatalog, UnknownModel
-from service.catalog.registered import RegisteredArchitecture, registered_architecture
+from service.catalog.registered import (
+    REGISTERED_FAMILY,
+    RegisteredArchitecture,
+    registered_architecture,
+)
 from service.core.cost_model_errors import CostModelError
 from service.db.engine import Database
 from service.db.model_registry import RegisteredModelRepository
@@ -141,7 +145,7 @@ def _description(row: RegisteredModel) -> dict[str, Any]:
     except CostModelError as error:
         return {
             "id": row.model_id,
-            "family": "registered",
+            "family": REGISTERED_FAMILY,
             "model_type": row.model_type,
             "registered": True,
             "supported": False,

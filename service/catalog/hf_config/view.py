@@ -36,9 +36,6 @@ class ConfigView:
                 return name, self.raw[name]
         return names[0], _ABSENT
 
-    def has(self, keys: str | tuple[str, ...]) -> bool:
-        return self._find(keys)[1] is not _ABSENT
-
     def size(self, keys: str | tuple[str, ...], default: int | None) -> int:
         """A positive integer; absent or null -> `default` (None: the key is required)."""
         name, value = self._find(keys)
@@ -69,16 +66,6 @@ class ConfigView:
                 field=self.field(name),
             )
         return value
-
-    def number(self, key: str, default: float) -> float:
-        name, value = self._find(key)
-        if value is _ABSENT or value is None:
-            return default
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise InvalidArchitecture(
-                f"{self.field(name)} must be a number, got {value!r}", field=self.field(name)
-            )
-        return float(value)
 
     def flag(self, keys: str | tuple[str, ...], default: bool) -> bool:
         name, value = self._find(keys)
