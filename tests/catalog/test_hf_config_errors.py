@@ -18,6 +18,7 @@ from service.core.cost_model_errors import (
 LLAMA = catalogued_configs()["meta-llama/Llama-3.1-8B-Instruct"]
 GEMMA3 = catalogued_configs()["google/gemma-3-27b-it"]
 KIMI = uncatalogued_configs()["moonshotai/Kimi-K2-Instruct"]
+MINIMAX = uncatalogued_configs()["MiniMaxAI/MiniMax-M2"]
 
 
 def _with(config: dict[str, Any], **changes: Any) -> dict[str, Any]:
@@ -44,6 +45,7 @@ def _text(config: dict[str, Any], **changes: Any) -> dict[str, Any]:
         (_with(KIMI, n_routed_experts=-3), "n_routed_experts"),
         (_with(KIMI, num_experts_per_tok=500), "num_experts_per_tok"),
         (_with(KIMI, q_lora_rank=None), "q_lora_rank"),  # DeepSeek-V2-Lite's full-rank query
+        (_with(MINIMAX, attn_type_list=[0, 0, 0, 0, 0, 0, 0, 1] * 8), "attn_type_list"),
     ],
 )
 def test_a_bad_key_is_named(config: dict[str, Any], field: str) -> None:

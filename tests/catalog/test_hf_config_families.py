@@ -134,6 +134,14 @@ EXPECTED: dict[str, tuple[dict[str, Any], DType]] = {
              mlp="plain", norm="layernorm", activation="relu"),
         DType.BF16,
     ),
+    # 256 experts of width 1536 on all 62 layers; block-scaled fp8 as published
+    "MiniMaxAI/MiniMax-M2": (
+        dict(hidden_size=3072, num_layers=62, num_attention_heads=48, num_key_value_heads=8,
+             head_dim=128, intermediate_size=1536, vocab_size=200064, max_context_tokens=196608,
+             num_experts=256, experts_per_token=8, moe_intermediate_size=1536, num_moe_layers=62,
+             fp8_block_scaled=True),
+        DType.FP8,
+    ),
     "THUDM/glm-4-9b-chat-hf": (
         dict(hidden_size=4096, num_layers=40, num_attention_heads=32, num_key_value_heads=2,
              head_dim=128, intermediate_size=13696, vocab_size=151552, max_context_tokens=131072,

@@ -63,6 +63,7 @@ TEXT_READERS: dict[str, Reader] = {
     "granitemoeshared": moe.read_granitemoe,
     "olmoe": moe.read_olmoe,
     "gpt_oss": moe.read_gpt_oss,
+    "minimax_m2": moe.read_minimax_m2,
     "glm4_moe": moe.read_glm4_moe,
     "llama4_text": moe.read_llama4_text,
     "deepseek_v2": mla.read_deepseek_v2,

@@ -14,6 +14,7 @@ from service.catalog.hf_config.layers import (
 )
 from service.catalog.hf_config.reading import ClassDefaults, Reading, read_decoder
 from service.catalog.hf_config.view import ConfigView
+from service.core.cost_model_errors import UnsupportedArchitecture
 
 MIXTRAL = ClassDefaults(32000, 4096, 14336, 32, 32, 8, 4096 * 32, False)
 PHIMOE = ClassDefaults(32064, 4096, 6400, 32, 32, 8, 4096 * 32, False)
@@ -25,6 +26,7 @@ GPT_OSS = ClassDefaults(
     201088, 2880, 2880, 36, 64, 8, 131072, False, head_dim=64, attention_bias=True
 )
 GLM4_MOE = ClassDefaults(151552, 4096, 10944, 46, 96, 8, 131072, False)
+MINIMAX_M2 = ClassDefaults(200064, 3072, 1536, 62, 48, 8, 196608, False, head_dim=128)
 LLAMA4_TEXT = ClassDefaults(202048, 5120, 8192, 48, 40, 8, 4096 * 32, False, head_dim=128)
 
 
@@ -60,6 +62,23 @@ def read_phimoe(view: ConfigView) -> Reading:
     """PhimoeConfig (Phi-3.5-MoE): Mixtral's layout with LayerNorm."""
     reading = _mixtral_like(view, PHIMOE, 16, 2)
     reading.set("norm", "layernorm")
+    return reading
+
+
+def read_minimax_m2(view: ConfigView) -> Reading:
+    """MiniMaxM2Config: 256 experts (top-8) of width `intermediate_size` on every layer, all
+    softmax attention (`attn_type_list` 1; a 0, MiniMax-01's lightning attention, is refused)."""
+    kinds = view.int_list("attn_type_list")
+    if kinds is not None and 0 in kinds:
+        raise UnsupportedArchitecture(
+            f"{view.field('attn_type_list')} has lightning (linear) attention layers, which the "
+            "per-kernel cost model does not price yet",
+            field=view.field("attn_type_list"),
+        )
+    reading = _mixtral_like(view, MINIMAX_M2, 256, 8)
+    reading.notes.append(QK_NORM_NOTE)
+    if view.flag("use_mtp", False):
+        reading.notes.append("multi-token-prediction modules not modelled")
     return reading
 
 
