@@ -110,6 +110,7 @@ def resolve_request(
         config = read_config(request.architecture.model_dump())
         model_id, published, notes = CUSTOM_MODEL_ID, config.published_precision, list(config.notes)
         architecture = config.architecture
+        defaulted.update({f"architecture.{k}": v for k, v in config.defaulted.items()})
     else:
         assert request.architecture is not None  # guaranteed by EstimateRequest's validator
         model_id, published = CUSTOM_MODEL_ID, DType.BF16

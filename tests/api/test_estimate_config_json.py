@@ -42,7 +42,10 @@ def test_a_config_is_quoted_as_its_catalogue_model(client: TestClient) -> None:
     assert configured["latency"] == named["latency"]
     assert configured["model"] == "custom"
     # weights default to the config's quantization_config (mxfp4), not bf16
-    assert configured["breakdown"]["defaulted_inputs"]["precision.weights"] == "mxfp4"
+    defaulted = configured["breakdown"]["defaulted_inputs"]
+    assert defaulted["precision.weights"] == "mxfp4"
+    # the published config states every key GptOssConfig reads: none defaulted
+    assert not [name for name in defaulted if name.startswith("architecture.")]
     assert "attention sinks ignored" in configured["warnings"]
 
 

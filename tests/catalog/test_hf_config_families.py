@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hf_config_support import uncatalogued_configs
+from hf_config_support import catalogued_configs, uncatalogued_configs
 
 from service.catalog.hf_config import read_config
 from service.core.architecture import MlaShape, ModelArchitecture
@@ -185,8 +185,22 @@ def test_class_defaults_fill_absent_keys() -> None:
     assert (arch.sliding_window_tokens, arch.num_sliding_window_layers) == (4096, 22)
     assert (arch.max_context_tokens, arch.vocab_size) == (131072, 262208)
     assert read.published_precision is DType.FP32
+    assert {
+        "num_hidden_layers": 26,
+        "sliding_window": 4096,
+        "sliding_window_pattern": 6,
+    }.items() <= (read.defaulted.items())
     # MistralConfig's window is 4096 unless the config says null
     assert read_config({"model_type": "mistral"}).architecture.sliding_window_tokens == 4096
     assert read_config({"model_type": "mistral", "sliding_window": None}).architecture == (
         ModelArchitecture(4096, 32, 32, 8, 128, 14336, 32000, max_context_tokens=131072)
     )
+
+
+def test_only_absent_keys_are_reported_defaulted() -> None:
+    """Llama 3.1 8B's config states every key LlamaConfig reads but head_dim (4096 / 32)."""
+    read = read_config(catalogued_configs()["meta-llama/Llama-3.1-8B-Instruct"])
+    assert read.defaulted == {"head_dim": 128}
+    gemma = read_config(catalogued_configs()["google/gemma-3-27b-it"])
+    assert gemma.defaulted["text_config.vocab_size"] == 262208
+    assert "text_config.hidden_size" not in gemma.defaulted

@@ -77,13 +77,15 @@ SUPPORTED_MODEL_TYPES = tuple(sorted([*TEXT_READERS, *TEXT_MODEL_TYPES]))
 
 @dataclass(frozen=True, slots=True)
 class ConfigArchitecture:
-    """A config.json read: its model_type, the architecture, the weights' published precision
-    and notes on what the cost model approximates."""
+    """A config.json read: its model_type, the architecture, the weights' published precision,
+    notes on what the cost model approximates, and the keys the config class defaulted (dotted
+    paths, with the default taken)."""
 
     model_type: str
     architecture: ModelArchitecture
     published_precision: DType
     notes: tuple[str, ...]
+    defaulted: Mapping[str, Any]
 
 
 def read_config(raw: Mapping[str, Any]) -> ConfigArchitecture:
@@ -116,4 +118,4 @@ def read_config(raw: Mapping[str, Any]) -> ConfigArchitecture:
     precision = published_precision(view, text)
     arch = replace(reading.architecture(), fp8_block_scaled=precision.fp8_block_scaled)
     notes = (*reading.notes, *precision.notes)
-    return ConfigArchitecture(model_type, arch, precision.weights, notes)
+    return ConfigArchitecture(model_type, arch, precision.weights, notes, dict(view.defaulted))

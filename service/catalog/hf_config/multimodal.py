@@ -27,7 +27,7 @@ QWEN2_VL_TEXT = ClassDefaults(152064, 8192, 29568, 80, 64, 8, 32768, False)
 
 def text_view(view: ConfigView) -> ConfigView:
     """The text sub-config, or an empty one at `text_config.` (the class's default)."""
-    return view.sub("text_config") or ConfigView({}, view.field("text_config."))
+    return view.sub("text_config") or ConfigView({}, view.field("text_config."), view.defaulted)
 
 
 def read_text_decoder(view: ConfigView, model_type: str, readers: dict[str, Reader]) -> Reading:

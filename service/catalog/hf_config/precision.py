@@ -49,12 +49,13 @@ def published_precision(view: ConfigView, text: ConfigView) -> PublishedPrecisio
 
 def _stored_dtype(view: ConfigView) -> DType | None:
     for key in ("dtype", "torch_dtype"):
+        if view.raw.get(key) is None:
+            continue
         name = view.text(key, "")
-        if name:
-            try:
-                return parse_dtype(name, field=view.field(key))
-            except UnsupportedPrecision:
-                return None  # e.g. "auto": the stored dtype says nothing
+        try:
+            return parse_dtype(name, field=view.field(key))
+        except UnsupportedPrecision:
+            return None  # e.g. "auto": the stored dtype says nothing
     return None
 
 

@@ -9,7 +9,7 @@ keeps unknown keys as attributes no layer reads.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from service.core.cost_model_errors import InvalidArchitecture
 
@@ -17,11 +17,20 @@ _ABSENT = object()
 
 
 class ConfigView:
-    """Typed, defaulted reads of one config object (`path` is its place in the request)."""
+    """Typed, defaulted reads of one config object (`path` is its place in the request).
+    `defaulted` collects each key read from the class default (by dotted path), shared with
+    the views of its sub-configs."""
 
-    def __init__(self, raw: Mapping[str, Any], path: str = "") -> None:
+    def __init__(
+        self, raw: Mapping[str, Any], path: str = "", defaulted: dict[str, Any] | None = None
+    ) -> None:
         self.raw = raw
         self.path = path
+        self.defaulted: dict[str, Any] = {} if defaulted is None else defaulted
+
+    def _default(self, name: str, value: Any) -> Any:
+        self.defaulted[self.field(name)] = value
+        return value
 
     def field(self, key: str) -> str:
         """The dotted path of `key` in the request's `architecture`."""
@@ -42,7 +51,7 @@ class ConfigView:
         if value is _ABSENT or value is None:
             if default is None:
                 raise InvalidArchitecture(f"{self.field(name)} is required", field=self.field(name))
-            return default
+            return int(self._default(name, default))
         return self._positive(name, value)
 
     def optional_size(self, keys: str | tuple[str, ...], default: int | None) -> int | None:
@@ -50,7 +59,7 @@ class ConfigView:
         `sliding_window: null` turns a window off where the class default has one)."""
         name, value = self._find(keys)
         if value is _ABSENT:
-            return default
+            return cast(int | None, self._default(name, default))
         if value is None:
             return None
         return self._positive(name, value)
@@ -59,7 +68,7 @@ class ConfigView:
         """A non-negative integer (expert counts, layer indices); absent or null -> default."""
         name, value = self._find(keys)
         if value is _ABSENT or value is None:
-            return default
+            return int(self._default(name, default))
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise InvalidArchitecture(
                 f"{self.field(name)} must be a non-negative integer, got {value!r}",
@@ -70,7 +79,7 @@ class ConfigView:
     def flag(self, keys: str | tuple[str, ...], default: bool) -> bool:
         name, value = self._find(keys)
         if value is _ABSENT or value is None:
-            return default
+            return bool(self._default(name, default))
         if not isinstance(value, bool):
             raise InvalidArchitecture(
                 f"{self.field(name)} must be true or false, got {value!r}", field=self.field(name)
@@ -80,7 +89,7 @@ class ConfigView:
     def text(self, keys: str | tuple[str, ...], default: str) -> str:
         name, value = self._find(keys)
         if value is _ABSENT or value is None:
-            return default
+            return str(self._default(name, default))
         if not isinstance(value, str):
             raise InvalidArchitecture(
                 f"{self.field(name)} must be a string, got {value!r}", field=self.field(name)
@@ -118,7 +127,7 @@ class ConfigView:
             return None
         if not isinstance(value, Mapping):
             raise InvalidArchitecture(f"{self.field(key)} must be an object", field=self.field(key))
-        return ConfigView(value, f"{self.field(key)}.")
+        return ConfigView(value, f"{self.field(key)}.", self.defaulted)
 
     def _positive(self, name: str, value: Any) -> int:
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
