@@ -34,6 +34,8 @@ def _text(config: dict[str, Any], **changes: Any) -> dict[str, Any]:
     [
         (_with(LLAMA, hidden_size="4096"), "hidden_size"),
         (_with(LLAMA, num_hidden_layers=0), "num_hidden_layers"),
+        (_with(LLAMA, num_hidden_layers=10**9), "num_hidden_layers"),  # bounded before any loop
+        (_with(LLAMA, vocab_size=10**12), "vocab_size"),
         (_with(LLAMA, num_key_value_heads=5), "num_key_value_heads"),
         (_with(LLAMA, tie_word_embeddings="no"), "tie_word_embeddings"),
         (_with(LLAMA, hidden_act="xielu"), "hidden_act"),

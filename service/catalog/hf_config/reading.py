@@ -63,6 +63,21 @@ class ConfigKeys:
 
 
 LLAMA_KEYS = ConfigKeys()
+# Bounds of the custom form's fields (schemas/estimate_request.py), the context's widened for
+# Llama 4 Scout's 10,485,760 positions: the readers loop over layers, and no real model is near.
+MAX_LAYERS = 1000
+MAXIMA = {
+    "hidden_size": 10_000_000,
+    "intermediate_size": 10_000_000,
+    "moe_intermediate_size": 10_000_000,
+    "shared_expert_intermediate_size": 10_000_000,
+    "vocab_size": 10_000_000,
+    "num_attention_heads": 1024,
+    "num_key_value_heads": 1024,
+    "head_dim": 4096,
+    "num_experts": 1024,
+    "max_context_tokens": 100_000_000,
+}
 
 
 @dataclass(slots=True)
@@ -84,6 +99,9 @@ class Reading:
         """The architecture read; InvalidArchitecture names the config key at fault."""
         arch = ModelArchitecture(**self.values)
         try:
+            for name, maximum in MAXIMA.items():
+                if (getattr(arch, name) or 0) > maximum:
+                    raise InvalidArchitecture(f"must be at most {maximum}", field=name)
             validate_architecture(arch)
         except InvalidArchitecture as error:
             key = self.keys.get(error.field or "", self.view.field(error.field or "model_type"))
@@ -128,7 +146,7 @@ def read_decoder(
     reading.set("num_attention_heads", heads, keys.num_attention_heads[0])
     reading.set(
         "num_layers",
-        view.size(keys.num_hidden_layers, defaults.num_hidden_layers),
+        view.size(keys.num_hidden_layers, defaults.num_hidden_layers, MAX_LAYERS),
         keys.num_hidden_layers[0],
     )
     reading.set(

@@ -45,14 +45,22 @@ class ConfigView:
                 return name, self.raw[name]
         return names[0], _ABSENT
 
-    def size(self, keys: str | tuple[str, ...], default: int | None) -> int:
-        """A positive integer; absent or null -> `default` (None: the key is required)."""
+    def size(
+        self, keys: str | tuple[str, ...], default: int | None, maximum: int | None = None
+    ) -> int:
+        """A positive integer, at most `maximum`; absent or null -> `default` (None: the key is
+        required)."""
         name, value = self._find(keys)
         if value is _ABSENT or value is None:
             if default is None:
                 raise InvalidArchitecture(f"{self.field(name)} is required", field=self.field(name))
             return int(self._default(name, default))
-        return self._positive(name, value)
+        found = self._positive(name, value)
+        if maximum is not None and found > maximum:
+            raise InvalidArchitecture(
+                f"{self.field(name)} must be at most {maximum}, got {found}", field=self.field(name)
+            )
+        return found
 
     def optional_size(self, keys: str | tuple[str, ...], default: int | None) -> int | None:
         """A positive integer or None: absent -> `default`, an explicit null -> None (as
