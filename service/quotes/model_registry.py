@@ -68,9 +68,18 @@ def register_model(
     return registered.description(config)
 
 
-def tenant_models(session: Session, tenant: str) -> list[dict[str, Any]]:
-    """The descriptions of `tenant`'s models, by id."""
-    return [_description(row) for row in RegisteredModelRepository(session).all(tenant)]
+UNLISTED_WARNING = "the database is unavailable: the tenant's registered models are not listed"
+
+
+def tenant_models(database: Database, tenant: str) -> tuple[list[dict[str, Any]], list[str]]:
+    """The descriptions of `tenant`'s models, by id, and warnings: with the database away,
+    none and a warning saying so (the public catalogue still answers)."""
+    try:
+        with database.sessions() as session:
+            rows = RegisteredModelRepository(session).all(tenant)
+            return [_description(row) for row in rows], []
+    except SQLAlchemyError:
+        return [], [UNLISTED_WARNING]
 
 
 def tenant_model(session: Session, tenant: str, model_id: str) -> dict[str, Any] | None:

@@ -29,6 +29,11 @@ def test_a_registered_model_needs_the_database(client: TestClient, database_url:
     try:
         away = client.post("/v1/estimate", json=example_body(model="dev/small-llama"))
         assert away.status_code == 503 and away.headers["Retry-After"], away.text
+        listing = client.get("/v1/models")  # the public catalogue still answers
+        assert listing.status_code == 200 and len(listing.json()["items"]) > 50
+        assert listing.json()["warnings"] == [
+            "the database is unavailable: the tenant's registered models are not listed"
+        ]
         for model in ("meta-llama/Llama-3.1-8B-Instruct", "Qwen/Qwen3-8B-AWQ"):
             priced = client.post("/v1/estimate", json=example_body(model=model))
             assert priced.status_code == 200, priced.text

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path
 
-from service.api.deps import EstimatorDep, OptionalCaller, SessionDep, public_route
+from service.api.deps import EstimatorDep, OptionalCaller, ServicesDep, SessionDep, public_route
 from service.api.openapi import problem_responses
 from service.catalog.gpus import GpuRecord, UnknownGpu
 from service.catalog.models import ModelRecord, UnknownModel
@@ -49,17 +49,19 @@ def get_gpu(gpu_id: GpuId, estimator: EstimatorDep) -> GpuOut:
 @router.get(
     "/models",
     response_model=ModelList,
-    responses=problem_responses(503),
+    responses=problem_responses(),
     openapi_extra=KEY_OPTIONAL,
 )
-def list_models(estimator: EstimatorDep, caller: OptionalCaller, session: SessionDep) -> ModelList:
+def list_models(services: ServicesDep, caller: OptionalCaller) -> ModelList:
     """Every catalogue model, supported or not, with its architecture and sources; after
     them, with a key, the models its tenant registered (`registered: true`)."""
-    catalog = estimator.models
+    catalog = services.estimator.models
     items = [_model(r) for r in catalog.records]
-    if caller is not None:
-        items += [ModelOut.model_validate(m) for m in tenant_models(session, caller.tenant)]
-    return ModelList(version=catalog.version, items=items)
+    if caller is None:
+        return ModelList(version=catalog.version, items=items)
+    registered, warnings = tenant_models(services.database, caller.tenant)
+    items += [ModelOut.model_validate(model) for model in registered]
+    return ModelList(version=catalog.version, items=items, warnings=warnings)
 
 
 @router.get(
