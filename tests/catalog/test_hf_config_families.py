@@ -142,6 +142,18 @@ EXPECTED: dict[str, tuple[dict[str, Any], DType]] = {
              fp8_block_scaled=True),
         DType.FP8,
     ),
+    # the text class ties embeddings by default; the checkpoint's top level says it does not
+    "Qwen/Qwen3-VL-30B-A3B-Instruct": (
+        dict(hidden_size=2048, num_layers=48, num_attention_heads=32, num_key_value_heads=4,
+             head_dim=128, intermediate_size=6144, vocab_size=151936, max_context_tokens=262144,
+             num_experts=128, experts_per_token=8, moe_intermediate_size=768, num_moe_layers=48),
+        DType.BF16,
+    ),
+    "Qwen/Qwen3-VL-8B-Instruct": (
+        dict(hidden_size=4096, num_layers=36, num_attention_heads=32, num_key_value_heads=8,
+             head_dim=128, intermediate_size=12288, vocab_size=151936, max_context_tokens=262144),
+        DType.BF16,
+    ),
     "THUDM/glm-4-9b-chat-hf": (
         dict(hidden_size=4096, num_layers=40, num_attention_heads=32, num_key_value_heads=2,
              head_dim=128, intermediate_size=13696, vocab_size=151552, max_context_tokens=131072,

@@ -13,6 +13,7 @@ LLAMA = ClassDefaults(32000, 4096, 11008, 32, 32, None, 2048, False)
 MISTRAL = ClassDefaults(32000, 4096, 14336, 32, 32, 8, 4096 * 32, False)
 QWEN2 = ClassDefaults(151936, 4096, 22016, 32, 32, 32, 32768, False)
 QWEN3 = ClassDefaults(151936, 4096, 22016, 32, 32, 32, 32768, False, head_dim=128)
+QWEN3_VL_TEXT = ClassDefaults(151936, 4096, 22016, 32, 32, 32, 128000, False, head_dim=128)
 GRANITE = ClassDefaults(32000, 4096, 11008, 32, 32, None, 2048, False)
 OLMO2 = ClassDefaults(50304, 4096, 11008, 32, 32, None, 2048, False)
 GLM = ClassDefaults(
@@ -65,6 +66,11 @@ def read_qwen3(view: ConfigView, defaults: ClassDefaults = QWEN3) -> Reading:
     qwen_window(reading)
     reading.notes.append(QK_NORM_NOTE)
     return reading
+
+
+def read_qwen3_vl_text(view: ConfigView) -> Reading:
+    """Qwen3VLTextConfig (the text decoder of Qwen3-VL): Qwen3's layers, its own defaults."""
+    return read_qwen3(view, QWEN3_VL_TEXT)
 
 
 def read_granite(view: ConfigView) -> Reading:

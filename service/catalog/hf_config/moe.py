@@ -20,6 +20,7 @@ MIXTRAL = ClassDefaults(32000, 4096, 14336, 32, 32, 8, 4096 * 32, False)
 PHIMOE = ClassDefaults(32064, 4096, 6400, 32, 32, 8, 4096 * 32, False)
 QWEN2_MOE = ClassDefaults(151936, 2048, 5632, 24, 16, 16, 32768, False)
 QWEN3_MOE = ClassDefaults(151936, 2048, 6144, 24, 32, 4, 32768, False)
+QWEN3_VL_MOE_TEXT = ClassDefaults(151936, 2048, 5632, 24, 16, 16, 128000, True)
 GRANITE_MOE = ClassDefaults(32000, 4096, 11008, 32, 32, None, 2048, False)
 OLMOE = ClassDefaults(50304, 2048, 2048, 16, 16, None, 4096, False)
 GPT_OSS = ClassDefaults(
@@ -112,7 +113,7 @@ def _qwen_moe(
     step = view.size("decoder_sparse_step", 1)
     set_experts(
         reading,
-        experts=view.count("num_experts", experts),
+        experts=view.count(("num_experts", "num_local_experts"), experts),
         experts_key="num_experts",
         top_k=view.size("num_experts_per_tok", top_k),
         expert_width=view.size("moe_intermediate_size", expert_width),
@@ -135,6 +136,14 @@ def read_qwen3_moe(view: ConfigView) -> Reading:
     """Qwen3MoeConfig: 128 experts, top-8, on every `decoder_sparse_step`-th layer not in
     `mlp_only_layers`; QK-norm."""
     reading = _qwen_moe(view, QWEN3_MOE, 128, 8, 768, None)
+    reading.notes.append(QK_NORM_NOTE)
+    return reading
+
+
+def read_qwen3_vl_moe_text(view: ConfigView) -> Reading:
+    """Qwen3VLMoeTextConfig (the text decoder of Qwen3-VL-30B-A3B, -235B-A22B): Qwen3-MoE's
+    layers with its own defaults (60 experts, top-4, of width 1408)."""
+    reading = _qwen_moe(view, QWEN3_VL_MOE_TEXT, 60, 4, 1408, None)
     reading.notes.append(QK_NORM_NOTE)
     return reading
 

@@ -21,6 +21,8 @@ TEXT_MODEL_TYPES = {
     "mistral3": "mistral",
     "llava": "llama",
     "llava_next": "llama",
+    "qwen3_vl": "qwen3_vl_text",
+    "qwen3_vl_moe": "qwen3_vl_moe_text",
 }
 QWEN2_VL_TEXT = ClassDefaults(152064, 8192, 29568, 80, 64, 8, 32768, False)
 
@@ -41,6 +43,11 @@ def read_text_decoder(view: ConfigView, model_type: str, readers: dict[str, Read
             field=text.field("model_type"),
         )
     reading = reader(text)
+    if "tie_word_embeddings" not in text.raw and isinstance(
+        view.raw.get("tie_word_embeddings"), bool
+    ):
+        # The checkpoint's own statement (its top level) over the text class's default.
+        reading.set("tie_word_embeddings", view.raw["tie_word_embeddings"])
     reading.notes.append(VISION_NOTE)
     return reading
 
