@@ -19,6 +19,7 @@ LLAMA = catalogued_configs()["meta-llama/Llama-3.1-8B-Instruct"]
 GEMMA3 = catalogued_configs()["google/gemma-3-27b-it"]
 KIMI = uncatalogued_configs()["moonshotai/Kimi-K2-Instruct"]
 MINIMAX = uncatalogued_configs()["MiniMaxAI/MiniMax-M2"]
+NEO = uncatalogued_configs()["EleutherAI/gpt-neo-2.7B"]
 
 
 def _with(config: dict[str, Any], **changes: Any) -> dict[str, Any]:
@@ -47,6 +48,8 @@ def _text(config: dict[str, Any], **changes: Any) -> dict[str, Any]:
         (_with(KIMI, n_routed_experts=-3), "n_routed_experts"),
         (_with(KIMI, num_experts_per_tok=500), "num_experts_per_tok"),
         (_with(KIMI, q_lora_rank=None), "q_lora_rank"),  # DeepSeek-V2-Lite's full-rank query
+        (_with(NEO, attention_types=[[["global", "sliding"], 16]]), "attention_types"),
+        (_with(NEO, attention_types=[[["global", "local"], 15]]), "attention_types"),
         (_with(MINIMAX, attn_type_list=[0, 0, 0, 0, 0, 0, 0, 1] * 8), "attn_type_list"),
     ],
 )

@@ -154,6 +154,20 @@ EXPECTED: dict[str, tuple[dict[str, Any], DType]] = {
              head_dim=128, intermediate_size=12288, vocab_size=151936, max_context_tokens=262144),
         DType.BF16,
     ),
+    # 2560 / 20 heads = 128; ffn 4 x 2560; every second layer local (window 256): 16 of 32
+    "EleutherAI/gpt-neo-2.7B": (
+        dict(hidden_size=2560, num_layers=32, num_attention_heads=20, num_key_value_heads=20,
+             head_dim=128, intermediate_size=10240, vocab_size=50257, max_context_tokens=2048,
+             position="learned", tie_word_embeddings=True, sliding_window_tokens=256,
+             num_sliding_window_layers=16, **PLAIN),
+        DType.FP32,
+    ),
+    "allenai/OLMo-7B-hf": (
+        dict(hidden_size=4096, num_layers=32, num_attention_heads=32, num_key_value_heads=32,
+             head_dim=128, intermediate_size=11008, vocab_size=50304, max_context_tokens=2048,
+             norm="layernorm"),
+        DType.FP32,
+    ),
     "THUDM/glm-4-9b-chat-hf": (
         dict(hidden_size=4096, num_layers=40, num_attention_heads=32, num_key_value_heads=2,
              head_dim=128, intermediate_size=13696, vocab_size=151552, max_context_tokens=131072,

@@ -6,6 +6,7 @@ from __future__ import annotations
 from service.catalog.hf_config.layers import set_window, windowed_layers
 from service.catalog.hf_config.reading import ClassDefaults, ConfigKeys, Reading, read_decoder
 from service.catalog.hf_config.view import ConfigView
+from service.core.cost_model_errors import InvalidArchitecture
 
 GPT2_KEYS = ConfigKeys(
     hidden_size=("n_embd", "hidden_size"),
@@ -24,6 +25,7 @@ GPTJ = ClassDefaults(50400, 4096, None, 28, 16, None, 2048, False, "gelu_new")
 GPT_BIGCODE = ClassDefaults(50257, 768, None, 12, 12, None, 1024, True, "gelu_pytorch_tanh")
 FALCON = ClassDefaults(65024, 4544, None, 32, 71, None, 2048, True, "gelu")
 BLOOM = ClassDefaults(250880, 64, None, 2, 8, None, 2048, True, "gelu")
+GPT_NEO = ClassDefaults(50257, 2048, None, 24, 16, None, 2048, True, "gelu_new")
 OPT = ClassDefaults(50272, 768, 3072, 12, 12, None, 2048, True, "relu")
 
 
@@ -115,3 +117,46 @@ def read_opt(view: ConfigView) -> Reading:
     reading = _plain(read_decoder(view, OPT, keys), bias=view.flag("enable_bias", True))
     reading.set("position", "learned")
     return reading
+
+
+def read_gpt_neo(view: ConfigView) -> Reading:
+    """GPTNeoConfig: learned positions, no q/k/v biases, and `attention_types` (pairs of a
+    pattern and its repeat count, expanded as the class does) windowing its `local` layers to
+    `window_size` (256) tokens."""
+    keys = ConfigKeys(
+        num_hidden_layers=("num_layers",),
+        num_attention_heads=("num_heads",),
+        hidden_act=("activation_function",),
+    )
+    reading = _plain(read_decoder(view, GPT_NEO, keys), bias=False)
+    reading.set("position", "learned")
+    kinds = _expanded_attention_types(view)
+    layers = reading.values["num_layers"]
+    if kinds is None:  # the class default: global and local alternating
+        kinds = ["global", "local"] * (layers // 2)
+    if len(kinds) != layers:
+        raise InvalidArchitecture(
+            f"attention_types expands to {len(kinds)} layers, num_layers is {layers}",
+            field=view.field("attention_types"),
+        )
+    window = view.optional_size("window_size", 256)
+    set_window(reading, window, kinds.count("local"), "window_size")
+    return reading
+
+
+def _expanded_attention_types(view: ConfigView) -> list[str] | None:
+    value = view.raw.get("attention_types")
+    if value is None:
+        return None
+    kinds: list[str] = []
+    try:
+        for pattern, repeat in value:
+            if not isinstance(repeat, int) or not all(k in ("global", "local") for k in pattern):
+                raise ValueError
+            kinds += list(pattern) * min(repeat, 1000)
+    except (TypeError, ValueError):
+        raise InvalidArchitecture(
+            "attention_types must be pairs of a list of 'global'/'local' and a count",
+            field=view.field("attention_types"),
+        ) from None
+    return kinds

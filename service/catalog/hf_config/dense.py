@@ -15,6 +15,7 @@ QWEN2 = ClassDefaults(151936, 4096, 22016, 32, 32, 32, 32768, False)
 QWEN3 = ClassDefaults(151936, 4096, 22016, 32, 32, 32, 32768, False, head_dim=128)
 QWEN3_VL_TEXT = ClassDefaults(151936, 4096, 22016, 32, 32, 32, 128000, False, head_dim=128)
 GRANITE = ClassDefaults(32000, 4096, 11008, 32, 32, None, 2048, False)
+OLMO = ClassDefaults(50304, 4096, 11008, 32, 32, None, 2048, False)
 OLMO2 = ClassDefaults(50304, 4096, 11008, 32, 32, None, 2048, False)
 GLM = ClassDefaults(
     151552, 4096, 13696, 40, 32, 2, 131072, False, head_dim=128, attention_bias=True
@@ -77,6 +78,13 @@ def read_granite(view: ConfigView) -> Reading:
     """GraniteConfig (IBM Granite 3.x dense): a Llama with scaling multipliers, which do not
     change the kernels."""
     return read_decoder(view, GRANITE)
+
+
+def read_olmo(view: ConfigView) -> Reading:
+    """OlmoConfig (OLMo 1): a Llama with LayerNorm (without parameters) instead of RMSNorm."""
+    reading = read_decoder(view, OLMO)
+    reading.set("norm", "layernorm")
+    return reading
 
 
 def read_olmo2(view: ConfigView) -> Reading:
