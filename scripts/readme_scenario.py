@@ -75,6 +75,27 @@ EXAMPLES: tuple[Example, ...] = (
         elide=("items.*.carbon", "items.*.latency"),
     ),
     Example(
+        "estimate-config",
+        f"""curl -s localhost:8123/v1/estimate {AUTH} {JSON} -d '{{
+  "architecture": {{"model_type": "qwen3_moe", "architectures": ["Qwen3MoeForCausalLM"],
+    "hidden_size": 2048, "num_hidden_layers": 48, "num_attention_heads": 32,
+    "num_key_value_heads": 4, "head_dim": 128, "intermediate_size": 6144,
+    "moe_intermediate_size": 768, "num_experts": 128, "num_experts_per_tok": 8,
+    "decoder_sparse_step": 1, "mlp_only_layers": [], "vocab_size": 151936,
+    "max_position_embeddings": 40960, "rope_theta": 1000000.0, "torch_dtype": "bfloat16"}},
+  "workload": {{"batch_size": 4, "prompt_tokens": 900, "output_tokens": 200}},
+  "hardware": {{"gpu": "H100-SXM5-80GB", "count": 2}}, "datacenter": {{"region": "FR"}}}}'""",
+        elide=("carbon",),
+    ),
+    Example(
+        "estimate-variant",
+        f"""curl -s localhost:8123/v1/estimate {AUTH} {JSON} -d '{{
+  "model": "Qwen/Qwen3-30B-A3B-Instruct-2507-FP8",
+  "workload": {{"batch_size": 4, "prompt_tokens": 900, "output_tokens": 200}},
+  "hardware": {{"gpu": "H100-SXM5-80GB", "count": 2}}, "datacenter": {{"region": "FR"}}}}'""",
+        elide=("carbon",),
+    ),
+    Example(
         "errors",
         f"""curl -s -i localhost:8123/v1/estimate {AUTH} {JSON} \\
   -d '{{"model": "meta-llama/Llama-3.1-8B-Instruct", "hardware": {{"gpu": "H100", "count": 128}},
@@ -92,6 +113,23 @@ curl -s -i localhost:8123/v1/quotes""",
         "curl -s localhost:8123/v1/models\n"
         "curl -s localhost:8123/v1/models/meta-llama/Llama-3.1-8B-Instruct",
         elide=("items.*",),
+    ),
+    Example(
+        "models-register",
+        f"""curl -s localhost:8123/v1/models {AUTH} {JSON} -d '{{"id": "acme/llama-ft",
+  "config": {{"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32,
+    "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336,
+    "vocab_size": 128256, "max_position_embeddings": 131072, "torch_dtype": "bfloat16"}},
+  "weights": "fp8"}}'
+curl -s localhost:8123/v1/estimate {AUTH} {JSON} -d '{{"model": "acme/llama-ft",
+  "workload": {{"batch_size": 1, "prompt_tokens": 512, "output_tokens": 128}},
+  "hardware": {{"gpu": "H100-SXM5-80GB"}}, "datacenter": {{"region": "FR"}}}}'""",
+        elide=("architecture", "config", "carbon"),
+    ),
+    Example(
+        "models-delete",
+        f"curl -s -i -X DELETE localhost:8123/v1/models/acme/llama-ft {AUTH}",
+        keep_headers=("content-type",),
     ),
     Example("regions", "curl -s localhost:8123/v1/regions"),
     Example(

@@ -22,7 +22,16 @@ from service.api.openapi import QuotesAPI, operation_id
 from service.api.problems import install_problem_handlers
 from service.api.rate_limit import install_rate_limits
 from service.api.request_id import RequestIdMiddleware
-from service.api.routes import calibrations, catalog, docs, estimate, health, probes, quotes
+from service.api.routes import (
+    calibrations,
+    catalog,
+    docs,
+    estimate,
+    health,
+    models,
+    probes,
+    quotes,
+)
 from service.api.tracing import install_tracing
 from service.config import Settings, get_settings
 from service.db import migrate
@@ -202,7 +211,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_rate_limits(app, settings)
     app.add_middleware(RequestIdMiddleware)  # outermost: every log line of a request has its id
     install_tracing(app, settings)
-    for module in (estimate, quotes, calibrations, catalog, health, probes, docs):
+    for module in (estimate, quotes, calibrations, catalog, models, health, probes, docs):
         app.include_router(module.router)
     return app
 

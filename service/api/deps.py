@@ -147,6 +147,19 @@ async def admitted_principal(scope: Scope, required: str) -> Principal:
     return principal
 
 
+async def optional_principal(
+    services: ServicesDep,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer_scheme)],
+) -> Principal | None:
+    """The caller of a public route, when it sends a known key (or in open dev mode): public
+    catalogues answer everyone, and add a known tenant's own entries."""
+    token = credentials.credentials if credentials is not None else None
+    return await known_principal(services.keys, token)
+
+
+OptionalCaller = Annotated[Principal | None, Depends(optional_principal)]
+
+
 def count_request(scope: Scope, principal: Principal, policy: str) -> None:
     """Count one request of `principal` against its rate limit under `policy`, leaving the
     Decision in the request state for the RateLimit headers; RateLimited when refused."""

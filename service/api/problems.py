@@ -26,6 +26,7 @@ from service.errors import (
     ServiceError,
     UnsupportedMediaType,
 )
+from service.schemas.estimate_request import ARCHITECTURE_FORMS
 
 logger = logging.getLogger(__name__)
 
@@ -34,10 +35,15 @@ TYPE_BASE = "https://llm-energy-quotes.dev/problems/"
 
 
 def loc_path(loc: Sequence[int | str]) -> str:
-    """Pydantic's loc tuple as a dotted path into the body ('body.' dropped)."""
+    """Pydantic's loc tuple as a dotted path into the body ('body.' dropped, and the tag of
+    the `architecture` form pydantic adds after it)."""
     parts = list(loc)
     if parts and parts[0] == "body":
         parts = parts[1:]
+    for i in range(len(parts) - 1):
+        if parts[i] == "architecture" and parts[i + 1] in ARCHITECTURE_FORMS:
+            del parts[i + 1]
+            break
     return ".".join(str(part) for part in parts) or "body"
 
 

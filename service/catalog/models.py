@@ -11,6 +11,7 @@ from types import MappingProxyType
 from typing import Any
 
 from service.catalog.lookup import DATA_DIR, build_index, near_matches, normalise
+from service.catalog.variants import Variant, VariantIndex
 from service.core.architecture import MlaShape, ModelArchitecture
 from service.core.cost_model_errors import UnsupportedArchitecture
 from service.core.dtypes import DType, parse_dtype
@@ -76,6 +77,7 @@ class ModelCatalog:
                 raw=MappingProxyType(dict(entry)),
             )
         self._index = build_index((e["id"], e.get("aliases", [])) for e in document["models"])
+        self._variants = VariantIndex((e["id"], e.get("aliases", [])) for e in document["models"])
 
     @property
     def ids(self) -> list[str]:
@@ -91,6 +93,21 @@ class ModelCatalog:
         if model_id is None:
             raise UnknownModel(name, near_matches(name, self._records))
         return self._records[model_id]
+
+    def has(self, name: str) -> bool:
+        """Whether `name` is a catalogue id or alias (variants not counted)."""
+        return normalise(name) in self._index
+
+    def find(self, name: str) -> tuple[ModelRecord, Variant | None]:
+        """The entry `name` names, or the entry of the catalogued model it is a variant of
+        (with how it was found); raises UnknownModel with near matches."""
+        try:
+            return self.get(name), None
+        except UnknownModel:
+            variant = self._variants.find(name)
+            if variant is None:
+                raise
+            return self._records[variant.base_id], variant
 
 
 @lru_cache(maxsize=4)

@@ -1,5 +1,5 @@
 """Tables: quotes and the carbon factor sets they name, idempotency claims, observations of
-measured energy, API keys, calibrations."""
+measured energy, API keys, calibrations, tenants' registered models."""
 
 from __future__ import annotations
 
@@ -163,3 +163,17 @@ class Calibration(Base):
     model_version: Mapped[str] = mapped_column(String(100))
     previous_id: Mapped[str | None] = mapped_column(String(40))
     activated_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+
+class RegisteredModel(Base):
+    """A tenant's own model (POST /v1/models): its config.json as posted and the weights'
+    precision it named, priced like a catalogue model for that tenant only."""
+
+    __tablename__ = "registered_models"
+
+    tenant: Mapped[str] = mapped_column(String(100), primary_key=True)
+    model_id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    model_type: Mapped[str] = mapped_column(String(100))
+    config: Mapped[dict[str, Any]] = mapped_column(JSON)
+    weights: Mapped[str | None] = mapped_column(String(10))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utc_now)

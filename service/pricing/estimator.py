@@ -21,6 +21,7 @@ from service.catalog.facilities import FacilityCatalog, load_facility_catalog
 from service.catalog.gpus import GpuCatalog, load_gpu_catalog
 from service.catalog.models import ModelCatalog, UnknownModel, load_model_catalog
 from service.catalog.regions import RegionCatalog, load_region_catalog
+from service.catalog.registered import RegisteredArchitecture
 from service.catalog.servers import ServerCatalog, load_server_catalog
 from service.core.coefficients import CostModelCoefficients
 from service.core.cost_model_errors import CostModelError
@@ -132,13 +133,15 @@ class Estimator:
         *,
         verbose: bool = False,
         calibration: ActiveCalibration | None = None,
+        registered: Sequence[RegisteredArchitecture | None] | None = None,
     ) -> list[PricedRequest | ServiceError]:
         """Each request's quote document, or its error, in order (see the module doc).
 
         `calibration` (the caller's current one) scales the GPU energy and its bounds by its
-        factor for the request's GPU and model family, if it corrects this model version."""
+        factor for the request's GPU and model family, if it corrects this model version.
+        `registered[i]`, when given, is the tenant's registered model request i names."""
         results: list[PricedRequest | ServiceError | None] = [None] * len(requests)
-        groups = self._groups(requests, results)
+        groups = self._groups(requests, results, registered or [None] * len(requests))
         for group in groups:
             self._estimate(group, requests, results)
         priced = [g for g in groups if g.estimates is not None and g.estimates.positions]
@@ -172,16 +175,27 @@ class Estimator:
                 )
         return [_done(result) for result in results]
 
-    def resolve(self, request: EstimateRequest) -> ResolvedRequest:
+    def resolve(
+        self, request: EstimateRequest, registered: RegisteredArchitecture | None = None
+    ) -> ResolvedRequest:
         """`resolve_request`, answered from memory for a context seen before: resolution
         depends on everything but the workload, the running sequences and the metadata (which
-        it ignores), and those are taken from `request` every time. Raises what
+        it ignores), and those are taken from `request` every time. A registered model's
+        context is keyed by the model read too (its tenant may register it anew). Raises what
         resolve_request raises."""
         key = request.model_dump_json(exclude=_PER_REQUEST, exclude_unset=True)
+        if registered is not None:
+            key += repr(registered)
         known = self._contexts.get(key)
         if known is None:
             known = resolve_request(
-                request, self.gpus, self.models, self.regions, self.facilities, self.servers
+                request,
+                self.gpus,
+                self.models,
+                self.regions,
+                self.facilities,
+                self.servers,
+                registered,
             )
             if len(self._contexts) >= MAX_CONTEXTS:
                 self._contexts.clear()
@@ -221,12 +235,13 @@ class Estimator:
         self,
         requests: Sequence[EstimateRequest],
         results: list[PricedRequest | ServiceError | None],
+        registered: Sequence[RegisteredArchitecture | None],
     ) -> list[_Group]:
         """The requests that resolve, grouped by context; the others' errors in `results`."""
         groups: dict[object, _Group] = {}
         for index, request in enumerate(requests):
             try:
-                resolved = self.resolve(request)
+                resolved = self.resolve(request, registered[index])
             except CostModelError as error:
                 results[index] = invalid_request(error, custom=request.architecture is not None)
                 continue

@@ -8,15 +8,18 @@ from typing import Any
 from service.catalog.engines import DEFAULT_ENGINE, unfused_norms
 from service.catalog.facilities import FacilityCatalog, load_facility_catalog
 from service.catalog.gpus import GpuCatalog, GpuRecord, UnknownGpu
+from service.catalog.hf_config import read_config
 from service.catalog.models import ModelCatalog, UnknownModel
 from service.catalog.regions import RegionCatalog, RegionRecord, UnknownRegion
+from service.catalog.registered import RegisteredArchitecture
 from service.catalog.servers import ServerCatalog, load_server_catalog
+from service.catalog.variants import Variant
 from service.core.architecture import ModelArchitecture, default_head_dim
 from service.core.dtypes import DType
 from service.core.workload import Deployment, Parallelism, Precision, Workload
 from service.errors import FieldError, UnknownName
 from service.pricing.carbon_accounting import CarbonInputs, resolve_carbon_inputs
-from service.schemas.estimate_request import ArchitectureIn, EstimateRequest
+from service.schemas.estimate_request import ArchitectureIn, EstimateRequest, HfConfigIn
 
 CUSTOM_MODEL_ID = "custom"
 
@@ -45,6 +48,35 @@ def unknown_name(loc: str, error: UnknownGpu | UnknownModel | UnknownRegion) -> 
     )
 
 
+def unknown_model(error: UnknownModel) -> UnknownName:
+    """An unknown model id's 422: near matches, and the two ways to price it anyway."""
+    detail = (
+        f"{error}; to price a model the catalogue lacks, give its config.json as `architecture`, "
+        "or register it with POST /v1/models"
+    )
+    return UnknownName(
+        detail, errors=[FieldError("model", detail)], extra={"suggestions": error.suggestions}
+    )
+
+
+def variant_precision(
+    requested: str, base_id: str, variant: Variant, published: DType, notes: list[str]
+) -> DType:
+    """The weights' default precision of a variant of `base_id` (its quantisation suffix's,
+    else the base's `published`), with notes naming the model used appended to `notes`."""
+    notes.append(
+        f"{requested} is not in the catalogue: priced with the architecture of {base_id}, of "
+        "which its name makes it a fine-tune, quantisation or dated release"
+    )
+    notes.extend(variant.notes)
+    if variant.weights is None:
+        if variant.notes:
+            notes.append(f"weights default to {published.value}, {base_id}'s published precision")
+        return published
+    notes.append(f"weights default to {variant.weights.value}, as the name's suffix says")
+    return variant.weights
+
+
 def resolve_request(
     request: EstimateRequest,
     gpus: GpuCatalog,
@@ -52,21 +84,33 @@ def resolve_request(
     regions: RegionCatalog,
     facilities: FacilityCatalog | None = None,
     servers: ServerCatalog | None = None,
+    registered: RegisteredArchitecture | None = None,
 ) -> ResolvedRequest:
-    """Look names up in the catalogues and fill defaults; raises UnknownName or core errors."""
+    """Look names up in the catalogues and fill defaults; raises UnknownName or core errors.
+    `registered` is the caller's tenant's registered model the request names, if it does."""
     defaulted: dict[str, Any] = {}
     notes: list[str] = []
     try:
         gpu = gpus.get(request.hardware.gpu)
     except UnknownGpu as error:
         raise unknown_name("hardware.gpu", error) from None
-    if request.model is not None:
+    if registered is not None:
+        model_id, architecture = registered.id, registered.architecture
+        published, notes = registered.published_precision, list(registered.notes)
+    elif request.model is not None:
         try:
-            record = models.get(request.model)
+            record, variant = models.find(request.model)
         except UnknownModel as error:
-            raise unknown_name("model", error) from None
+            raise unknown_model(error) from None
         model_id, architecture = record.id, record.require_architecture()
         published, notes = record.published_precision, list(record.notes)
+        if variant is not None:
+            published = variant_precision(request.model, record.id, variant, published, notes)
+    elif isinstance(request.architecture, HfConfigIn):
+        config = read_config(request.architecture.model_dump())
+        model_id, published, notes = CUSTOM_MODEL_ID, config.published_precision, list(config.notes)
+        architecture = config.architecture
+        defaulted.update({f"architecture.{k}": v for k, v in config.defaulted.items()})
     else:
         assert request.architecture is not None  # guaranteed by EstimateRequest's validator
         model_id, published = CUSTOM_MODEL_ID, DType.BF16

@@ -18,6 +18,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from service.catalog.registered import RegisteredArchitecture
 from service.errors import ServiceError
 from service.pricing.calibration import ActiveCalibration
 from service.pricing.estimator import Estimator
@@ -38,6 +39,7 @@ class _Job:
     """One caller's requests and the future its coroutine awaits on its event loop."""
 
     requests: Sequence[EstimateRequest]
+    registered: Sequence[RegisteredArchitecture | None]
     verbose: bool
     calibration: ActiveCalibration | None
     future: asyncio.Future[list[Priced]]
@@ -68,14 +70,16 @@ class PricingThread:
         *,
         verbose: bool = False,
         calibration: ActiveCalibration | None = None,
+        registered: Sequence[RegisteredArchitecture | None] | None = None,
     ) -> list[Priced]:
-        """`Estimator.price` of `requests`, priced on the pricing thread with whatever else is
-        waiting."""
+        """`Estimator.price` of `requests` (`registered`: the registered model each names, if
+        any), priced on the pricing thread with whatever else is waiting."""
         if not self._thread.is_alive():
             raise RuntimeError("the pricing thread is not running")
         loop = asyncio.get_running_loop()
         future: asyncio.Future[list[Priced]] = loop.create_future()
-        self._queue.put(_Job(requests, verbose, calibration, future, loop))
+        models = registered or [None] * len(requests)
+        self._queue.put(_Job(requests, models, verbose, calibration, future, loop))
         return await future
 
     def _run(self) -> None:
@@ -101,9 +105,13 @@ class PricingThread:
         settled: dict[asyncio.AbstractEventLoop, list[tuple[_Future, _Outcome]]] = {}
         for same in together.values():
             requests = [request for job in same for request in job.requests]
+            registered = [model for job in same for model in job.registered]
             try:
                 results = self.estimator.price(
-                    requests, verbose=same[0].verbose, calibration=same[0].calibration
+                    requests,
+                    verbose=same[0].verbose,
+                    calibration=same[0].calibration,
+                    registered=registered,
                 )
             except Exception as error:  # a bug: every waiting request answers it, none hangs
                 logger.exception("pricing %d request(s) failed", len(requests))

@@ -17,6 +17,7 @@ from typing import Any
 
 from fastapi.concurrency import run_in_threadpool
 
+from service.catalog.registered import RegisteredArchitecture
 from service.db.ids import new_quote_id
 from service.db.quote_document import QuoteDocument
 from service.db.quote_store import Claim, QuoteStore, StoredQuote
@@ -26,6 +27,7 @@ from service.errors import Conflict, IdempotencyMismatch, ServiceError
 from service.metrics import Metrics
 from service.pricing.priced import PricedRequest
 from service.quotes.idempotency import InFlightGuard, fingerprint
+from service.quotes.model_registry import Registered, registered_for
 from service.quotes.pricing_thread import PricingThread
 from service.quotes.quote_sink import QuoteSink
 from service.quotes.recalibration import CalibrationRegistry
@@ -180,10 +182,14 @@ class QuoteService:
         """Every valid item priced on the pricing thread, with `tenant`'s current calibration
         (its own, else the global one); counted in the metrics by tenant, model and GPU."""
         calibration = self.calibrations.for_tenant(tenant) if self.calibrations else None
-        requests = [item for item in items if not isinstance(item, ServiceError)]
+        paired = await self._with_registered(items, tenant)
+        requests = [item[0] for item in paired if isinstance(item, tuple)]
+        registered = [item[1] for item in paired if isinstance(item, tuple)]
         started = time.perf_counter()
         answers = iter(
-            await self.pricer.price(requests, verbose=verbose, calibration=calibration)
+            await self.pricer.price(
+                requests, verbose=verbose, calibration=calibration, registered=registered
+            )
             if requests
             else []
         )
@@ -192,24 +198,48 @@ class QuoteService:
         results: list[_Priced | ServiceError] = []
         # (model, gpu) -> [requests, GPU energy J, CO2e g]
         totals: defaultdict[tuple[str, str], list[float]] = defaultdict(lambda: [0, 0.0, 0.0])
-        for item in items:
+        for item in paired:
             answer = item if isinstance(item, ServiceError) else next(answers)
             if isinstance(answer, ServiceError):
                 self.metrics.refused.labels(tenant, answer.type_slug).inc()
                 results.append(answer)
                 continue
-            assert not isinstance(item, ServiceError)
+            assert isinstance(item, tuple)
             total = totals[answer.model_id, answer.gpu_id]
             total[0] += 1
             total[1] += answer.gpu_j
             total[2] += answer.total_g
-            results.append(_Priced(item, request_fingerprint(item, verbose), answer))
+            results.append(_Priced(item[0], request_fingerprint(item[0], verbose), answer))
         for (model, gpu), (count, gpu_j, co2e_g) in totals.items():
             self.metrics.count_quotes(tenant, model, gpu, int(count), gpu_j, co2e_g)
         priced = [p.estimate for p in results if isinstance(p, _Priced)]
         if priced:  # one calibration per call: the tenant's current one
             self.metrics.count_calibrated(tenant, priced[0].calibration_id, len(priced))
         return results
+
+    async def _with_registered(
+        self, items: Sequence[EstimateRequest | ServiceError], tenant: str
+    ) -> list[tuple[EstimateRequest, RegisteredArchitecture | None] | ServiceError]:
+        """Each valid item with the tenant's registered model it names (read from the
+        database only for names the catalogue lacks), or the error that lookup answered."""
+        requests = [item for item in items if not isinstance(item, ServiceError)]
+        models = self.pricer.estimator.models
+        lookup: list[Registered] = [None] * len(requests)
+        if any(r.model is not None and not models.has(r.model) for r in requests):
+            lookup = await run_in_threadpool(
+                registered_for, self.store.database, models, tenant, requests
+            )
+        found = iter(zip(requests, lookup, strict=True))
+        paired: list[tuple[EstimateRequest, RegisteredArchitecture | None] | ServiceError] = []
+        for item in items:
+            if isinstance(item, ServiceError):
+                paired.append(item)
+                continue
+            request, registered = next(found)
+            paired.append(
+                registered if isinstance(registered, ServiceError) else (request, registered)
+            )
+        return paired
 
     async def _store(
         self,

@@ -83,10 +83,14 @@ class ModelOut(BaseModel):
 
 
 class ModelList(BaseModel):
-    model_config = open_example({"version": "2026.11.2", "items": []})
+    """The catalogue, then the caller's tenant's registered models; `warnings` says when
+    those could not be read."""
+
+    model_config = open_example({"version": "2026.11.2", "items": [], "warnings": []})
 
     version: str
     items: list[ModelOut]
+    warnings: list[str] = []
 
 
 class RegionOut(BaseModel):

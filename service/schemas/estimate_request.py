@@ -4,7 +4,17 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Self
 
-from pydantic import BaseModel, Field, StrictBool, StrictFloat, StrictInt, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    Tag,
+    model_validator,
+)
 
 from service.schemas.common import example
 
@@ -161,13 +171,64 @@ class ArchitectureIn(BaseModel):
     num_moe_layers: Annotated[StrictInt, Field(ge=0, le=1000)] | None = None
 
 
+class HfConfigIn(BaseModel):
+    """A model's Hugging Face `config.json` as published, recognised by its `model_type` and
+    read the way that model's transformers config class reads it (its defaults for absent
+    keys, the `text_config` of a multimodal model); keys it does not read are ignored."""
+
+    model_config = ConfigDict(
+        extra="allow",
+        protected_namespaces=(),
+        json_schema_extra={
+            "examples": [
+                {
+                    "model_type": "qwen3_moe",
+                    "hidden_size": 2048,
+                    "num_hidden_layers": 48,
+                    "num_attention_heads": 32,
+                    "num_key_value_heads": 4,
+                    "head_dim": 128,
+                    "intermediate_size": 6144,
+                    "moe_intermediate_size": 768,
+                    "num_experts": 128,
+                    "num_experts_per_tok": 8,
+                    "vocab_size": 151936,
+                    "max_position_embeddings": 40960,
+                    "torch_dtype": "bfloat16",
+                }
+            ]
+        },
+    )
+
+    model_type: Annotated[str, Field(min_length=1, max_length=100)]
+
+
+# Tags of the two forms of `architecture`: pydantic puts the tag in an error's loc, which the
+# problem handler drops (it names no place in the body).
+ARCHITECTURE_FORMS = ("custom", "config")
+
+
+def _architecture_form(value: Any) -> str:
+    """`config` for a config.json (it has a `model_type`), `custom` otherwise."""
+    if isinstance(value, HfConfigIn) or (isinstance(value, dict) and "model_type" in value):
+        return "config"
+    return "custom"
+
+
+ArchitectureForm = Annotated[
+    Annotated[ArchitectureIn, Tag("custom")] | Annotated[HfConfigIn, Tag("config")],
+    Discriminator(_architecture_form),
+]
+
+
 class EstimateRequest(BaseModel):
-    """What to price: a catalogue `model` or a custom `architecture`, the workload and GPUs."""
+    """What to price: a catalogue `model` or an `architecture` (the custom form or a
+    config.json), the workload and GPUs."""
 
     model_config = example(EXAMPLE_REQUEST)
 
     model: Annotated[str, Field(min_length=1, max_length=200)] | None = None
-    architecture: ArchitectureIn | None = None
+    architecture: ArchitectureForm | None = None
     workload: WorkloadIn
     hardware: HardwareIn
     precision: PrecisionIn | None = None

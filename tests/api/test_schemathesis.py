@@ -26,12 +26,14 @@ from service.errors import NotFound
 TENANTS = ("tenant-a", "tenant-b")
 # Schema-valid requests the service rightly refuses with 422 for a reason no JSON schema can
 # state: a catalogue name that does not exist (`hardware.gpu: "0"`), a model that does not fit in
-# the GPUs' memory or whose context the tokens overflow, `model` and `architecture` both absent;
+# the GPUs' memory or whose context the tokens overflow, `model` and `architecture` both absent,
+# a config.json whose model_type or keys cannot be priced (estimates and POST /v1/models);
 # a calibration with no observation to fit; a cursor this service did not issue (cursors are
 # opaque); an Idempotency-Key reused with another body (API.md: 422). Only these operations may
 # answer 422 to schema-valid data.
 SEMANTIC_422 = (
     "POST /v1/estimate",
+    "POST /v1/models",
     "POST /v1/calibrations",
     "GET /v1/quotes",
     "POST /v1/quotes/{quote_id}/observations",

@@ -32,6 +32,7 @@ TABLES = {
     "observations",
     "api_keys",
     "calibrations",
+    "registered_models",
 }
 
 

@@ -26,7 +26,12 @@ class RecordingEstimator:
         self.fail_with: Exception | None = None
 
     def price(
-        self, requests: Sequence[EstimateRequest], *, verbose: bool, calibration: Any
+        self,
+        requests: Sequence[EstimateRequest],
+        *,
+        verbose: bool,
+        calibration: Any,
+        registered: Sequence[Any] | None = None,
     ) -> list[Any]:
         prompts = [r.workload.prompt_tokens for r in requests]
         self.passes.append(prompts)

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path
 
-from service.api.deps import EstimatorDep, public_route
+from service.api.deps import EstimatorDep, OptionalCaller, ServicesDep, SessionDep, public_route
 from service.api.openapi import problem_responses
 from service.catalog.gpus import GpuRecord, UnknownGpu
 from service.catalog.models import ModelRecord, UnknownModel
 from service.errors import NotFound
+from service.quotes.model_registry import tenant_model, tenant_models
 from service.schemas.catalog import GpuList, GpuOut, ModelList, ModelOut, RegionList, RegionOut
 
 # Catalogue ids: Hugging Face repo ids (`org/name`), GPU ids and aliases.
@@ -18,6 +19,8 @@ ModelId = Annotated[str, Path(max_length=200, pattern=r"^[A-Za-z0-9._-]+(/[A-Za-
 GpuId = Annotated[str, Path(max_length=100, pattern=r"^[A-Za-z0-9._ -]+$")]
 
 router = APIRouter(prefix="/v1", tags=["catalogues"], dependencies=[Depends(public_route)])
+# The model routes take a key if one is sent (to add its tenant's models), and answer without.
+KEY_OPTIONAL: dict[str, Any] = {"security": [{}, {"HTTPBearer": []}]}
 
 
 def _gpu(record: GpuRecord) -> GpuOut:
@@ -43,21 +46,41 @@ def get_gpu(gpu_id: GpuId, estimator: EstimatorDep) -> GpuOut:
         raise NotFound(str(error), extra={"suggestions": error.suggestions}) from None
 
 
-@router.get("/models", response_model=ModelList, responses=problem_responses())
-def list_models(estimator: EstimatorDep) -> ModelList:
-    """Every catalogue model, supported or not, with its architecture and sources."""
-    catalog = estimator.models
-    return ModelList(version=catalog.version, items=[_model(r) for r in catalog.records])
+@router.get(
+    "/models",
+    response_model=ModelList,
+    responses=problem_responses(),
+    openapi_extra=KEY_OPTIONAL,
+)
+def list_models(services: ServicesDep, caller: OptionalCaller) -> ModelList:
+    """Every catalogue model, supported or not, with its architecture and sources; after
+    them, with a key, the models its tenant registered (`registered: true`)."""
+    catalog = services.estimator.models
+    items = [_model(r) for r in catalog.records]
+    if caller is None:
+        return ModelList(version=catalog.version, items=items)
+    registered, warnings = tenant_models(services.database, caller.tenant)
+    items += [ModelOut.model_validate(model) for model in registered]
+    return ModelList(version=catalog.version, items=items, warnings=warnings)
 
 
 @router.get(
-    "/models/{model_id:path}", response_model=ModelOut, responses=problem_responses(404, 422)
+    "/models/{model_id:path}",
+    response_model=ModelOut,
+    responses=problem_responses(404, 422, 503),
+    openapi_extra=KEY_OPTIONAL,
 )
-def get_model(model_id: ModelId, estimator: EstimatorDep) -> ModelOut:
-    """A model by Hugging Face repo id (which contains a slash) or alias."""
+def get_model(
+    model_id: ModelId, estimator: EstimatorDep, caller: OptionalCaller, session: SessionDep
+) -> ModelOut:
+    """A model by Hugging Face repo id (which contains a slash) or alias, or one of the
+    caller's tenant's registered models (404 to every other tenant)."""
     try:
         return _model(estimator.models.get(model_id))
     except UnknownModel as error:
+        registered = tenant_model(session, caller.tenant, model_id) if caller else None
+        if registered is not None:
+            return ModelOut.model_validate(registered)
         raise NotFound(str(error), extra={"suggestions": error.suggestions}) from None
 
 

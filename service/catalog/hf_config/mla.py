@@ -1,0 +1,77 @@
+"""Readers of DeepSeek's multi-head latent attention decoders (DeepSeek-V2, V3, R1, V3.1, and
+Kimi K2, which ships DeepSeek-V3's config class): MLA ranks, shared and routed experts, dense
+first layers. MLA is priced as the cost model approximates it today (see core.estimate)."""
+
+from __future__ import annotations
+
+from service.catalog.hf_config.layers import set_experts
+from service.catalog.hf_config.reading import ClassDefaults, Reading, read_decoder
+from service.catalog.hf_config.view import ConfigView
+from service.core.architecture import MlaShape
+from service.core.cost_model_errors import UnsupportedArchitecture
+
+DEEPSEEK_V2 = ClassDefaults(102400, 4096, 11008, 30, 32, 32, 2048, False)
+DEEPSEEK_V3 = ClassDefaults(129280, 7168, 18432, 61, 128, 128, 4096, False)
+
+
+def _read_mla(
+    view: ConfigView,
+    defaults: ClassDefaults,
+    *,
+    moe_width: int,
+    shared: int,
+    routed: int,
+    top_k: int,
+    first_dense: int,
+) -> Reading:
+    """The class defaults of the expert keys differ between V2 and V3; the rules do not: layer
+    i routes when i >= first_k_dense_replace and i % moe_layer_freq == 0."""
+    reading = read_decoder(view, defaults)
+    q_rank = view.optional_size("q_lora_rank", 1536)
+    if q_rank is None:
+        raise UnsupportedArchitecture(
+            "q_lora_rank null (a full-rank query projection, as in DeepSeek-V2-Lite) is not "
+            "priced yet",
+            field=view.field("q_lora_rank"),
+        )
+    mla = MlaShape(
+        q_lora_rank=q_rank,
+        kv_lora_rank=view.size("kv_lora_rank", 512),
+        qk_nope_head_dim=view.size("qk_nope_head_dim", 128),
+        qk_rope_head_dim=view.size("qk_rope_head_dim", 64),
+        v_head_dim=view.size("v_head_dim", 128),
+    )
+    reading.set("mla", mla)
+    # head_dim is the query/key head width, as the catalogue's MLA entries state it.
+    reading.set("head_dim", mla.qk_nope_head_dim + mla.qk_rope_head_dim, "qk_nope_head_dim")
+    layers = reading.values["num_layers"]
+    first = view.count("first_k_dense_replace", first_dense)
+    freq = view.size("moe_layer_freq", 1)
+    width = view.size("moe_intermediate_size", moe_width)
+    experts = view.count("n_routed_experts", routed)
+    set_experts(
+        reading,
+        experts=experts,
+        experts_key="n_routed_experts",
+        top_k=view.size("num_experts_per_tok", top_k or None) if experts else 0,
+        expert_width=width,
+        moe_layers=sum(1 for i in range(layers) if i >= first and i % freq == 0),
+        shared_width=view.count("n_shared_experts", shared) * width,
+    )
+    if view.count("num_nextn_predict_layers", 0):
+        reading.notes.append("multi-token-prediction module not modelled")
+    return reading
+
+
+def read_deepseek_v2(view: ConfigView) -> Reading:
+    """DeepseekV2Config: no experts unless `n_routed_experts` is given (the class default is
+    None), moe_intermediate_size 1407, no dense first layers by default."""
+    return _read_mla(view, DEEPSEEK_V2, moe_width=1407, shared=0, routed=0, top_k=0, first_dense=0)
+
+
+def read_deepseek_v3(view: ConfigView) -> Reading:
+    """DeepseekV3Config: 256 routed experts (top-8) and 1 shared of width 2048 on every layer
+    after the first 3."""
+    return _read_mla(
+        view, DEEPSEEK_V3, moe_width=2048, shared=1, routed=256, top_k=8, first_dense=3
+    )

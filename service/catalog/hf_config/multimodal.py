@@ -1,0 +1,61 @@
+"""Readers of multimodal checkpoints: their text decoder (`text_config`, read by the reader of
+its own `model_type`), the vision tower left out. Qwen2-VL and Qwen2.5-VL configs published
+before transformers 4.52 keep the text keys at the top level, which their class reads then."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from service.catalog.hf_config.dense import read_qwen2
+from service.catalog.hf_config.reading import ClassDefaults, Reading
+from service.catalog.hf_config.view import ConfigView
+from service.core.cost_model_errors import UnsupportedArchitecture
+
+Reader = Callable[[ConfigView], Reading]
+VISION_NOTE = "vision encoder not modelled; text decoder only"
+
+# The model_type a class builds its text_config as when the config names none.
+TEXT_MODEL_TYPES = {
+    "gemma3": "gemma3_text",
+    "llama4": "llama4_text",
+    "mistral3": "mistral",
+    "llava": "llama",
+    "llava_next": "llama",
+    "qwen3_vl": "qwen3_vl_text",
+    "qwen3_vl_moe": "qwen3_vl_moe_text",
+}
+QWEN2_VL_TEXT = ClassDefaults(152064, 8192, 29568, 80, 64, 8, 32768, False)
+
+
+def text_view(view: ConfigView) -> ConfigView:
+    """The text sub-config, or an empty one at `text_config.` (the class's default)."""
+    return view.sub("text_config") or ConfigView({}, view.field("text_config."), view.defaulted)
+
+
+def read_text_decoder(view: ConfigView, model_type: str, readers: dict[str, Reader]) -> Reading:
+    """The text decoder of a `model_type` multimodal config, read by its own reader."""
+    text = text_view(view)
+    inner = text.text("model_type", TEXT_MODEL_TYPES[model_type])
+    reader = readers.get(inner)
+    if reader is None or inner in TEXT_MODEL_TYPES:
+        raise UnsupportedArchitecture(
+            f"{text.field('model_type')} {inner!r} is not a text decoder this service reads",
+            field=text.field("model_type"),
+        )
+    reading = reader(text)
+    if "tie_word_embeddings" not in text.raw and isinstance(
+        view.raw.get("tie_word_embeddings"), bool
+    ):
+        # The checkpoint's own statement (its top level) over the text class's default.
+        reading.set("tie_word_embeddings", view.raw["tie_word_embeddings"])
+    reading.notes.append(VISION_NOTE)
+    return reading
+
+
+def read_qwen2_vl(view: ConfigView) -> Reading:
+    """Qwen2VLConfig / Qwen2_5_VLConfig: a Qwen2 text decoder (its text-config defaults), from
+    `text_config` or, in configs that have none, from the top level."""
+    text = view.sub("text_config") or view
+    reading = read_qwen2(text, QWEN2_VL_TEXT)
+    reading.notes.append(VISION_NOTE)
+    return reading

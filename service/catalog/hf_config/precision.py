@@ -1,0 +1,109 @@
+"""The precision a config.json says its weights were published in: `quantization_config` where
+there is one, else `torch_dtype` (`dtype` in configs saved by transformers >= 4.56), else fp32,
+the dtype transformers and vLLM load a config without one in."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from service.catalog.hf_config.view import ConfigView
+from service.core.cost_model_errors import UnsupportedPrecision
+from service.core.dtypes import DType, parse_dtype
+
+# NVFP4 (FP4 E2M1 elements, one FP8 scale per 16: 4.5 bits; NVIDIA, "Introducing NVFP4", 2025)
+# has no DType of its own yet; mxfp4 (4.25 bits, same elements) is the nearest one priced.
+NVFP4_NOTE = (
+    "NVFP4 weights priced as mxfp4, the nearest precision this service prices (same FP4 E2M1 "
+    "elements; NVFP4 adds an FP8 scale per 16 elements, 4.5 bits against 4.25)"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class PublishedPrecision:
+    """The weights' published precision, whether FP8 scales are per 128 x 128 block, and what
+    was assumed to get there."""
+
+    weights: DType
+    fp8_block_scaled: bool = False
+    notes: tuple[str, ...] = ()
+
+
+def published_precision(view: ConfigView, text: ConfigView) -> PublishedPrecision:
+    """From the top-level config (`view`) or, failing that, its text sub-config (`text`)."""
+    quantization = view.sub("quantization_config") or text.sub("quantization_config")
+    stored = _stored_dtype(view) or _stored_dtype(text)
+    if quantization is not None:
+        found = _quantized(quantization)
+        if found is not None:
+            return found
+        method = quantization.text("quant_method", "unnamed")
+        return PublishedPrecision(
+            stored or DType.FP32,
+            notes=(
+                f"quantization_config.quant_method {method!r} is not one this service reads: "
+                f"weights priced in {(stored or DType.FP32).value}; give precision.weights",
+            ),
+        )
+    return PublishedPrecision(stored or DType.FP32)
+
+
+def _stored_dtype(view: ConfigView) -> DType | None:
+    for key in ("dtype", "torch_dtype"):
+        if view.raw.get(key) is None:
+            continue
+        name = view.text(key, "")
+        try:
+            return parse_dtype(name, field=view.field(key))
+        except UnsupportedPrecision:
+            return None  # e.g. "auto": the stored dtype says nothing
+    return None
+
+
+def _quantized(q: ConfigView) -> PublishedPrecision | None:
+    """The weight format of a quantization_config, None for one not recognised."""
+    method = q.text("quant_method", "").lower()
+    if method in ("fp8", "fbgemm_fp8"):
+        return PublishedPrecision(
+            DType.FP8, fp8_block_scaled=q.raw.get("weight_block_size") is not None
+        )
+    if method == "mxfp4":
+        return PublishedPrecision(DType.MXFP4)
+    if method in ("awq", "gptq", "auto-round", "autoround"):
+        return _integer(q.count("bits", 4))
+    if method == "bitsandbytes":
+        if q.flag("load_in_4bit", False):
+            return PublishedPrecision(DType.INT4)
+        return PublishedPrecision(DType.INT8) if q.flag("load_in_8bit", False) else None
+    if method == "modelopt":
+        algo = q.text("quant_algo", "").upper()
+        if algo == "FP8":
+            return PublishedPrecision(DType.FP8)
+        return PublishedPrecision(DType.MXFP4, notes=(NVFP4_NOTE,)) if algo == "NVFP4" else None
+    if method == "compressed-tensors":
+        return _compressed_tensors(q)
+    return None
+
+
+def _integer(bits: int) -> PublishedPrecision | None:
+    return {4: PublishedPrecision(DType.INT4), 8: PublishedPrecision(DType.INT8)}.get(bits)
+
+
+def _compressed_tensors(q: ConfigView) -> PublishedPrecision | None:
+    """llm-compressor's format: the first config group's weight scheme (num_bits, type)."""
+    groups = q.sub("config_groups")
+    if groups is None:
+        return None
+    for name in groups.raw:
+        group = groups.sub(name)
+        weights = group.sub("weights") if group is not None else None
+        if weights is None:
+            continue
+        bits, kind = weights.count("num_bits", 0), weights.text("type", "int")
+        if kind == "float" and bits == 8:
+            return PublishedPrecision(
+                DType.FP8, fp8_block_scaled=weights.raw.get("block_structure") is not None
+            )
+        if kind == "float" and bits == 4:
+            return PublishedPrecision(DType.MXFP4, notes=(NVFP4_NOTE,))
+        return _integer(bits) if kind == "int" else None
+    return None

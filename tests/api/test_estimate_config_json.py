@@ -1,0 +1,79 @@
+"""POST /v1/estimate with `architecture` a model's published config.json: quoted as the catalogue
+model it describes; what cannot be priced is a 422 naming the place in the body."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from api_support import example_body
+from fastapi.testclient import TestClient
+
+# Published configs, with their sources (see tests/catalog/hf_config_support.py).
+_FIXTURE = Path(__file__).resolve().parents[1] / "catalog/fixtures/catalogued_configs.json"
+_CONFIGS = json.loads(_FIXTURE.read_text(encoding="utf-8"))["configs"]
+GPT_OSS: dict[str, Any] = _CONFIGS["openai/gpt-oss-20b"]["config"]
+GEMMA3: dict[str, Any] = _CONFIGS["google/gemma-3-27b-it"]["config"]
+HARDWARE = {"gpu": "H100-SXM5-80GB", "count": 1}
+
+
+def _problem(client: TestClient, architecture: Any) -> dict[str, Any]:
+    body = example_body(architecture=architecture, hardware=HARDWARE)
+    del body["model"]
+    response = client.post("/v1/estimate", json=body)
+    assert response.status_code == 422, response.text
+    assert response.headers["content-type"] == "application/problem+json"
+    problem: dict[str, Any] = response.json()
+    return problem
+
+
+def test_a_config_is_quoted_as_its_catalogue_model(client: TestClient) -> None:
+    by_name = client.post(
+        "/v1/estimate", json=example_body(model="openai/gpt-oss-20b", hardware=HARDWARE)
+    )
+    body = example_body(architecture=GPT_OSS, hardware=HARDWARE)
+    del body["model"]
+    by_config = client.post("/v1/estimate", json=body, params={"verbose": "true"})
+    assert by_name.status_code == by_config.status_code == 200, by_config.text
+    named, configured = by_name.json(), by_config.json()
+    assert configured["energy"] == named["energy"]
+    assert configured["latency"] == named["latency"]
+    assert configured["model"] == "custom"
+    # weights default to the config's quantization_config (mxfp4), not bf16
+    defaulted = configured["breakdown"]["defaulted_inputs"]
+    assert defaulted["precision.weights"] == "mxfp4"
+    # the published config states every key GptOssConfig reads: none defaulted
+    assert not [name for name in defaulted if name.startswith("architecture.")]
+    assert "attention sinks ignored" in configured["warnings"]
+
+
+@pytest.mark.parametrize(
+    ("architecture", "loc"),
+    [
+        ({**GPT_OSS, "num_local_experts": "32"}, "architecture.num_local_experts"),
+        (
+            {**GEMMA3, "text_config": {**GEMMA3["text_config"], "num_hidden_layers": 0}},
+            "architecture.text_config.num_hidden_layers",
+        ),
+        ({"model_type": "nemotron_h", "hidden_size": 4480}, "architecture.model_type"),
+        ({"model_type": "not_a_model"}, "architecture.model_type"),
+        ({"model_type": 7, "hidden_size": 4096}, "architecture.model_type"),  # schema
+        ({"model_type": ""}, "architecture.model_type"),  # schema
+    ],
+)
+def test_what_cannot_be_priced_is_422_naming_the_field(
+    client: TestClient, architecture: dict[str, Any], loc: str
+) -> None:
+    problem = _problem(client, architecture)
+    assert [e["loc"] for e in problem["errors"]] == [loc], problem
+
+
+def test_the_custom_form_keeps_its_locations(client: TestClient) -> None:
+    problem = _problem(client, {"hidden_size": 64, "num_layers": 2})
+    assert {e["loc"] for e in problem["errors"]} == {
+        "architecture.num_attention_heads",
+        "architecture.intermediate_size",
+        "architecture.vocab_size",
+    }
