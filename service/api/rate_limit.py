@@ -1,19 +1,27 @@
 """Per-key rate limits: a fixed-window counter per (API key, policy), and the IETF headers.
 
 Each keyed request is counted against one policy, named for the scope its route requires
-(`estimate`, `billing`, `observe`, `admin`): at most `q` requests per window of `w` seconds,
-the window starting at the key's first request in it. Every keyed response carries
-`RateLimit-Policy: "estimate";q=1000;w=1` and `RateLimit: "estimate";r=998;t=1`
-(draft-ietf-httpapi-ratelimit-headers: `r` requests remain, the window resets in `t` s); past the
-quota the route answers 429 problem+json with `Retry-After: t`.
+(`estimate`, `billing`, `observe`, `admin`): at most `q` requests per window of `w` seconds.
+Every keyed response carries `RateLimit-Policy: "estimate";q=1000;w=1` and
+`RateLimit: "estimate";r=998;t=1` (draft-ietf-httpapi-ratelimit-headers: `r` requests remain,
+the window resets in `t` s); past the quota the route answers 429 problem+json with
+`Retry-After: t`.
 
-The counters live in this process's memory: with N worker processes (or N instances) a key may
-make up to N x q requests per window. Enforce a global limit in the gateway. One check is O(1)
-under a lock, so it is safe from the thread pool that runs the sync routes.
+On PostgreSQL (with `rate_limit_shared`) the counters live in the database, shared by every
+worker and replica: windows aligned to multiples of `w` on the database's clock, one upsert
+per request (service/db/rate_limit_windows.py), so a key makes at most q requests per window
+however many processes answer it. When that upsert fails the limiter fails open to its
+in-process counters (logged once per outage, counted in `quotes_db_errors_total`), never a 500.
+
+On SQLite (one host), or when a process has no shared counters, they live in this process's
+memory: windows starting at the key's first request in them, and with N worker processes a key
+may make up to N x q requests per window. One such check is O(1) under a lock, so it is safe
+from the thread pool that runs the sync routes.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 import time
@@ -21,10 +29,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from fastapi import FastAPI
+from sqlalchemy import make_url
+from sqlalchemy.exc import SQLAlchemyError
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.config import Settings
+from service.db.rate_limit_windows import SharedRateWindows
 from service.errors import ServiceError
+from service.metrics import Metrics
+
+logger = logging.getLogger(__name__)
 
 STATE_KEY = "rate_limit"  # where a request's decision waits for the response headers
 
@@ -68,7 +82,8 @@ class Decision:
 
 
 class RateLimiter:
-    """Fixed windows per (key, policy name), in this process only; thread-safe, O(1) a check."""
+    """Fixed windows per (key, policy name): in `shared` when it is set (a database call:
+    call `check` from the thread pool), else in this process; thread-safe."""
 
     def __init__(
         self,
@@ -84,6 +99,13 @@ class RateLimiter:
         self.prune_above = prune_above
         self._windows: dict[tuple[str, str], list[float]] = {}  # -> [start_s, count]
         self._lock = threading.Lock()
+        self.shared: SharedRateWindows | None = None
+        self._on_shared_error: Callable[[], None] = lambda: None
+        self._shared_failing = False
+
+    def share(self, windows: SharedRateWindows, on_error: Callable[[], None]) -> None:
+        """Count in `windows` from now on; `on_error` is called for each failed count."""
+        self.shared, self._on_shared_error = windows, on_error
 
     def policy_for(self, key: str, name: str) -> Policy | None:
         """The policy `name`, with the key's own quota when one is configured; None: unlimited."""
@@ -98,6 +120,33 @@ class RateLimiter:
         policy = self.policy_for(key, name)
         if policy is None:
             return None
+        if self.shared is not None:
+            decision = self._check_shared(self.shared, key, policy)
+            if decision is not None:
+                return decision
+        return self._check_here(key, policy)
+
+    def _check_shared(self, shared: SharedRateWindows, key: str, policy: Policy) -> Decision | None:
+        """The decision of the shared counters; None (count here instead) when they fail."""
+        longest_s = max(p.window_s for p in self.policies.values())
+        try:
+            counted = shared.count(key, policy.name, policy.window_s, keep_s=2 * longest_s)
+        except SQLAlchemyError as error:
+            self._on_shared_error()
+            if not self._shared_failing:  # once per outage, not once per request
+                logger.warning("shared rate limits unavailable, counting per process: %s", error)
+            self._shared_failing = True
+            return None
+        if self._shared_failing:
+            logger.info("shared rate limits available again")
+            self._shared_failing = False
+        reset_s = max(1, math.ceil(counted.left_s))
+        allowed = counted.count <= policy.quota  # the count includes this request
+        return Decision(policy, allowed, max(0, policy.quota - counted.count), reset_s)
+
+    def _check_here(self, key: str, policy: Policy) -> Decision:
+        """Count in this process's windows (each starting at the key's first request)."""
+        name = policy.name
         now = self.clock()
         with self._lock:
             window = self._windows.get((key, name))
@@ -161,3 +210,19 @@ def install_rate_limits(app: FastAPI, settings: Settings) -> None:
     """The app's limiter (read by the scope dependency) and the middleware writing its headers."""
     app.state.rate_limiter = build_rate_limiter(settings)
     app.add_middleware(RateLimitHeadersMiddleware)
+
+
+def share_rate_limits(
+    app: FastAPI, settings: Settings, metrics: Metrics
+) -> SharedRateWindows | None:
+    """On PostgreSQL with `rate_limit_shared`, the app's limiter counts in the database from
+    now on (the caller disposes of the counters' engine at shutdown); else None."""
+    limiter: RateLimiter | None = getattr(app.state, "rate_limiter", None)
+    backend = make_url(settings.database_url).get_backend_name()
+    if limiter is None or not limiter.policies or backend != "postgresql":
+        return None
+    if not settings.rate_limit_shared:
+        return None
+    windows = SharedRateWindows(settings)
+    limiter.share(windows, lambda: metrics.db_errors.labels(operation="rate_limit").inc())
+    return windows

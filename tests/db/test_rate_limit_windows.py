@@ -1,0 +1,114 @@
+"""Rate limits shared in PostgreSQL (service/db/rate_limit_windows.py): the counts of one key
+add up across limiters (as across replicas), windows end on the database's clock, old windows
+are deleted, and a database that cannot be reached fails open to the in-process counters."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from sqlalchemy import create_engine, text
+
+from service.api.rate_limit import Policy, RateLimiter
+from service.config import Settings
+from service.db.rate_limit_windows import SharedRateWindows
+
+UNREACHABLE = "postgresql+psycopg://nobody:nothing@127.0.0.1:1/none"
+
+
+def shared_windows(url: str) -> SharedRateWindows:
+    return SharedRateWindows(Settings(database_url=url, db_connect_timeout_s=1.0))
+
+
+@pytest.fixture
+def windows(postgres_url: str) -> Iterator[SharedRateWindows]:
+    engine = create_engine(postgres_url)
+    with engine.begin() as connection:
+        connection.execute(text("DELETE FROM rate_limit_windows"))
+    engine.dispose()
+    windows = shared_windows(postgres_url)
+    yield windows
+    windows.dispose()
+
+
+def test_counts_add_up_per_key_and_policy_and_say_when_the_window_ends(
+    windows: SharedRateWindows,
+) -> None:
+    counts = [windows.count("k1", "estimate", 3600, keep_s=7200) for _ in range(3)]
+    assert [c.count for c in counts] == [1, 2, 3]
+    assert all(0 < c.left_s <= 3600 for c in counts)
+    assert windows.count("k2", "estimate", 3600, keep_s=7200).count == 1  # per key
+    assert windows.count("k1", "billing", 3600, keep_s=7200).count == 1  # per policy
+
+
+def test_two_limiters_on_one_database_share_the_quota(
+    windows: SharedRateWindows, postgres_url: str
+) -> None:
+    """Two replicas' limiters: a quota of 5 per hour admits 5 requests over both, alternating,
+    and refuses the sixth whichever replica counts it, with r=0 and t up to the hour's end."""
+    other = shared_windows(postgres_url)
+    errors: list[int] = []
+    limiters = []
+    for store in (windows, other):
+        limiter = RateLimiter({"estimate": Policy("estimate", 5, 3600)})
+        limiter.share(store, lambda: errors.append(1))
+        limiters.append(limiter)
+    try:
+        decisions = [limiters[i % 2].check("shared", "estimate") for i in range(7)]
+    finally:
+        other.dispose()
+    assert [d.allowed for d in decisions if d] == [True] * 5 + [False, False]
+    assert [d.remaining for d in decisions if d] == [4, 3, 2, 1, 0, 0, 0]
+    assert all(d is not None and 1 <= d.reset_s <= 3600 for d in decisions)
+    assert errors == []
+
+
+def test_windows_long_over_are_deleted(windows: SharedRateWindows, postgres_url: str) -> None:
+    engine = create_engine(postgres_url)
+    with engine.begin() as connection:
+        connection.execute(
+            text(
+                "INSERT INTO rate_limit_windows VALUES "
+                "('old', 'estimate', 1000, 7), ('recent', 'estimate', "
+                "floor(extract(epoch FROM now()))::bigint - 30, 2)"
+            )
+        )
+    assert windows.prune(keep_s=60) == 1  # the window of 1970 goes, the one 30 s old stays
+    with engine.connect() as connection:
+        keys = connection.execute(text("SELECT key_id FROM rate_limit_windows")).scalars().all()
+    engine.dispose()
+    assert keys == ["recent"]
+
+
+def test_counting_prunes_when_due(windows: SharedRateWindows, postgres_url: str) -> None:
+    engine = create_engine(postgres_url)
+    with engine.begin() as connection:
+        connection.execute(text("INSERT INTO rate_limit_windows VALUES ('old', 'admin', 60, 1)"))
+    pruning = SharedRateWindows(Settings(database_url=postgres_url), prune_every_s=0.0)
+    try:
+        pruning.count("k", "admin", 1, keep_s=2)  # due at every count
+    finally:
+        pruning.dispose()
+    with engine.connect() as connection:
+        keys = connection.execute(text("SELECT key_id FROM rate_limit_windows")).scalars().all()
+    engine.dispose()
+    assert keys == ["k"]
+
+
+def test_an_unreachable_database_fails_open_to_the_process_counters(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """No exception: each check falls back to this process's window (quota 2: two admitted,
+    the third refused), each failure is reported, and the outage is logged once."""
+    windows = shared_windows(UNREACHABLE)
+    errors: list[int] = []
+    limiter = RateLimiter({"estimate": Policy("estimate", 2, 3600)})
+    limiter.share(windows, lambda: errors.append(1))
+    try:
+        decisions = [limiter.check("k", "estimate") for _ in range(3)]
+    finally:
+        windows.dispose()
+    assert [d.allowed for d in decisions if d] == [True, True, False]
+    assert len(errors) == 3
+    outage_lines = [r for r in caplog.records if "shared rate limits unavailable" in r.message]
+    assert len(outage_lines) == 1
