@@ -47,11 +47,11 @@ from service.pricing.regressor.runtime import (
     DEFAULT_MODEL_PATH,
     EnergyRegressor,
 )
+from service.quotes.calibration_registry import CalibrationRegistry
 from service.quotes.idempotency import InFlightGuard
 from service.quotes.postgres_sink import PostgresQuoteSink
 from service.quotes.pricing_thread import PricingThread
 from service.quotes.quote_sink import QuoteSink
-from service.quotes.recalibration import CalibrationRegistry
 from service.quotes.service import QuoteService
 from service.quotes.sqlite_sink import SqliteQuoteSink
 

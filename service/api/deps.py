@@ -20,7 +20,7 @@ from service.db.engine import Database
 from service.errors import Forbidden, Unauthorized
 from service.metrics import Metrics
 from service.pricing.estimator import Estimator
-from service.quotes.recalibration import CalibrationRegistry
+from service.quotes.calibration_registry import CalibrationRegistry
 from service.quotes.service import QuoteService
 
 
