@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 from starlette.types import Scope
 
 from service.api.keys import DEV_PRINCIPAL, NEEDS_DATABASE, KeyStore, Principal
-from service.api.rate_limit import STATE_KEY, RateLimiter
+from service.api.rate_limit import STATE_KEY, LeaseNeeded, RateLimiter
 from service.config import Settings
 from service.db.engine import Database
 from service.errors import Forbidden, Unauthorized
@@ -162,15 +162,14 @@ OptionalCaller = Annotated[Principal | None, Depends(optional_principal)]
 
 async def count_request(scope: Scope, principal: Principal, policy: str) -> None:
     """Count one request of `principal` against its rate limit under `policy`, leaving the
-    Decision in the request state for the RateLimit headers; RateLimited when refused. Shared
-    counters are a database call, made from the thread pool."""
+    Decision in the request state for the RateLimit headers; RateLimited when refused. A lease
+    from the shared counters is a database call, made from the thread pool."""
     limiter: RateLimiter | None = getattr(scope["app"].state, "rate_limiter", None)
     if limiter is None:
         return
     key = principal.key_prefix or principal.tenant
-    if limiter.shared is None:
-        decision = limiter.check(key, policy)
-    else:
+    decision = limiter.check_from_memory(key, policy)
+    if isinstance(decision, LeaseNeeded):
         decision = await run_in_threadpool(limiter.check, key, policy)
     if decision is not None:
         scope.setdefault("state", {})[STATE_KEY] = decision

@@ -8,10 +8,11 @@ the window resets in `t` s); past the quota the route answers 429 problem+json w
 `Retry-After: t`.
 
 On PostgreSQL (with `rate_limit_shared`) the counters live in the database, shared by every
-worker and replica: windows aligned to multiples of `w` on the database's clock, one upsert
-per request (service/db/rate_limit_windows.py), so a key makes at most q requests per window
-however many processes answer it. When that upsert fails the limiter fails open to its
-in-process counters (logged once per outage, counted in `quotes_db_errors_total`), never a 500.
+worker and replica: windows aligned to multiples of `w` on the database's clock
+(service/db/rate_limit_windows.py), from which each process leases requests a few at a time
+(service/api/rate_limit_leases.py), so a key makes at most q requests per window however many
+processes answer it. When a lease fails the limiter fails open to its in-process counters
+(logged once per outage, counted in `quotes_db_errors_total`), never a 500.
 
 On SQLite (one host), or when a process has no shared counters, they live in this process's
 memory: windows starting at the key's first request in them, and with N worker processes a key
@@ -33,6 +34,7 @@ from sqlalchemy import make_url
 from sqlalchemy.exc import SQLAlchemyError
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from service.api.rate_limit_leases import LeasedWindows
 from service.config import Settings
 from service.db.rate_limit_windows import SharedRateWindows
 from service.errors import ServiceError
@@ -81,9 +83,17 @@ class Decision:
         }
 
 
+class LeaseNeeded:
+    """`check_from_memory`'s answer when only a lease (a database call) can decide."""
+
+
+LEASE_NEEDED = LeaseNeeded()
+
+
 class RateLimiter:
-    """Fixed windows per (key, policy name): in `shared` when it is set (a database call:
-    call `check` from the thread pool), else in this process; thread-safe."""
+    """Fixed windows per (key, policy name): leased from `shared` when it is set, else in this
+    process; thread-safe. `check` may make a database call (call it from the thread pool);
+    `check_from_memory` never does."""
 
     def __init__(
         self,
@@ -99,13 +109,13 @@ class RateLimiter:
         self.prune_above = prune_above
         self._windows: dict[tuple[str, str], list[float]] = {}  # -> [start_s, count]
         self._lock = threading.Lock()
-        self.shared: SharedRateWindows | None = None
+        self.shared: LeasedWindows | None = None
         self._on_shared_error: Callable[[], None] = lambda: None
         self._shared_failing = False
 
     def share(self, windows: SharedRateWindows, on_error: Callable[[], None]) -> None:
-        """Count in `windows` from now on; `on_error` is called for each failed count."""
-        self.shared, self._on_shared_error = windows, on_error
+        """Lease from `windows` from now on; `on_error` is called for each failed lease."""
+        self.shared, self._on_shared_error = LeasedWindows(windows), on_error
 
     def policy_for(self, key: str, name: str) -> Policy | None:
         """The policy `name`, with the key's own quota when one is configured; None: unlimited."""
@@ -117,20 +127,31 @@ class RateLimiter:
 
     def check(self, key: str, name: str) -> Decision | None:
         """Count one request of `key` under policy `name` unless its quota is spent."""
+        decision = self.check_from_memory(key, name)
+        if not isinstance(decision, LeaseNeeded):
+            return decision
+        policy = self.policy_for(key, name)
+        assert policy is not None and self.shared is not None  # as check_from_memory found
+        return self._lease(self.shared, key, policy) or self._check_here(key, policy)
+
+    def check_from_memory(self, key: str, name: str) -> Decision | LeaseNeeded | None:
+        """`check` when it needs no database call, else LEASE_NEEDED."""
         policy = self.policy_for(key, name)
         if policy is None:
             return None
-        if self.shared is not None:
-            decision = self._check_shared(self.shared, key, policy)
-            if decision is not None:
-                return decision
-        return self._check_here(key, policy)
+        if self.shared is None:
+            return self._check_here(key, policy)
+        granted = self.shared.from_memory(key, name, policy.quota)
+        if granted is None:
+            return LEASE_NEEDED
+        return Decision(policy, granted.allowed, granted.remaining, granted.reset_s)
 
-    def _check_shared(self, shared: SharedRateWindows, key: str, policy: Policy) -> Decision | None:
-        """The decision of the shared counters; None (count here instead) when they fail."""
-        longest_s = max(p.window_s for p in self.policies.values())
+    def _lease(self, shared: LeasedWindows, key: str, policy: Policy) -> Decision | None:
+        """The decision after a lease from the shared windows; None (count in this process
+        instead) when the database fails."""
+        keep_s = 2 * max(p.window_s for p in self.policies.values())
         try:
-            counted = shared.count(key, policy.name, policy.window_s, keep_s=2 * longest_s)
+            granted = shared.take(key, policy.name, policy.quota, policy.window_s, keep_s)
         except SQLAlchemyError as error:
             self._on_shared_error()
             if not self._shared_failing:  # once per outage, not once per request
@@ -140,9 +161,7 @@ class RateLimiter:
         if self._shared_failing:
             logger.info("shared rate limits available again")
             self._shared_failing = False
-        reset_s = max(1, math.ceil(counted.left_s))
-        allowed = counted.count <= policy.quota  # the count includes this request
-        return Decision(policy, allowed, max(0, policy.quota - counted.count), reset_s)
+        return Decision(policy, granted.allowed, granted.remaining, granted.reset_s)
 
     def _check_here(self, key: str, policy: Policy) -> Decision:
         """Count in this process's windows (each starting at the key's first request)."""

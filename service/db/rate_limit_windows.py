@@ -1,15 +1,15 @@
-"""Rate-limit counters in PostgreSQL, shared by every replica: one atomic upsert per request.
+"""Rate-limit counters in PostgreSQL, shared by every replica: one atomic upsert per lease.
 
-A request of key `k` under a policy of `w` seconds counts into the row (k, policy, start), where
-`start` is the current time floored to a multiple of `w`, read from the database's clock so
-that replicas whose clocks differ still count into the same window. The upsert returns the
-count with the request included and the seconds left in the window; the caller compares the
-count with its quota. Rows of windows long over are deleted from time to time by whichever
-replica is due.
+A lease of `n` requests of key `k` under a policy of `w` seconds is added to the row (k, policy,
+start), where `start` is the current time floored to a multiple of `w`, read from the
+database's clock so that replicas whose clocks differ still count into the same window. The
+upsert returns the count with the lease included, the window's start and the seconds left in
+it; the caller compares the count with its quota (service/api/rate_limit_leases.py). Rows of
+windows long over are deleted from time to time by whichever replica is due.
 
 The counters have their own small engine in autocommit mode, without pre-ping: one round trip
-per request (a pooled session would add a ping, a BEGIN and a COMMIT), and a statement timeout
-of its own, short, since every keyed request waits for it.
+per lease (a pooled session would add a ping, a BEGIN and a COMMIT), and a statement timeout
+of its own, short, since the request taking a lease waits for it.
 """
 
 from __future__ import annotations
@@ -27,24 +27,27 @@ COUNT_STATEMENT = text(
     """
     INSERT INTO rate_limit_windows AS w (key_id, policy, window_start_s, count)
     VALUES (:key_id, :policy,
-            floor(extract(epoch FROM clock_timestamp()) / :window_s)::bigint * :window_s, 1)
-    ON CONFLICT (key_id, policy, window_start_s) DO UPDATE SET count = w.count + 1
-    RETURNING w.count, w.window_start_s + :window_s - extract(epoch FROM clock_timestamp())
+            floor(extract(epoch FROM clock_timestamp()) / :window_s)::bigint * :window_s, :n)
+    ON CONFLICT (key_id, policy, window_start_s) DO UPDATE SET count = w.count + :n
+    RETURNING w.count, w.window_start_s,
+              w.window_start_s + :window_s - extract(epoch FROM clock_timestamp())
     """
 )
 PRUNE_STATEMENT = text(
     "DELETE FROM rate_limit_windows "
     "WHERE window_start_s < extract(epoch FROM clock_timestamp()) - :keep_s"
 )
-STATEMENT_TIMEOUT_MS = 1000  # at most; every keyed request waits on this statement
+STATEMENT_TIMEOUT_MS = 1000  # at most; the request taking a lease waits on this statement
 POOL_SIZE, POOL_OVERFLOW = 2, 6  # one statement of ~0.3 ms each: few connections serve many
 
 
 @dataclass(frozen=True, slots=True)
 class WindowCount:
-    """Requests counted in the current window, this one included, and seconds until it ends."""
+    """Requests counted in the current window, the lease just taken included; the window's
+    start [Unix s] and the seconds until it ends."""
 
     count: int
+    window_start_s: int
     left_s: float
 
 
@@ -73,16 +76,17 @@ class SharedRateWindows:
         self._next_prune = time.monotonic() + prune_every_s
         self._lock = threading.Lock()
 
-    def count(self, key_id: str, policy: str, window_s: int, *, keep_s: int) -> WindowCount:
-        """Count one request of `key_id` under `policy` in the current `window_s`-second window;
-        when due, also delete windows that started more than `keep_s` seconds ago."""
+    def count(
+        self, key_id: str, policy: str, window_s: int, *, n: int = 1, keep_s: int
+    ) -> WindowCount:
+        """Count `n` requests of `key_id` under `policy` in the current `window_s`-second
+        window; when due, also delete windows that started more than `keep_s` seconds ago."""
+        parameters = {"key_id": key_id, "policy": policy, "window_s": window_s, "n": n}
         with self.engine.connect() as connection:
-            row = connection.execute(
-                COUNT_STATEMENT, {"key_id": key_id, "policy": policy, "window_s": window_s}
-            ).one()
+            row = connection.execute(COUNT_STATEMENT, parameters).one()
             if self._prune_due():
                 connection.execute(PRUNE_STATEMENT, {"keep_s": keep_s})
-        return WindowCount(int(row[0]), float(row[1]))
+        return WindowCount(int(row[0]), int(row[1]), float(row[2]))
 
     def prune(self, keep_s: int) -> int:
         """Delete windows that started more than `keep_s` seconds ago; how many were."""

@@ -182,8 +182,10 @@ def test_a_failing_shared_counter_fails_open_and_is_counted(database_url: str) -
     ) as client:
         limiter: RateLimiter = client.app.state.rate_limiter  # type: ignore[attr-defined]
         assert limiter.shared is not None
-        limiter.shared.engine.dispose()
-        limiter.shared.engine = create_engine(UNREACHABLE, connect_args={"connect_timeout": 1})
+        limiter.shared.windows.engine.dispose()
+        limiter.shared.windows.engine = create_engine(
+            UNREACHABLE, connect_args={"connect_timeout": 1}
+        )
         answers = [
             client.post("/v1/estimate", json=example_body(), headers=bearer(key)) for _ in range(3)
         ]

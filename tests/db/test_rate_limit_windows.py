@@ -1,6 +1,8 @@
-"""Rate limits shared in PostgreSQL (service/db/rate_limit_windows.py): the counts of one key
-add up across limiters (as across replicas), windows end on the database's clock, old windows
-are deleted, and a database that cannot be reached fails open to the in-process counters."""
+"""Rate limits shared in PostgreSQL (service/db/rate_limit_windows.py) and leased from by each
+process (service/api/rate_limit_leases.py): the counts of one key add up across limiters (as
+across replicas), leases take 1/16 of what is left, a spent window is refused from memory, old
+windows are deleted, and a database that cannot be reached fails open to the in-process
+counters."""
 
 from __future__ import annotations
 
@@ -34,9 +36,10 @@ def windows(postgres_url: str) -> Iterator[SharedRateWindows]:
 def test_counts_add_up_per_key_and_policy_and_say_when_the_window_ends(
     windows: SharedRateWindows,
 ) -> None:
-    counts = [windows.count("k1", "estimate", 3600, keep_s=7200) for _ in range(3)]
-    assert [c.count for c in counts] == [1, 2, 3]
+    counts = [windows.count("k1", "estimate", 3600, n=n, keep_s=7200) for n in (1, 1, 5)]
+    assert [c.count for c in counts] == [1, 2, 7]
     assert all(0 < c.left_s <= 3600 for c in counts)
+    assert all(c.window_start_s % 3600 == 0 for c in counts)
     assert windows.count("k2", "estimate", 3600, keep_s=7200).count == 1  # per key
     assert windows.count("k1", "billing", 3600, keep_s=7200).count == 1  # per policy
 
@@ -112,3 +115,63 @@ def test_an_unreachable_database_fails_open_to_the_process_counters(
     assert len(errors) == 3
     outage_lines = [r for r in caplog.records if "shared rate limits unavailable" in r.message]
     assert len(outage_lines) == 1
+
+
+def counted(url: str, key: str) -> int:
+    engine = create_engine(url)
+    try:
+        with engine.connect() as connection:
+            statement = text("SELECT sum(count) FROM rate_limit_windows WHERE key_id = :k")
+            return int(connection.execute(statement, {"k": key}).scalar_one())
+    finally:
+        engine.dispose()
+
+
+def two_limiters(
+    windows: SharedRateWindows, other: SharedRateWindows, quota: int
+) -> tuple[RateLimiter, RateLimiter]:
+    limiters = []
+    for store in (windows, other):
+        limiter = RateLimiter({"estimate": Policy("estimate", quota, 3600)})
+        limiter.share(store, lambda: None)
+        limiters.append(limiter)
+    return limiters[0], limiters[1]
+
+
+def remaining(limiter: RateLimiter) -> int:
+    decision = limiter.check("leased", "estimate")
+    assert decision is not None and decision.allowed
+    return decision.remaining
+
+
+def test_leases_take_a_sixteenth_of_what_the_window_has_left(
+    windows: SharedRateWindows, postgres_url: str
+) -> None:
+    """Quota 64: one takes 4 (64 // 16), the other 4 more; one's next three come from memory
+    (the count stays 8); its fifth leases (64 - 4) // 16 = 3, what it knew was left. `r` is
+    what is unleased as last seen plus the process's own unused lease."""
+    other = shared_windows(postgres_url)
+    one, two = two_limiters(windows, other, quota=64)
+    try:
+        assert remaining(one) == 60 + 3 and counted(postgres_url, "leased") == 4
+        assert remaining(two) == 56 + 3 and counted(postgres_url, "leased") == 8
+        assert [remaining(one) for _ in range(3)] == [62, 61, 60]
+        assert counted(postgres_url, "leased") == 8
+        assert remaining(one) == 53 + 2 and counted(postgres_url, "leased") == 11
+    finally:
+        other.dispose()
+
+
+def test_a_spent_window_is_refused_from_memory(
+    windows: SharedRateWindows, postgres_url: str
+) -> None:
+    """Quota 2 over two limiters: the third request's lease finds nothing left; from then on
+    neither asks the database again in this window (the count stays 3)."""
+    other = shared_windows(postgres_url)
+    one, two = two_limiters(windows, other, quota=2)
+    try:
+        outcomes = [limiter.check("leased", "estimate") for limiter in (one, two, one, one, two)]
+    finally:
+        other.dispose()
+    assert [d.allowed for d in outcomes if d] == [True, True, False, False, False]
+    assert counted(postgres_url, "leased") == 3
