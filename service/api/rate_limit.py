@@ -112,10 +112,16 @@ class RateLimiter:
         self.shared: LeasedWindows | None = None
         self._on_shared_error: Callable[[], None] = lambda: None
         self._shared_failing = False
+        self._shared_retry_at = 0.0  # after a failed lease, count here until then
+        self.shared_retry_s = 0.0
 
-    def share(self, windows: SharedRateWindows, on_error: Callable[[], None]) -> None:
-        """Lease from `windows` from now on; `on_error` is called for each failed lease."""
+    def share(
+        self, windows: SharedRateWindows, on_error: Callable[[], None], *, retry_s: float = 0.0
+    ) -> None:
+        """Lease from `windows` from now on; `on_error` is called for each failed lease, after
+        which this process counts on its own for `retry_s` before it tries a lease again."""
         self.shared, self._on_shared_error = LeasedWindows(windows), on_error
+        self.shared_retry_s = retry_s
 
     def policy_for(self, key: str, name: str) -> Policy | None:
         """The policy `name`, with the key's own quota when one is configured; None: unlimited."""
@@ -139,7 +145,7 @@ class RateLimiter:
         policy = self.policy_for(key, name)
         if policy is None:
             return None
-        if self.shared is None:
+        if self.shared is None or self.clock() < self._shared_retry_at:
             return self._check_here(key, policy)
         granted = self.shared.from_memory(key, name, policy.quota)
         if granted is None:
@@ -154,6 +160,9 @@ class RateLimiter:
             granted = shared.take(key, policy.name, policy.quota, policy.window_s, keep_s)
         except SQLAlchemyError as error:
             self._on_shared_error()
+            # Every request waiting on a failing database would cost a thread hop and a round
+            # trip each: count here for a while instead.
+            self._shared_retry_at = self.clock() + self.shared_retry_s
             if not self._shared_failing:  # once per outage, not once per request
                 logger.warning("shared rate limits unavailable, counting per process: %s", error)
             self._shared_failing = True
@@ -243,5 +252,9 @@ def share_rate_limits(
     if not settings.rate_limit_shared:
         return None
     windows = SharedRateWindows(settings)
-    limiter.share(windows, lambda: metrics.db_errors.labels(operation="rate_limit").inc())
+    limiter.share(
+        windows,
+        lambda: metrics.db_errors.labels(operation="rate_limit").inc(),
+        retry_s=settings.db_reconnect_backoff_s,
+    )
     return windows

@@ -102,19 +102,24 @@ def test_an_unreachable_database_fails_open_to_the_process_counters(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """No exception: each check falls back to this process's window (quota 2: two admitted,
-    the third refused), each failure is reported, and the outage is logged once."""
+    the third refused), each failure is reported, and the outage is logged once. With a retry
+    time, the process counts on its own that long after a failure without asking again."""
     windows = shared_windows(UNREACHABLE)
     errors: list[int] = []
     limiter = RateLimiter({"estimate": Policy("estimate", 2, 3600)})
     limiter.share(windows, lambda: errors.append(1))
+    patient = RateLimiter({"estimate": Policy("estimate", 2, 3600)})
+    patient.share(windows, lambda: errors.append(10), retry_s=3600.0)
     try:
         decisions = [limiter.check("k", "estimate") for _ in range(3)]
+        patient_decisions = [patient.check("k", "estimate") for _ in range(3)]
     finally:
         windows.dispose()
     assert [d.allowed for d in decisions if d] == [True, True, False]
-    assert len(errors) == 3
+    assert [d.allowed for d in patient_decisions if d] == [True, True, False]
+    assert errors == [1, 1, 1, 10]
     outage_lines = [r for r in caplog.records if "shared rate limits unavailable" in r.message]
-    assert len(outage_lines) == 1
+    assert len(outage_lines) == 2  # once per limiter
 
 
 def counted(url: str, key: str) -> int:
