@@ -11,8 +11,9 @@ On PostgreSQL (with `rate_limit_shared`) the counters live in the database, shar
 worker and replica: windows aligned to multiples of `w` on the database's clock
 (service/db/rate_limit_windows.py), from which each process leases requests a few at a time
 (service/api/rate_limit_leases.py), so a key makes at most q requests per window however many
-processes answer it. When a lease fails the limiter fails open to its in-process counters
-(logged once per outage, counted in `quotes_db_errors_total`), never a 500.
+processes answer it. When a lease fails the limiter fails open: it counts in this process for
+the reconnect back-off before it tries a lease again (logged once per outage, each failure
+counted in `quotes_db_errors_total{operation="rate_limit"}`), never a 500.
 
 On SQLite (one host), or when a process has no shared counters, they live in this process's
 memory: windows starting at the key's first request in them, and with N worker processes a key

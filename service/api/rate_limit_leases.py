@@ -11,7 +11,9 @@ few requests of the quota may go unused, none beyond it is admitted. Once a leas
 window spent, the process refuses the key from memory until the window ends.
 
 Thread-safe: the decisions from memory take a lock; a lease is a database call (from the thread
-pool), made outside it.
+pool), made outside it, one at a time per key and policy: the threads that find the lease spent
+at once wait for the one taking the next and are served from it (otherwise each would take its
+own sixteenth, and forty threads at a window's start would lease more than the whole quota).
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ class LeasedWindows:
         self.clock = clock
         self.prune_above = prune_above
         self._leases: dict[tuple[str, str], Lease] = {}
+        self._taking: dict[tuple[str, str], threading.Lock] = {}  # one lease at a time per key
         self._lock = threading.Lock()
 
     def from_memory(self, key: str, policy: str, quota: int) -> Granted | None:
@@ -79,8 +82,18 @@ class LeasedWindows:
             return None
 
     def take(self, key: str, policy: str, quota: int, window_s: int, keep_s: int) -> Granted:
-        """Lease requests from the shared window and admit this one if any were left; raises
-        SQLAlchemyError when the database fails (the caller fails open)."""
+        """Lease requests from the shared window and admit this one if any were left (or from
+        the lease another thread just took); raises SQLAlchemyError when the database fails
+        (the caller fails open)."""
+        with self._lock:
+            taking = self._taking.setdefault((key, policy), threading.Lock())
+        with taking:
+            granted = self.from_memory(key, policy, quota)
+            if granted is not None:
+                return granted
+            return self._take(key, policy, quota, window_s, keep_s)
+
+    def _take(self, key: str, policy: str, quota: int, window_s: int, keep_s: int) -> Granted:
         now = self.clock()
         with self._lock:
             lease = self._leases.get((key, policy))
@@ -113,5 +126,6 @@ class LeasedWindows:
         ended = [k for k, lease in self._leases.items() if now >= lease.ends_at]
         for k in ended:
             del self._leases[k]
+            self._taking.pop(k, None)
         if len(self._leases) >= self.prune_above:
             self.prune_above *= 2

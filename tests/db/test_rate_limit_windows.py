@@ -6,6 +6,7 @@ counters."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -180,3 +181,28 @@ def test_a_spent_window_is_refused_from_memory(
         other.dispose()
     assert [d.allowed for d in outcomes if d] == [True, True, False, False, False]
     assert counted(postgres_url, "leased") == 3
+
+
+def test_threads_finding_no_lease_at_once_share_one(
+    windows: SharedRateWindows, postgres_url: str
+) -> None:
+    """32 threads ask at the same moment under a quota of 1600 with no lease yet: one leases
+    100 (1600 // 16), the others wait for it and are admitted from it; the shared count is
+    100, not 32 leases' worth (3,200, twice the quota, which would refuse most of them)."""
+    limiter = RateLimiter({"estimate": Policy("estimate", 1600, 3600)})
+    limiter.share(windows, lambda: None)
+    start = threading.Barrier(32)
+    decisions: list[bool] = []
+
+    def ask() -> None:
+        start.wait()
+        decision = limiter.check("leased", "estimate")
+        decisions.append(decision is not None and decision.allowed)
+
+    threads = [threading.Thread(target=ask) for _ in range(32)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert decisions == [True] * 32
+    assert counted(postgres_url, "leased") == 100
