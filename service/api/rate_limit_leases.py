@@ -1,14 +1,15 @@
 """This process's leases on the rate-limit windows shared in PostgreSQL.
 
-One upsert per request costs each request a thread hop and a round trip: measured on the
-2-core CI machine with two workers, one key at 300 estimates/s offered, 72 answered/s against
-280/s with per-process counters (docs/operations.md, "Many replicas on one PostgreSQL"). So a
-process takes requests from the shared window in leases: it adds `n` to the window's count at
-once and admits up to `n` requests from memory before asking again. `n` is 1/16 of what the window had left at the last count this process saw (1 near the
-quota, `quota // 16` in a fresh window), so the count never passes the quota (only leased
-requests are admitted) and what other processes hold unused when it runs out shrinks with it: a
-few requests of the quota may go unused, none beyond it is admitted. Once a lease finds the
-window spent, the process refuses the key from memory until the window ends.
+One upsert per request costs each request a thread hop and a round trip: measured on the 2-core
+CI machine with two workers, one key at 300 estimates/s offered, 72 answered/s against 280/s
+with per-process counters (docs/operations.md, "Many replicas on one PostgreSQL"). So a process
+takes requests from the shared window in leases: it adds `n` to the window's count at once and
+admits up to `n` requests from memory before asking again. `n` is 1/16 of what the window had
+left at the last count this process saw (1 near the quota, `quota // 16` in a fresh window), so
+the count never passes the quota (only leased requests are admitted) and what other processes
+hold unused when it runs out shrinks with it: a few requests of the quota may go unused, none
+beyond it is admitted. Once a lease finds the window spent, the process refuses the key from
+memory until the window ends.
 
 Thread-safe: the decisions from memory take a lock; a lease is a database call (from the thread
 pool), made outside it, one at a time per key and policy: the threads that find the lease spent
