@@ -165,7 +165,7 @@ class Settings(BaseSettings):
         default="json",
         description="`json` (one object per line, with the request id) or `text`.",
     )
-    # Per-key rate limits (service/api/rate_limit.py), per process: requests per window by the
+    # Per-key rate limits (service/api/rate_limit.py): requests per window by the
     # scope a route requires. Given scopes override these defaults; 0 leaves a scope unlimited.
     rate_limits: dict[str, NonNegativeInt] = Field(
         default=DEFAULT_RATE_LIMITS,
@@ -173,6 +173,11 @@ class Settings(BaseSettings):
         "QUOTES_RATE_LIMITS='{\"estimate\": 200}'); the scopes left out keep their defaults.",
     )
     rate_limit_window_s: PositiveInt = 1
+    rate_limit_shared: bool = Field(
+        default=True,
+        description="On PostgreSQL, count rate limits in the database, shared by every worker "
+        "and replica (one upsert per keyed request); false: per process, as on SQLite.",
+    )
     rate_limit_key_quotas: dict[str, PositiveInt] = Field(
         default_factory=dict,
         description="Per-key quota overriding the scope's, by the key's display prefix.",

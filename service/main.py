@@ -20,7 +20,7 @@ from service.api.load_shedding import LoadSheddingMiddleware
 from service.api.middleware import BodyReadMiddleware, MetricsMiddleware
 from service.api.openapi import QuotesAPI, operation_id
 from service.api.problems import install_problem_handlers
-from service.api.rate_limit import install_rate_limits
+from service.api.rate_limit import install_rate_limits, share_rate_limits
 from service.api.request_id import RequestIdMiddleware
 from service.api.routes import (
     calibrations,
@@ -47,11 +47,11 @@ from service.pricing.regressor.runtime import (
     DEFAULT_MODEL_PATH,
     EnergyRegressor,
 )
+from service.quotes.calibration_registry import CalibrationRegistry
 from service.quotes.idempotency import InFlightGuard
 from service.quotes.postgres_sink import PostgresQuoteSink
 from service.quotes.pricing_thread import PricingThread
 from service.quotes.quote_sink import QuoteSink
-from service.quotes.recalibration import CalibrationRegistry
 from service.quotes.service import QuoteService
 from service.quotes.sqlite_sink import SqliteQuoteSink
 
@@ -120,6 +120,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             logger.error("migrations not run, database unavailable: %s", error)
     services = build_services(settings, app.state.metrics)
     app.state.services = services
+    shared_windows = share_rate_limits(app, settings, services.metrics)
     if services.keys.open_mode():
         logger.warning("no API key configured: open single-tenant dev mode (tenant 'dev')")
     else:
@@ -162,6 +163,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if checkpointer is not None:
             checkpointer.stop()
         services.database.dispose()
+        if shared_windows is not None:
+            shared_windows.dispose()
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:

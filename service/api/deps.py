@@ -14,13 +14,13 @@ from sqlalchemy.orm import Session
 from starlette.types import Scope
 
 from service.api.keys import DEV_PRINCIPAL, NEEDS_DATABASE, KeyStore, Principal
-from service.api.rate_limit import STATE_KEY, RateLimiter
+from service.api.rate_limit import STATE_KEY, LeaseNeeded, RateLimiter
 from service.config import Settings
 from service.db.engine import Database
 from service.errors import Forbidden, Unauthorized
 from service.metrics import Metrics
 from service.pricing.estimator import Estimator
-from service.quotes.recalibration import CalibrationRegistry
+from service.quotes.calibration_registry import CalibrationRegistry
 from service.quotes.service import QuoteService
 
 
@@ -141,7 +141,7 @@ async def admitted_principal(scope: Scope, required: str) -> Principal:
     the headers alone, before the body is read (service/api/admission.py)."""
     services: AppServices = scope["app"].state.services
     principal = await authenticated(services.keys, bearer_token(scope))
-    count_request(scope, principal, required)
+    await count_request(scope, principal, required)
     if not principal.allows(required):
         raise Forbidden(f"this API key lacks the `{required}` scope")
     return principal
@@ -160,13 +160,17 @@ async def optional_principal(
 OptionalCaller = Annotated[Principal | None, Depends(optional_principal)]
 
 
-def count_request(scope: Scope, principal: Principal, policy: str) -> None:
+async def count_request(scope: Scope, principal: Principal, policy: str) -> None:
     """Count one request of `principal` against its rate limit under `policy`, leaving the
-    Decision in the request state for the RateLimit headers; RateLimited when refused."""
+    Decision in the request state for the RateLimit headers; RateLimited when refused. A lease
+    from the shared counters is a database call, made from the thread pool."""
     limiter: RateLimiter | None = getattr(scope["app"].state, "rate_limiter", None)
     if limiter is None:
         return
-    decision = limiter.check(principal.key_prefix or principal.tenant, policy)
+    key = principal.key_prefix or principal.tenant
+    decision = limiter.check_from_memory(key, policy)
+    if isinstance(decision, LeaseNeeded):
+        decision = await run_in_threadpool(limiter.check, key, policy)
     if decision is not None:
         scope.setdefault("state", {})[STATE_KEY] = decision
         if not decision.allowed:
@@ -195,7 +199,7 @@ class RequireScope:
         services: AppServices = request.app.state.services
         token = credentials.credentials if credentials is not None else None
         principal = await authenticated(services.keys, token)
-        count_request(request.scope, principal, self.scope)
+        await count_request(request.scope, principal, self.scope)
         if not principal.allows(self.scope):
             raise Forbidden(f"this API key lacks the `{self.scope}` scope")
         return principal

@@ -1,5 +1,6 @@
 """Tables: quotes and the carbon factor sets they name, idempotency claims, observations of
-measured energy, API keys, calibrations, tenants' registered models."""
+measured energy, API keys, calibrations, tenants' registered models, and the rate-limit
+windows replicas share."""
 
 from __future__ import annotations
 
@@ -7,7 +8,17 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, Float, ForeignKey, Index, Integer, String, UniqueConstraint
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    UniqueConstraint,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from service.db.base import Base, DocumentJSON, UTCDateTime, utc_now
@@ -177,3 +188,20 @@ class RegisteredModel(Base):
     config: Mapped[dict[str, Any]] = mapped_column(JSON)
     weights: Mapped[str | None] = mapped_column(String(10))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utc_now)
+
+
+class RateLimitWindow(Base):
+    """Requests counted for one API key under one rate-limit policy in one fixed window, shared
+    by every replica on PostgreSQL (service/db/rate_limit_windows.py).
+
+    `window_start_s` is the window's start in Unix seconds, a multiple of its length on the
+    database's clock, so that every replica counts into the same row.
+    """
+
+    __tablename__ = "rate_limit_windows"
+    __table_args__ = (Index("ix_rate_limit_windows_window_start_s", "window_start_s"),)
+
+    key_id: Mapped[str] = mapped_column(String(100), primary_key=True)
+    policy: Mapped[str] = mapped_column(String(20), primary_key=True)
+    window_start_s: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    count: Mapped[int] = mapped_column(Integer)

@@ -1,23 +1,19 @@
 """Recalibration, the adapter between the database and the pure fit in
 `service.pricing.calibration`: fit a calibration from stored observations, make one current,
-roll back; and the in-process registry through which quotes find the calibration that applies
-to their tenant.
+roll back. Quotes find the calibration that applies to their tenant through the registry in
+`service.quotes.calibration_registry`.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from service.db.base import utc_now
-from service.db.engine import Database
 from service.db.ids import new_calibration_id
 from service.db.repositories import CalibrationRepository, ObservationRepository
 from service.db.tables import GLOBAL_SCOPE, TENANT_SCOPE, Calibration, Observation, Quote
@@ -230,57 +226,3 @@ def active_calibration(calibration: Calibration) -> ActiveCalibration:
         calibration.model_version,
         Corrections.from_payload(calibration.payload["corrections"]),
     )
-
-
-class CalibrationRegistry:
-    """The current calibrations, read from the database at most every `refresh_s` seconds and
-    kept while it is away, so that pricing never waits on it for long. A tenant's own current
-    calibration applies to its quotes, else the current global one, else none."""
-
-    def __init__(self, database: Database, *, refresh_s: float) -> None:
-        self.database = database
-        self.refresh_s = refresh_s
-        self._global: ActiveCalibration | None = None
-        self._tenants: dict[str, ActiveCalibration] = {}
-        self._loaded_at: float | None = None
-        self._lock = threading.Lock()
-
-    def for_tenant(self, tenant: str) -> ActiveCalibration | None:
-        self.refresh()
-        return self._tenants.get(tenant, self._global)
-
-    def fresh(self) -> bool:
-        """Whether `for_tenant` would answer from memory now (no database read)."""
-        loaded_at = self._loaded_at
-        return loaded_at is not None and time.monotonic() - loaded_at < self.refresh_s
-
-    def invalidate(self) -> None:
-        """Re-read at the next quote (after this process changed the current calibrations)."""
-        with self._lock:
-            self._loaded_at = None
-
-    def refresh(self) -> None:
-        """Read the current calibrations if they are due (a database read: the event loop
-        calls it through the thread pool)."""
-        now = time.monotonic()
-        loaded_at = self._loaded_at
-        if loaded_at is not None and now - loaded_at < self.refresh_s:
-            return
-        try:
-            with self.database.sessions() as session:
-                rows = CalibrationRepository(session).all_current()
-                current = [(row.scope, row.tenant, active_calibration(row)) for row in rows]
-        except SQLAlchemyError as error:
-            logger.warning("could not read calibrations, keeping the last ones: %s", error)
-            with self._lock:
-                self._loaded_at = now
-            return
-        tenants: dict[str, ActiveCalibration] = {}
-        global_one = None
-        for scope, tenant, active in current:  # oldest activation first: the newest wins
-            if scope == GLOBAL_SCOPE:
-                global_one = active
-            else:
-                tenants[tenant] = active
-        with self._lock:
-            self._global, self._tenants, self._loaded_at = global_one, tenants, now

@@ -26,11 +26,11 @@ from service.db.tables import QuoteRow
 from service.errors import Conflict, IdempotencyMismatch, ServiceError
 from service.metrics import Metrics
 from service.pricing.priced import PricedRequest
+from service.quotes.calibration_registry import CalibrationRegistry
 from service.quotes.idempotency import InFlightGuard, fingerprint
 from service.quotes.model_registry import Registered, registered_for
 from service.quotes.pricing_thread import PricingThread
 from service.quotes.quote_sink import QuoteSink
-from service.quotes.recalibration import CalibrationRegistry
 from service.schemas.estimate_request import EstimateRequest
 from service.schemas.estimate_response import EstimateResponse
 

@@ -4,18 +4,21 @@ an estimate to its quote and observations) with every default check: no server e
 codes, content types, headers and bodies as declared, negative data rejected, positive data
 accepted, auth not ignored, `use_after_free`, `ensure_resource_availability`, and
 `object_level_authorization` between two tenants (Web Fuzzing Commons peers: what one tenant
-reads is replayed with the other's key). Seeded and deterministic; CI-sized by `max-examples`."""
+reads is replayed with the other's key). Seeded and deterministic; CI-sized by `max-examples`.
+Run against SQLite, and in CI's PostgreSQL pass against PostgreSQL (TEST_DATABASE_URL), where
+the rate limits are the shared, leased ones."""
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import schemathesis
-from api_support import create_key, running_client
+from api_support import create_key, running_client, services_of
 from fastapi.testclient import TestClient
 from schemathesis.config import SchemathesisConfig
 from schemathesis.engine import Status, events, from_schema
@@ -139,6 +142,8 @@ def run_schemathesis(
 
 
 def test_schemathesis_finds_nothing(live_client: TestClient, wfc_path: Path) -> None:
+    expected_backend = "postgresql" if os.environ.get("TEST_DATABASE_URL") else "sqlite"
+    assert services_of(live_client).database.backend == expected_backend  # the pass it claims
     failures, transitions = run_schemathesis(live_client, wfc_path)
     assert not failures, "\n\n".join(sorted(set(failures)))
     assert transitions >= 5

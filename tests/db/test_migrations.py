@@ -33,6 +33,7 @@ TABLES = {
     "api_keys",
     "calibrations",
     "registered_models",
+    "rate_limit_windows",
 }
 
 

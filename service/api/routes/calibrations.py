@@ -52,7 +52,7 @@ def post_calibration(
         family_of=estimator.model_family,
         operator=caller.allows(OPERATOR_SCOPE),
     )
-    services.calibrations.invalidate()
+    services.calibrations.invalidate_after_commit(session)
     return calibration_out(calibration)
 
 
@@ -95,7 +95,7 @@ def rollback_calibration(
     rolled_back, current = rollback(
         session, caller.tenant, scope, operator=caller.allows(OPERATOR_SCOPE)
     )
-    services.calibrations.invalidate()
+    services.calibrations.invalidate_after_commit(session)
     return RollbackOut(
         rolled_back=rolled_back.id, current=calibration_out(current) if current else None
     )
@@ -129,5 +129,5 @@ def activate_calibration(
     calibration = activate(
         session, caller.tenant, calibration_id, operator=caller.allows(OPERATOR_SCOPE)
     )
-    services.calibrations.invalidate()
+    services.calibrations.invalidate_after_commit(session)
     return calibration_out(calibration)
