@@ -7,7 +7,8 @@ their nested coverage.
 
 Held-out rows (offline/fitting/held_out_rows.py, silicon_rows.py): ML.ENERGY with the model
 family held out and with the GPU held out (energy, TPOT); aiconfigurator's serving runs, which
-no fit has seen, placed at the level the service gives their case (TTFT, TPOT, total). Each
+no fit has seen, placed at the level the service gives their case (TTFT, TPOT, total);
+Argonne's MI250 runs as the vendor held out (total; argonne_rows.py). Each
 level's quantiles: conformal.fit_level on all of its rows; coverage: conformal.nested_inside.
 """
 
@@ -25,6 +26,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from offline.fitting.argonne_rows import ARGONNE_CSV, argonne_held_out
 from offline.fitting.conformal import MIN_GROUPS, MIN_ROWS, fit_level
 from offline.fitting.datasets import DEFAULT_DATA_DIR, data_source_digests
 from offline.fitting.datasets_common import sha256_file
@@ -81,7 +83,8 @@ def held_out(
             write_rows(cache, rows)
     sets = fitted_on(data)
     silicon, skipped = silicon_held_out(data_dir, sets)
-    return rows + silicon, skipped, sets
+    amd, amd_skipped = argonne_held_out(data_dir)
+    return rows + silicon + amd, skipped + amd_skipped, sets
 
 
 def intervals_document(
@@ -163,7 +166,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     rows, skipped, sets = held_out(args.data, args.mlenergy_rows)
     digests = data_source_digests(args.data)
-    digests[SILICON_CSV] = sha256_file(args.data / SILICON_CSV)
+    for extra in (SILICON_CSV, ARGONNE_CSV):
+        digests[extra] = sha256_file(args.data / extra)
     document = intervals_document(rows, sets, digests)
     args.out.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
     args.report.write_text(coverage_report(rows, document, skipped, QUANTILES), encoding="utf-8")

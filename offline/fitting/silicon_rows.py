@@ -20,6 +20,7 @@ from pathlib import Path
 from offline.fitting.held_out_rows import HeldOutRow
 from service.catalog import load_gpu_catalog, load_model_catalog
 from service.catalog.engines import load_engine_coefficients
+from service.catalog.gpus import GpuCatalog
 from service.catalog.intervals import QUANTITIES, EvidenceIntervals, LevelInterval
 from service.catalog.regions import load_region_catalog
 from service.errors import ServiceError
@@ -35,18 +36,19 @@ _PRECISIONS = {"": "bf16", "fp8": "fp8", "fp4": "mxfp4", "int4": "int4"}
 _CONCURRENCY = re.compile(r"silicon_concurrency=(\d+)")
 
 
-def point_estimator() -> Estimator:
-    """The shipped estimator over the packaged catalogues and coefficients, with intervals of
-    ratio 1 at every level: only its point estimates are read here, so the intervals being
-    fitted never depend on the ones committed before."""
+def point_estimator(gpus: GpuCatalog | None = None) -> Estimator:
+    """The shipped estimator over the packaged catalogues (or `gpus`) and coefficients, with
+    intervals of ratio 1 at every level: only its point estimates are read here, so the
+    intervals being fitted never depend on the ones committed before."""
     none = {
         (level, q): LevelInterval(level, level, 1.0, 1.0, 0, 0, 0.0)
         for level in LEVELS
         for q in QUANTITIES
     }
-    intervals = EvidenceIntervals(0.5, 0.5, fitted_on={}, intervals=none, backing={})
+    fitted_on = {d: frozenset[str]() for d in ("vendor", "gpu", "engine", "precision", "family")}
+    intervals = EvidenceIntervals(0.5, 0.5, fitted_on=fitted_on, intervals=none, backing={})
     return Estimator(
-        load_gpu_catalog(),
+        gpus or load_gpu_catalog(),
         load_model_catalog(),
         load_region_catalog(),
         load_engine_coefficients(),
