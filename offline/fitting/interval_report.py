@@ -48,6 +48,16 @@ def coverage_report(
         "quantiles fitted without its group (every row of the same measurement left out, at "
         f"every level): the share a never-seen group would see. Nominal: {nominal:.0f} %.",
         "",
+        "Rows per level: ML.ENERGY (energy, TPOT) with the model family held out of every "
+        "refit (`family`) or the GPU (`gpu`: A100-SXM4-40GB, H100-SXM5-80GB in v2); "
+        "aiconfigurator's silicon runs (TTFT, TPOT, TTFT + (osl - 1) x TPOT), which no fit saw, "
+        "at the level the service gives their case: H200 `gpu`, SGLang / TensorRT-LLM "
+        "`engine` (priced as vllm-v1), precisions outside ML.ENERGY's `precision`, H100 vLLM "
+        "runs in fitted precisions and families `family`; Argonne's MI250 vLLM runs `vendor` "
+        "(whole static batch time). Prefill is compared with the measured TTFT of a request "
+        "joining a loaded server, queueing included, which `prefill_s` (one forward pass) does "
+        "not model: its ratios are large and its interval says so.",
+        "",
         "## Held-out rows per level",
         "",
         "| level | quantity | rows | groups | groups (rows) |",
