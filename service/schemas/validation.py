@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, Field
 
 from service.schemas.common import example
@@ -14,9 +16,15 @@ HELD_OUT_EXAMPLE = {
     "upper_ratio": 1.3,
 }
 
+BACKING_EXAMPLE: dict[str, Any] = {
+    "value": "H100-SXM5-80GB",
+    "fitted_on": True,
+    "measured_rows": {"mlenergy-v3": 150},
+}
+
 VALIDATION_EXAMPLE = {
     "level": "family",
-    "gpu": {"value": "H100-SXM5-80GB", "fitted_on": True, "measured_rows": {"mlenergy-v3": 150}},
+    "gpu": BACKING_EXAMPLE,
     "engine": {"value": "vllm-v1", "fitted_on": True, "measured_rows": {"mlenergy-v3": 150}},
     "precision": {"value": "bf16", "fitted_on": True, "measured_rows": {"mlenergy-v2": 200}},
     "model_family": {"value": "llama", "fitted_on": True, "measured_rows": {"mlenergy-v2": 60}},
@@ -41,6 +49,8 @@ class HeldOutErrorOut(BaseModel):
 class BackingOut(BaseModel):
     """One input of the quote, whether the cost model was fitted on it, and the measured rows
     (by source) behind it in the held-out validation."""
+
+    model_config = example(BACKING_EXAMPLE)
 
     value: str
     fitted_on: bool
@@ -67,6 +77,15 @@ class GpuValidationOut(BaseModel):
     """What a GPU's figures were validated on: whether the cost model was fitted on it, the
     evidence level of a quote on it (with a fitted engine, precision and family), the measured
     rows behind it by source, and the held-out error at that level by quantity."""
+
+    model_config = example(
+        {
+            "fitted_on": False,
+            "level": "gpu",
+            "measured_rows": {"aiconfigurator-silicon": 389},
+            "held_out": {"tpot": {**HELD_OUT_EXAMPLE, "level": "gpu"}},
+        }
+    )
 
     fitted_on: bool
     level: str
