@@ -260,8 +260,8 @@ class EstimateResponse(BaseModel):
             "energy": ENERGY_EXAMPLE,
             "latency": LATENCY_EXAMPLE,
             "carbon": CARBON_EXAMPLE,
-            "validation": VALIDATION_EXAMPLE,
             "breakdown": None,
+            "validation": VALIDATION_EXAMPLE,
             "warnings": [],
         }
     )
@@ -276,8 +276,10 @@ class EstimateResponse(BaseModel):
     energy: EnergyOut
     latency: LatencyOut
     carbon: CarbonOut
+    breakdown: BreakdownOut | None = None
+    # After breakdown: stored rows mark the end of `carbon` by the `breakdown` that follows it
+    # (migration 0005 puts the carbon factors back there on downgrade).
     validation: ValidationOut | None = Field(
         default=None, description="Null on quotes stored before it was stated."
     )
-    breakdown: BreakdownOut | None = None
     warnings: list[str]
