@@ -5,6 +5,7 @@ each GPU, engine, precision and model family."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -71,6 +72,4 @@ def intervals_from_document(document: Mapping[str, Any]) -> EvidenceIntervals:
 
 @lru_cache(maxsize=2)
 def load_intervals(path: Path = INTERVALS_PATH) -> EvidenceIntervals:
-    import json
-
     return intervals_from_document(json.loads(path.read_text(encoding="utf-8")))
