@@ -42,7 +42,7 @@ EXAMPLES: tuple[Example, ...] = (
   "workload": {{"batch_size": 8, "prompt_tokens": 512, "output_tokens": 256}},
   "hardware": {{"gpu": "H100-SXM5-80GB", "count": 2}},
   "datacenter": {{"region": "US-CA"}}}}'""",
-        elide=("carbon.factors",),
+        elide=("carbon.factors", "validation"),
         open_mode=True,
     ),
     Example(

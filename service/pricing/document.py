@@ -19,6 +19,7 @@ from service.core.results import KernelCost, RequestEstimate
 from service.core.uncertainty import Ranged
 from service.db.quote_document import CarbonFactorSet, QuoteDocument
 from service.pricing.carbon_accounting import CarbonInputs, carbon_factors_out, carbon_members
+from service.pricing.evidence import Evidence, bounds
 from service.pricing.regressor.runtime import EnergyPrediction
 from service.pricing.resolve import ResolvedRequest
 from service.schemas.estimate_response import (
@@ -69,35 +70,35 @@ def quote_document(
     breakdown: RequestEstimate | None,
     calibrated: Calibrated,
     priced_at: datetime,
+    evidence: Evidence,
 ) -> tuple[QuoteDocument, float]:
     """The response document of one priced request (quote_id None until it is stored), and
-    its CO2e [g]."""
-    # Intervals bracket 1 in practice; clamp so a biased fit cannot invert the bounds.
-    gpu_j = Ranged(
-        energy.gpu_j,
-        min(energy.gpu_j_low / energy.gpu_j, 1.0),
-        max(energy.gpu_j_high / energy.gpu_j, 1.0),
-    )
+    its CO2e [g]. Every interval, energy and latency, is the one of `evidence`'s level."""
+    intervals = evidence.intervals
+    gpu_j_low, gpu_j_high = bounds(energy.gpu_j, intervals["energy"])
+    gpu_j = Ranged.from_bounds(energy.gpu_j, gpu_j_low, gpu_j_high)
     factor_set, rates = carbon_priced_parts(resolved.carbon)
     carbon = request_carbon(gpu_j, latency.total_s, resolved.carbon.factors, rates)
     energy_members = {
         "gpu_j": energy.gpu_j,
-        "gpu_j_low": energy.gpu_j_low,
-        "gpu_j_high": energy.gpu_j_high,
+        "gpu_j_low": gpu_j_low,
+        "gpu_j_high": gpu_j_high,
         "per_sequence_gpu_j": energy.gpu_j / latency.batch_size,
         "server_overhead_j": carbon.server_overhead_j.value,
         "facility_j": carbon.facility_j.value,
         "prefill_gpu_j": energy.prefill_gpu_j,
         "decode_gpu_j": energy.decode_gpu_j,
-        "interval_lower_quantile": energy.lower_quantile,
-        "interval_upper_quantile": energy.upper_quantile,
+        "interval_lower_quantile": evidence.lower_quantile,
+        "interval_upper_quantile": evidence.upper_quantile,
         "calibration_factor": calibrated.factor,
     }
     times = {
-        "prefill_s": latency.prefill_s,
-        "decode_s": latency.decode_s,
-        "time_per_output_token_s": latency.time_per_output_token_s,
-        "total_s": latency.total_s,
+        **_bounded("prefill_s", latency.prefill_s, evidence, "prefill"),
+        **_bounded("decode_s", latency.decode_s, evidence, "tpot"),
+        **_bounded("time_per_output_token_s", latency.time_per_output_token_s, evidence, "tpot"),
+        **_bounded("total_s", latency.total_s, evidence, "total"),
+        "interval_lower_quantile": evidence.lower_quantile,
+        "interval_upper_quantile": evidence.upper_quantile,
     }
     members = in_schema_order(
         _DOCUMENT_FIELDS,
@@ -110,12 +111,18 @@ def quote_document(
             "energy": in_schema_order(_ENERGY_FIELDS, energy_members),
             "latency": in_schema_order(_LATENCY_FIELDS, times),
             "carbon": in_schema_order(_CARBON_FIELDS, carbon_members(resolved.carbon, carbon)),
+            "validation": evidence.validation,
             "breakdown": None if breakdown is None else _breakdown(resolved, breakdown),
             "warnings": [*latency.warnings, *resolved.notes],
         },
     )
     text = orjson.dumps(members, option=orjson.OPT_SERIALIZE_NUMPY).decode()
     return QuoteDocument.written(text, priced_at, factor_set), carbon.total_g.value
+
+
+def _bounded(name: str, value: float, evidence: Evidence, quantity: str) -> dict[str, float]:
+    low, high = bounds(value, evidence.intervals[quantity])
+    return {name: value, f"{name}_low": low, f"{name}_high": high}
 
 
 def in_schema_order(fields: tuple[str, ...], values: dict[str, Any]) -> dict[str, Any]:

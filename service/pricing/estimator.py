@@ -19,6 +19,7 @@ from typing import Any
 from service.catalog.engines import DEFAULT_ENGINE, load_engine_coefficients
 from service.catalog.facilities import FacilityCatalog, load_facility_catalog
 from service.catalog.gpus import GpuCatalog, load_gpu_catalog
+from service.catalog.intervals import EvidenceIntervals, load_intervals
 from service.catalog.models import ModelCatalog, UnknownModel, load_model_catalog
 from service.catalog.regions import RegionCatalog, load_region_catalog
 from service.catalog.registered import RegisteredArchitecture
@@ -38,6 +39,7 @@ from service.pricing.continuous_energy import (
 )
 from service.pricing.document import Calibrated, Latency, quote_document
 from service.pricing.energy import roofline_energy, scaled_energy
+from service.pricing.evidence import Case, Evidence, case_evidence
 from service.pricing.priced import PricedRequest, model_version
 from service.pricing.refusals import invalid_request
 from service.pricing.regressor.features import Features, workload_features
@@ -88,6 +90,7 @@ class Estimator:
         facilities: FacilityCatalog | None = None,
         servers: ServerCatalog | None = None,
         regressor: EnergyRegressor | None = None,
+        intervals: EvidenceIntervals | None = None,
     ) -> None:
         self.gpus = gpus
         self.models = models
@@ -101,6 +104,8 @@ class Estimator:
         self.regressor = regressor
         self.model_version = model_version(self.coefficients, regressor)
         self._contexts: dict[str, ResolvedRequest] = {}
+        self.intervals = intervals or load_intervals()
+        self._evidence: dict[Case, Evidence] = {}  # a few hundred cases at most
 
     @classmethod
     def from_catalogues(cls, regressor: EnergyRegressor | None = None) -> Estimator:
@@ -231,6 +236,20 @@ class Estimator:
         except UnknownModel:
             return CUSTOM_MODEL_ID
 
+    def evidence_of(self, resolved: ResolvedRequest) -> Evidence:
+        """The evidence level behind `resolved`'s case, its intervals and validation."""
+        case = Case(
+            gpu=resolved.gpu.id,
+            vendor=str(resolved.gpu.raw.get("vendor", "")),
+            engine=resolved.engine,
+            precision=resolved.deployment.precision.weights.value,
+            family=self.family_of(resolved),
+        )
+        known = self._evidence.get(case)
+        if known is None:
+            known = self._evidence[case] = case_evidence(case, self.intervals)
+        return known
+
     def _groups(
         self,
         requests: Sequence[EstimateRequest],
@@ -353,6 +372,7 @@ class Estimator:
             breakdown,
             Calibrated(calibration_id, factor),
             priced_at,
+            self.evidence_of(resolved),
         )
         return PricedRequest(
             document,

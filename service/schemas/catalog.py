@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
+
+from service.schemas.validation import GpuValidationOut
 
 
 def open_example(value: dict[str, Any]) -> ConfigDict:
@@ -47,6 +49,11 @@ class GpuOut(BaseModel):
     process_node_nm: float | None = None
     embodied_kg_co2e: float
     sources: dict[str, str]
+    validation: GpuValidationOut | None = Field(
+        default=None,
+        description="What measured data this GPU's figures were validated on, and with what "
+        "held-out error.",
+    )
 
 
 class GpuList(BaseModel):

@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from service.schemas.common import example
+from service.schemas.validation import VALIDATION_EXAMPLE, ValidationOut
 
 ENERGY_EXAMPLE = {
     "gpu_j": 812.4,
@@ -25,9 +26,19 @@ ENERGY_EXAMPLE = {
 
 LATENCY_EXAMPLE = {
     "prefill_s": 0.061,
+    "prefill_s_low": 0.040,
+    "prefill_s_high": 0.110,
     "decode_s": 3.629,
+    "decode_s_low": 3.1,
+    "decode_s_high": 4.6,
     "time_per_output_token_s": 0.0142,
+    "time_per_output_token_s_low": 0.0121,
+    "time_per_output_token_s_high": 0.0180,
     "total_s": 3.69,
+    "total_s_low": 3.2,
+    "total_s_high": 4.7,
+    "interval_lower_quantile": 0.1,
+    "interval_upper_quantile": 0.9,
 }
 
 PUE_FACTOR_EXAMPLE = {
@@ -68,7 +79,8 @@ CARBON_EXAMPLE = {
 
 class EnergyOut(BaseModel):
     """GPU energy of the whole request [J]; `_low`/`_high` bound it by the held-out
-    `interval_lower_quantile`..`interval_upper_quantile` of measured/predicted ratios."""
+    `interval_lower_quantile`..`interval_upper_quantile` of measured/predicted ratios at the
+    quote's evidence level (`validation`)."""
 
     model_config = example(ENERGY_EXAMPLE)
 
@@ -95,12 +107,27 @@ class EnergyOut(BaseModel):
 
 
 class LatencyOut(BaseModel):
+    """Times of the request [s]; each `_low`/`_high` bounds it by the
+    `interval_lower_quantile`..`interval_upper_quantile` of measured/predicted at the quote's
+    evidence level (`validation`); decode_s takes time_per_output_token_s's ratios. Null on
+    quotes stored before latency intervals were stated."""
+
     model_config = example(LATENCY_EXAMPLE)
 
     prefill_s: float
+    prefill_s_low: float | None = None
+    prefill_s_high: float | None = None
     decode_s: float
+    decode_s_low: float | None = None
+    decode_s_high: float | None = None
     time_per_output_token_s: float = Field(description="Mean decode step time [s].")
+    time_per_output_token_s_low: float | None = None
+    time_per_output_token_s_high: float | None = None
     total_s: float = Field(description="prefill_s + decode_s [s].")
+    total_s_low: float | None = None
+    total_s_high: float | None = None
+    interval_lower_quantile: float | None = None
+    interval_upper_quantile: float | None = None
 
 
 class CarbonFactorOut(BaseModel):
@@ -234,6 +261,7 @@ class EstimateResponse(BaseModel):
             "latency": LATENCY_EXAMPLE,
             "carbon": CARBON_EXAMPLE,
             "breakdown": None,
+            "validation": VALIDATION_EXAMPLE,
             "warnings": [],
         }
     )
@@ -249,4 +277,9 @@ class EstimateResponse(BaseModel):
     latency: LatencyOut
     carbon: CarbonOut
     breakdown: BreakdownOut | None = None
+    # After breakdown: stored rows mark the end of `carbon` by the `breakdown` that follows it
+    # (migration 0005 puts the carbon factors back there on downgrade).
+    validation: ValidationOut | None = Field(
+        default=None, description="Null on quotes stored before it was stated."
+    )
     warnings: list[str]

@@ -45,6 +45,7 @@ ITEMS: list[dict[str, Any]] = [
     example_body(),
 ]
 
+
 def test_batch_spooled_while_the_database_is_away_keeps_every_quote(
     database_url: str, tmp_path: Path
 ) -> None:

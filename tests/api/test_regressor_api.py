@@ -11,6 +11,7 @@ from api_support import example_body, running_client, services_of
 from numpy.testing import assert_allclose
 
 from service.catalog import load_engine_coefficients, load_gpu_catalog, load_model_catalog
+from service.catalog.intervals import load_intervals
 from service.core.estimate import estimate_request
 from service.core.workload import Deployment, Parallelism, Precision, Workload
 from service.pricing.regressor.features import Features, request_features
@@ -49,8 +50,10 @@ def test_energy_comes_from_the_regressor_and_latency_from_the_roofline(database_
     (predicted,) = regressor.predict([Features.of_one(features)])[0]
     energy, latency = body["energy"], body["latency"]
     assert_allclose(energy["gpu_j"], predicted.gpu_j, rtol=RTOL)
-    assert_allclose(energy["gpu_j_low"], predicted.gpu_j_low, rtol=RTOL)
-    assert_allclose(energy["gpu_j_high"], predicted.gpu_j_high, rtol=RTOL)
+    # The interval is the evidence level's (family held out here), around the regressor's value.
+    interval = load_intervals().interval("family", "energy")
+    assert_allclose(energy["gpu_j_low"], predicted.gpu_j * min(interval.lower_ratio, 1), rtol=RTOL)
+    assert_allclose(energy["gpu_j_high"], predicted.gpu_j * max(interval.upper_ratio, 1), rtol=RTOL)
     assert_allclose(energy["per_sequence_gpu_j"] * 8, predicted.gpu_j, rtol=RTOL)
     assert_allclose(energy["prefill_gpu_j"] + energy["decode_gpu_j"], predicted.gpu_j, rtol=1e-9)
     assert_allclose(latency["total_s"], analytical.total_s, rtol=RTOL)

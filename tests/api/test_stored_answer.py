@@ -24,7 +24,8 @@ def stored_text(database_url: str, quote_id: str) -> str:
             document, factors = connection.execute(statement, {"id": quote_id}).one()
     finally:
         engine.dispose()
-    assert '"factors"' not in document and len(document) < 2000
+    # Without the factors; the validation block (~1.1 KB) stays in each row.
+    assert '"factors"' not in document and len(document) < 3500
     carbon_end = document.index('},"breakdown":')
     return f'{document[:carbon_end]},"factors":{factors}{document[carbon_end:]}'
 

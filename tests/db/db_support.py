@@ -106,9 +106,7 @@ def assert_read_back(engine: Engine, written: list[NewQuote]) -> None:
                 assert getattr(stored, column) == getattr(new, column), column
             assert stored.created_at == STAMP
             expected = (
-                new.response.as_dict()
-                if isinstance(new.response, QuoteDocument)
-                else new.response
+                new.response.as_dict() if isinstance(new.response, QuoteDocument) else new.response
             )
             assert stored_response(session, stored) == expected
         sets = session.scalars(select(StoredFactorSet).order_by(StoredFactorSet.id)).all()

@@ -23,6 +23,7 @@ from service.pricing.priced import PricedRequest
 from service.pricing.regressor.runtime import EnergyRegressor
 from service.schemas.estimate_request import EstimateRequest
 from service.schemas.estimate_response import EstimateResponse, LatencyOut
+from service.schemas.validation import HeldOutErrorOut
 
 T0 = datetime(2026, 11, 25, tzinfo=UTC)
 WORKLOAD = {"batch_size": 3, "prompt_tokens": 300, "output_tokens": 40}
@@ -117,15 +118,23 @@ def test_documents_priced_together_too(estimator: Estimator) -> None:
 
 
 def test_members_take_the_schemas_names_and_order() -> None:
-    fields = tuple(LatencyOut.model_fields)
-    values = {"total_s": 3.0, "decode_s": 2.0, "time_per_output_token_s": 0.5, "prefill_s": 1.0}
+    fields = tuple(HeldOutErrorOut.model_fields)
+    values = {"upper_ratio": 1.3, "rows": 40, "level": "gpu", "lower_ratio": 0.8, "mape_pct": 9.0}
     assert list(in_schema_order(fields, values)) == [
-        "prefill_s",
-        "decode_s",
-        "time_per_output_token_s",
-        "total_s",
+        "level",
+        "rows",
+        "mape_pct",
+        "lower_ratio",
+        "upper_ratio",
     ]
     with pytest.raises(KeyError):  # a field without a value
-        in_schema_order(fields, {**{k: v for k, v in values.items() if k != "decode_s"}, "x": 1})
-    with pytest.raises(ValueError, match="prefill_ms"):  # a value the schema has no field for
-        in_schema_order(fields, {**values, "prefill_ms": 1000.0})
+        in_schema_order(fields, {**{k: v for k, v in values.items() if k != "rows"}, "x": 1})
+    with pytest.raises(ValueError, match="rows_n"):  # a value the schema has no field for
+        in_schema_order(fields, {**values, "rows_n": 40})
+
+
+def test_every_latency_figure_has_its_bounds_in_the_schema() -> None:
+    fields = tuple(LatencyOut.model_fields)
+    for name in ("prefill_s", "decode_s", "time_per_output_token_s", "total_s"):
+        at = fields.index(name)
+        assert fields[at + 1 : at + 3] == (f"{name}_low", f"{name}_high")

@@ -47,9 +47,7 @@ def features() -> list[RequestFeatures]:
     for m in measurements():
         inputs = request_inputs(m)
         coefficients = load_engine_coefficients()[inputs.engine]
-        out.append(
-            request_features(inputs.arch, inputs.workload, inputs.deployment, coefficients)
-        )
+        out.append(request_features(inputs.arch, inputs.workload, inputs.deployment, coefficients))
     return out
 
 

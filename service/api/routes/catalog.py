@@ -11,6 +11,8 @@ from service.api.openapi import problem_responses
 from service.catalog.gpus import GpuRecord, UnknownGpu
 from service.catalog.models import ModelRecord, UnknownModel
 from service.errors import NotFound
+from service.pricing.estimator import Estimator
+from service.pricing.evidence import gpu_validation
 from service.quotes.model_registry import tenant_model, tenant_models
 from service.schemas.catalog import GpuList, GpuOut, ModelList, ModelOut, RegionList, RegionOut
 
@@ -23,8 +25,10 @@ router = APIRouter(prefix="/v1", tags=["catalogues"], dependencies=[Depends(publ
 KEY_OPTIONAL: dict[str, Any] = {"security": [{}, {"HTTPBearer": []}]}
 
 
-def _gpu(record: GpuRecord) -> GpuOut:
-    return GpuOut.model_validate(dict(record.raw))
+def _gpu(record: GpuRecord, estimator: Estimator) -> GpuOut:
+    vendor = str(record.raw.get("vendor", ""))
+    validation = gpu_validation(record.id, vendor, estimator.intervals)
+    return GpuOut.model_validate({**record.raw, "validation": validation})
 
 
 def _model(record: ModelRecord) -> ModelOut:
@@ -35,13 +39,13 @@ def _model(record: ModelRecord) -> ModelOut:
 def list_gpus(estimator: EstimatorDep) -> GpuList:
     """Every GPU with its peak rates, memory, power, embodied carbon and sources."""
     catalog = estimator.gpus
-    return GpuList(version=catalog.version, items=[_gpu(r) for r in catalog.records])
+    return GpuList(version=catalog.version, items=[_gpu(r, estimator) for r in catalog.records])
 
 
 @router.get("/gpus/{gpu_id}", response_model=GpuOut, responses=problem_responses(404, 422))
 def get_gpu(gpu_id: GpuId, estimator: EstimatorDep) -> GpuOut:
     try:
-        return _gpu(estimator.gpus.get(gpu_id))
+        return _gpu(estimator.gpus.get(gpu_id), estimator)
     except UnknownGpu as error:
         raise NotFound(str(error), extra={"suggestions": error.suggestions}) from None
 

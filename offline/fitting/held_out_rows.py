@@ -1,0 +1,127 @@
+"""Held-out residuals of the cost model on ML.ENERGY: each row priced with coefficients refitted
+without its group, as the service quotes it (one request joining round(avg batch) running
+sequences, README prompt lengths: serving_validation's `continuous` reading).
+
+Two groupings, both the fit machinery of `cross_validation.refit_without`:
+- model family held out (`family_folds.fit_without`, every family in turn);
+- GPU held out: Vidur samples, Splitwise and ML.ENERGY rows of one GPU left out of every fit,
+  the held-out GPU's ML.ENERGY v2 rows priced (v3 ran on H100 only, so without H100 no
+  vllm-v1 profile is fitted and v3 rows cannot be priced).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from offline.fitting.cross_validation import Refit, refit_without
+from offline.fitting.datasets import EnergyMeasurement
+from offline.fitting.end_to_end import EndToEndRow
+from offline.fitting.family_folds import FoldData, fit_without
+from offline.fitting.request_inputs import RequestInputs, mlenergy_inputs
+from offline.fitting.serving_validation import README_PROMPT_TOKENS
+from service.core.cost_model_errors import CostModelError
+from service.core.estimate import estimate_request
+from service.core.workload import Workload
+
+
+@dataclass(frozen=True, slots=True)
+class HeldOutRow:
+    """One measured quantity of one row and the estimate made without the row's group.
+
+    `quantity` is "energy" (per-sequence GPU energy [J]), "tpot" (time per output token [s]),
+    "prefill" (prefill time / TTFT [s]) or "total" (whole request [s]); `gpu`, `engine`,
+    `precision` (weights) and `family` describe the measured case."""
+
+    level: str
+    group: str
+    quantity: str
+    source: str
+    row_ref: str
+    measured: float
+    predicted: float
+    gpu: str
+    engine: str
+    precision: str
+    family: str
+
+    @property
+    def log_ratio(self) -> float:
+        """ln(measured / predicted): the conformity score the intervals are fitted on."""
+        return float(np.log(self.measured / self.predicted))
+
+
+def mlenergy_held_out(data: FoldData, tick: Callable[[str], None]) -> list[HeldOutRow]:
+    """Family-held-out and GPU-held-out rows (see the module doc); `tick` after each refit."""
+    inputs = [(m, mlenergy_inputs(m, data.models, data.gpus)) for m in data.energy]
+    # mlenergy_inputs answers a str (why not) for a row it cannot represent
+    representable = [(m, i) for m, i in inputs if not isinstance(i, str)]
+    rows: list[HeldOutRow] = []
+    for family in sorted({i.family for _, i in representable}):
+        fold = fit_without(data, family)
+        chosen = [(m, i) for m, i in representable if i.family == family]
+        rows += _priced_rows("family", family, fold, chosen)
+        tick(f"family {family}")
+    for gpu in sorted({m.gpu_id for m, _ in representable if m.source == "mlenergy-v2"}):
+        refit = _fit_without_gpu(data, gpu)
+        chosen = [(m, i) for m, i in representable if m.gpu_id == gpu]
+        rows += _priced_rows("gpu", gpu, refit, chosen)
+        tick(f"gpu {gpu}")
+    return rows
+
+
+def _fit_without_gpu(data: FoldData, gpu: str) -> Refit:
+    refit = refit_without(
+        _gpu_of,
+        gpu,
+        np.array(data.samples.gpu_id) != gpu,
+        data.samples,
+        data.network,
+        data.base,
+        (data.energy, data.phases),
+        data.models,
+        data.gpus,
+    )
+    if refit is None:
+        raise ValueError(f"no end-to-end row outside GPU {gpu!r} to fit on")
+    return refit
+
+
+def _gpu_of(row: EndToEndRow) -> str:
+    return row.gpu_id
+
+
+def _priced_rows(
+    level: str,
+    group: str,
+    fold: Refit,
+    chosen: list[tuple[EnergyMeasurement, RequestInputs]],
+) -> list[HeldOutRow]:
+    engines = {e: fold.model.coefficients(fold.coefficients, e) for e in fold.model.overheads}
+    rows: list[HeldOutRow] = []
+    for m, i in chosen:
+        if i.engine not in engines:
+            continue  # the held-out GPU took this engine's only rows (see the module doc)
+        workload = Workload(
+            1,
+            README_PROMPT_TOKENS[m.task],
+            i.workload.output_tokens,
+            concurrent_sequences=m.batch_size,
+        )
+        try:
+            estimate = estimate_request(i.arch, workload, i.deployment, engines[i.engine])
+        except CostModelError:
+            continue  # not priceable by the service either
+        case = (m.gpu_id, i.engine, m.weights_precision, i.family)
+        measured = {"energy": m.per_sequence_gpu_j, "tpot": m.time_per_output_token_s}
+        predicted = {
+            "energy": estimate.per_sequence_gpu_j,
+            "tpot": estimate.time_per_output_token_s,
+        }
+        rows += [
+            HeldOutRow(level, group, q, m.source, m.row_ref, measured[q], predicted[q], *case)
+            for q in measured
+        ]
+    return rows

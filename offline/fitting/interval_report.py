@@ -1,0 +1,115 @@
+"""The coverage report of the stated intervals per evidence level (markdown), written by
+`python -m offline.fitting.intervals`."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import numpy as np
+
+from offline.fitting.conformal import nested_inside
+from offline.fitting.held_out_rows import HeldOutRow
+from offline.fitting.metrics import accuracy
+from service.catalog.intervals import QUANTITIES
+from service.pricing.evidence import LEVELS
+
+NAMES = {
+    "family": "model family held out",
+    "custom": "custom architecture",
+    "precision": "unvalidated precision",
+    "engine": "engine held out",
+    "gpu": "GPU held out",
+    "vendor": "vendor held out",
+}
+
+
+def coverage_report(
+    rows: list[HeldOutRow],
+    document: dict[str, Any],
+    skipped: Counter[str],
+    quantiles: tuple[float, float],
+) -> str:
+    """Rows per level, the stated quantiles, and nested coverage beside MAPE (markdown)."""
+    nominal = 100.0 * (quantiles[1] - quantiles[0])
+    provenance = document["provenance"]
+    lines = [
+        "# Coverage of the stated intervals, per evidence level",
+        "",
+        f"Made by `{provenance['command']}` at {provenance['created_at']}. Data read from "
+        "`../shared/data`: ML.ENERGY leaderboard v2/v3 (Apache-2.0), Splitwise (MIT) and "
+        "Vidur (MIT) through the cost-model refits, aiconfigurator's silicon serving runs "
+        "(Apache-2.0). The analytical estimate (no learned correction).",
+        "",
+        "Each quote's `_low`/`_high` are the estimate times exp of the split-conformal "
+        f"{quantiles[0]:.0%}/{quantiles[1]:.0%} order statistics of ln(measured/predicted) of "
+        "held-out rows at the quote's evidence level (offline/fitting/conformal.py), widened "
+        "to bracket the estimate. Coverage here is nested: each row's interval comes from "
+        "quantiles fitted without its group (every row of the same measurement left out, at "
+        f"every level): the share a never-seen group would see. Nominal: {nominal:.0f} %.",
+        "",
+        "Rows per level: ML.ENERGY (energy, TPOT) with the model family held out of every "
+        "refit (`family`) or the GPU (`gpu`: A100-SXM4-40GB, H100-SXM5-80GB in v2); "
+        "aiconfigurator's silicon runs (TTFT, TPOT, TTFT + (osl - 1) x TPOT), which no fit saw, "
+        "at the level the service gives their case: H200 `gpu`, SGLang / TensorRT-LLM "
+        "`engine` (priced as vllm-v1), precisions outside ML.ENERGY's `precision`, H100 vLLM "
+        "runs in fitted precisions and families `family`; Argonne's MI250 vLLM runs `vendor` "
+        "(whole static batch time). Prefill is compared with the measured TTFT of a request "
+        "joining a loaded server, queueing included, which `prefill_s` (one forward pass) does "
+        "not model: its ratios are large and its interval says so.",
+        "",
+        "## Held-out rows per level",
+        "",
+        "| level | quantity | rows | groups | groups (rows) |",
+        "|---|---|--:|--:|---|",
+    ]
+    for level in LEVELS:
+        for quantity in QUANTITIES:
+            own = [r for r in rows if r.level == level and r.quantity == quantity]
+            if own:
+                groups = Counter(r.group for r in own)
+                listed = ", ".join(f"{g} ({n})" for g, n in sorted(groups.items()))
+                lines.append(
+                    f"| {NAMES[level]} | {quantity} | {len(own)} | {len(groups)} | {listed} |"
+                )
+    lines += [
+        "",
+        "## Coverage (nested) beside accuracy",
+        "",
+        "| level | quantity | rows | inside 80 % interval | MAPE % | within 10 % | within 30 % "
+        "| median pred/meas |",
+        "|---|---|--:|--:|--:|--:|--:|--:|",
+    ]
+    for level in LEVELS:
+        for quantity in QUANTITIES:
+            inside = nested_inside(rows, level, quantity, *quantiles)
+            if not inside:
+                continue
+            share = 100.0 * float(np.mean([ok for _, ok in inside]))
+            measured = np.array([r.measured for r, _ in inside])
+            predicted = np.array([r.predicted for r, _ in inside])
+            acc = accuracy(predicted, measured).as_row()
+            lines.append(
+                f"| {NAMES[level]} | {quantity} | {acc[0]} | {share:.0f} % | "
+                + " | ".join(acc[1:])
+                + " |"
+            )
+    lines += [
+        "",
+        "## Quantiles the service states (service/catalog/data/intervals.json)",
+        "",
+        "A level with too few rows or groups takes a wider level's quantiles (`fitted on`).",
+        "",
+        "| level | quantity | fitted on | rows | low ratio | high ratio | held-out MAPE % |",
+        "|---|---|---|--:|--:|--:|--:|",
+    ]
+    for level, by_quantity in document["levels"].items():
+        for quantity, fitted in by_quantity.items():
+            lines.append(
+                f"| {NAMES[level]} | {quantity} | {NAMES[fitted['fitted_level']]} | "
+                f"{fitted['rows']} | {fitted['lower_ratio']:.3f} | {fitted['upper_ratio']:.3f} | "
+                f"{fitted['mape_pct']:.1f} |"
+            )
+    lines += ["", "## Silicon runs left out", "", "| reason | runs |", "|---|--:|"]
+    lines += [f"| {reason} | {n} |" for reason, n in sorted(skipped.items())]
+    return "\n".join(lines) + "\n"

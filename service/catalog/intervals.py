@@ -1,0 +1,75 @@
+"""The held-out intervals per evidence level (`data/intervals.json`, written by
+`python -m offline.fitting.intervals`): split-conformal quantiles of ln(measured/predicted),
+what the cost model was fitted on (which decides a quote's level), and which measurements back
+each GPU, engine, precision and model family."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from service.catalog.lookup import DATA_DIR
+
+INTERVALS_PATH = DATA_DIR / "intervals.json"
+QUANTITIES = ("energy", "prefill", "tpot", "total")
+"""Per-sequence GPU energy, prefill time (TTFT), time per output token, whole request time."""
+
+
+@dataclass(frozen=True, slots=True)
+class LevelInterval:
+    """Ratios to the estimate bounding the measured value at one level for one quantity.
+
+    `level` is the evidence level asked for; `fitted_level` the one whose residuals gave the
+    ratios (a wider one when `level` had too few rows); `rows`/`groups` counted there;
+    `mape_pct` the held-out mean absolute percentage error there [%]."""
+
+    level: str
+    fitted_level: str
+    lower_ratio: float
+    upper_ratio: float
+    rows: int
+    groups: int
+    mape_pct: float
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceIntervals:
+    """The intervals file, read: nominal quantiles, fitted-on sets, intervals and backing."""
+
+    lower_quantile: float
+    upper_quantile: float
+    fitted_on: Mapping[str, frozenset[str]]
+    intervals: Mapping[tuple[str, str], LevelInterval]
+    backing: Mapping[str, Mapping[str, Mapping[str, int]]]
+
+    def interval(self, level: str, quantity: str) -> LevelInterval:
+        return self.intervals[(level, quantity)]
+
+    def backing_of(self, dimension: str, value: str) -> Mapping[str, int]:
+        """Measured rows behind `value` of `dimension` ("gpu", "engine", "precision",
+        "family"), by source; empty when none."""
+        return self.backing.get(dimension, {}).get(value, {})
+
+
+def intervals_from_document(document: Mapping[str, Any]) -> EvidenceIntervals:
+    intervals = {
+        (level, quantity): LevelInterval(level=level, **values)
+        for level, by_quantity in document["levels"].items()
+        for quantity, values in by_quantity.items()
+    }
+    return EvidenceIntervals(
+        lower_quantile=float(document["lower_quantile"]),
+        upper_quantile=float(document["upper_quantile"]),
+        fitted_on={k: frozenset(v) for k, v in document["fitted_on"].items()},
+        intervals=intervals,
+        backing=document["backing"],
+    )
+
+
+@lru_cache(maxsize=2)
+def load_intervals(path: Path = INTERVALS_PATH) -> EvidenceIntervals:
+    return intervals_from_document(json.loads(path.read_text(encoding="utf-8")))

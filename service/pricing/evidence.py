@@ -1,0 +1,111 @@
+"""The evidence level behind a quote, and its intervals and `validation` block.
+
+A case is placed at the widest level it needs, in the order vendor > gpu > engine > precision
+> family: a GPU of a vendor the cost model was never fitted on is `vendor`, else a GPU it was
+never fitted on is `gpu`, and so on; a case fitted on in every respect is `family` (the
+leave-one-family-out residuals: conservative even for a measured family), a custom
+architecture `custom`. Each level's quantiles come from residuals of cases held out the same
+way (service/catalog/intervals.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from service.catalog.intervals import QUANTITIES, EvidenceIntervals, LevelInterval
+
+LEVELS = ("family", "custom", "precision", "engine", "gpu", "vendor")
+"""Evidence levels, narrowest first."""
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    """What decides a quote's level: its GPU id and vendor, engine profile, weight precision
+    and model family ("custom" for a custom architecture)."""
+
+    gpu: str
+    vendor: str
+    engine: str
+    precision: str
+    family: str
+
+
+def evidence_level(case: Case, fitted_on: Mapping[str, frozenset[str]]) -> str:
+    """The level of `case` given what the cost model was fitted on (see the module doc)."""
+    if case.vendor not in fitted_on["vendor"]:
+        return "vendor"
+    if case.gpu not in fitted_on["gpu"]:
+        return "gpu"
+    if case.engine not in fitted_on["engine"]:
+        return "engine"
+    if case.precision not in fitted_on["precision"]:
+        return "precision"
+    if case.family == "custom":
+        return "custom"
+    return "family"
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """A quote's level, its interval per quantity (at the nominal `lower_quantile`..
+    `upper_quantile`), and its `validation` members."""
+
+    level: str
+    intervals: dict[str, LevelInterval]
+    validation: dict[str, Any]
+    lower_quantile: float
+    upper_quantile: float
+
+
+def case_evidence(case: Case, known: EvidenceIntervals) -> Evidence:
+    """The evidence behind `case`: the level's intervals and the measurements backing it."""
+    level = evidence_level(case, known.fitted_on)
+    intervals = {q: known.interval(level, q) for q in QUANTITIES}
+    backing = {
+        "gpu": _backed(known, "gpu", case.gpu),
+        "engine": _backed(known, "engine", case.engine),
+        "precision": _backed(known, "precision", case.precision),
+        "model_family": _backed(known, "family", case.family),
+    }
+    held_out = {q: held_out_error(i) for q, i in intervals.items()}
+    validation = {"level": level, **backing, "held_out": held_out}
+    return Evidence(level, intervals, validation, known.lower_quantile, known.upper_quantile)
+
+
+def held_out_error(interval: LevelInterval) -> dict[str, Any]:
+    """The `held_out` member of one quantity (schemas/validation.py HeldOutErrorOut)."""
+    return {
+        "level": interval.fitted_level,
+        "rows": interval.rows,
+        "mape_pct": interval.mape_pct,
+        "lower_ratio": interval.lower_ratio,
+        "upper_ratio": interval.upper_ratio,
+    }
+
+
+def gpu_validation(gpu: str, vendor: str, known: EvidenceIntervals) -> dict[str, Any]:
+    """A GPU's validation (schemas/validation.py GpuValidationOut): its level for a quote
+    whose engine, precision and family were fitted on, and the measurements behind it."""
+    fitted = known.fitted_on
+    typical = Case(gpu, vendor, min(fitted["engine"]), "bf16", min(fitted["family"]))
+    level = evidence_level(typical, fitted)
+    return {
+        "fitted_on": gpu in fitted["gpu"],
+        "level": level,
+        "measured_rows": dict(known.backing_of("gpu", gpu)),
+        "held_out": {q: held_out_error(known.interval(level, q)) for q in QUANTITIES},
+    }
+
+
+def _backed(known: EvidenceIntervals, dimension: str, value: str) -> dict[str, Any]:
+    fitted = value in known.fitted_on.get(dimension, frozenset())
+    rows = dict(known.backing_of(dimension, value))
+    return {"value": value, "fitted_on": fitted, "measured_rows": rows}
+
+
+def bounds(value: float, interval: LevelInterval) -> tuple[float, float]:
+    """`value`'s low and high bounds: its interval's ratios, widened to bracket the value
+    itself (a biased level may put both ratios on one side of 1; widening keeps coverage)."""
+    return value * min(interval.lower_ratio, 1.0), value * max(interval.upper_ratio, 1.0)

@@ -1,0 +1,165 @@
+"""Each quote's intervals are those of the evidence level behind its case, read from
+service/catalog/data/intervals.json, and its `validation` says what backs it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import orjson
+import pytest
+
+from service.catalog.intervals import INTERVALS_PATH, QUANTITIES, LevelInterval, load_intervals
+from service.pricing.estimator import Estimator
+from service.pricing.evidence import LEVELS, Case, bounds, evidence_level
+from service.schemas.estimate_request import EstimateRequest
+
+FITTED = {
+    "vendor": frozenset({"NVIDIA"}),
+    "gpu": frozenset({"H100-SXM5-80GB", "A100-SXM4-40GB"}),
+    "engine": frozenset({"vllm-v1"}),
+    "precision": frozenset({"bf16"}),
+    "family": frozenset({"llama"}),
+}
+
+
+@pytest.mark.parametrize(
+    ("case", "level"),
+    [
+        (Case("MI300X", "AMD", "vllm-v1", "bf16", "llama"), "vendor"),
+        (Case("H200-SXM-141GB", "NVIDIA", "vllm-v1", "bf16", "llama"), "gpu"),
+        (Case("H100-SXM5-80GB", "NVIDIA", "sglang", "fp8", "llama"), "engine"),
+        (Case("H100-SXM5-80GB", "NVIDIA", "vllm-v1", "mxfp4", "custom"), "precision"),
+        (Case("H100-SXM5-80GB", "NVIDIA", "vllm-v1", "bf16", "custom"), "custom"),
+        (Case("A100-SXM4-40GB", "NVIDIA", "vllm-v1", "bf16", "qwen"), "family"),
+        (Case("A100-SXM4-40GB", "NVIDIA", "vllm-v1", "bf16", "llama"), "family"),
+    ],
+)
+def test_a_case_takes_the_widest_level_it_needs(case: Case, level: str) -> None:
+    assert evidence_level(case, FITTED) == level
+
+
+@pytest.fixture(scope="module")
+def estimator() -> Estimator:
+    return Estimator.from_catalogues()
+
+
+@pytest.fixture(scope="module")
+def stored() -> dict[str, Any]:
+    document: dict[str, Any] = json.loads(INTERVALS_PATH.read_text(encoding="utf-8"))
+    return document
+
+
+def quote(estimator: Estimator, body: dict[str, Any]) -> dict[str, Any]:
+    priced = estimator.estimate(EstimateRequest.model_validate(body))
+    document: dict[str, Any] = orjson.loads(priced.document.text())
+    return document
+
+
+def workload() -> dict[str, int]:
+    return {"batch_size": 4, "prompt_tokens": 512, "output_tokens": 128}
+
+
+def test_the_file_states_every_level_and_quantity_with_provenance(stored: dict[str, Any]) -> None:
+    assert (stored["lower_quantile"], stored["upper_quantile"]) == (0.1, 0.9)
+    assert set(stored["levels"]) == set(LEVELS)
+    for by_quantity in stored["levels"].values():
+        assert set(by_quantity) == set(QUANTITIES)
+        for fitted in by_quantity.values():
+            assert 0.0 < fitted["lower_ratio"] < fitted["upper_ratio"]
+            assert fitted["rows"] >= 30 and fitted["groups"] >= 1
+    assert stored["provenance"]["data_sha256"]
+    assert stored["provenance"]["command"].startswith("python -m offline.fitting.intervals")
+
+
+def test_an_h200_quote_takes_the_gpu_levels_quantiles(
+    estimator: Estimator, stored: dict[str, Any]
+) -> None:
+    document = quote(
+        estimator,
+        {
+            "model": "meta-llama/Llama-3.1-8B-Instruct",
+            "hardware": {"gpu": "H200-SXM-141GB"},
+            "workload": workload(),
+        },
+    )
+    gpu_level = stored["levels"]["gpu"]
+    latency, energy = document["latency"], document["energy"]
+    for name, quantity in (
+        ("total_s", "total"),
+        ("prefill_s", "prefill"),
+        ("time_per_output_token_s", "tpot"),
+        ("decode_s", "tpot"),
+    ):
+        fitted = gpu_level[quantity]
+        assert latency[f"{name}_low"] == pytest.approx(
+            latency[name] * min(fitted["lower_ratio"], 1)
+        )
+        assert latency[f"{name}_high"] == pytest.approx(
+            latency[name] * max(fitted["upper_ratio"], 1)
+        )
+    fitted = gpu_level["energy"]
+    assert energy["gpu_j_low"] == pytest.approx(energy["gpu_j"] * min(fitted["lower_ratio"], 1))
+    assert energy["gpu_j_high"] == pytest.approx(energy["gpu_j"] * max(fitted["upper_ratio"], 1))
+    validation = document["validation"]
+    assert validation["level"] == "gpu"
+    assert validation["gpu"]["value"] == "H200-SXM-141GB"
+    assert validation["gpu"]["fitted_on"] is False
+    assert validation["gpu"]["measured_rows"]["aiconfigurator-silicon"] > 0
+    assert validation["held_out"]["total"]["rows"] == gpu_level["total"]["rows"]
+
+
+def test_an_amd_gpu_is_the_vendor_level_and_a_custom_model_the_custom_one(
+    estimator: Estimator, stored: dict[str, Any]
+) -> None:
+    amd = quote(
+        estimator,
+        {
+            "model": "meta-llama/Llama-3.1-8B-Instruct",
+            "hardware": {"gpu": "MI300X"},
+            "workload": workload(),
+        },
+    )
+    assert amd["validation"]["level"] == "vendor"
+    ratio = max(stored["levels"]["vendor"]["total"]["upper_ratio"], 1)
+    assert amd["latency"]["total_s_high"] == pytest.approx(amd["latency"]["total_s"] * ratio)
+    architecture = {
+        "hidden_size": 2048,
+        "num_layers": 16,
+        "num_attention_heads": 16,
+        "num_key_value_heads": 4,
+        "head_dim": 128,
+        "intermediate_size": 8192,
+        "vocab_size": 32000,
+    }
+    custom = quote(
+        estimator,
+        {
+            "architecture": architecture,
+            "hardware": {"gpu": "H100-SXM5-80GB"},
+            "workload": workload(),
+        },
+    )
+    assert custom["validation"]["level"] == "custom"
+    assert custom["validation"]["model_family"] == {
+        "value": "custom",
+        "fitted_on": False,
+        "measured_rows": {},
+    }
+
+
+def test_bounds_widen_a_one_sided_interval_to_bracket_the_estimate() -> None:
+    # A level whose held-out rows all measured above the estimate: ratios 1.2..1.5 of 10 s.
+    biased = LevelInterval("gpu", "gpu", 1.2, 1.5, 40, 2, 30.0)
+    assert bounds(10.0, biased) == (10.0, 15.0)
+    both_sides = LevelInterval("gpu", "gpu", 0.8, 1.25, 40, 2, 12.0)
+    assert bounds(10.0, both_sides) == pytest.approx((8.0, 12.5))
+
+
+def test_the_loader_keys_intervals_by_level_and_quantity() -> None:
+    known = load_intervals()
+    for level in LEVELS:
+        for quantity in QUANTITIES:
+            interval = known.interval(level, quantity)
+            assert interval.level == level
+            assert interval.fitted_level in LEVELS

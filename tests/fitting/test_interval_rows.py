@@ -1,0 +1,88 @@
+"""How the held-out sources map onto requests (shared/data/README.md), and the intervals file
+built from hand-made rows."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from offline.fitting.argonne_rows import _request as argonne_request
+from offline.fitting.argonne_rows import gpus_with_mi250
+from offline.fitting.held_out_rows import HeldOutRow
+from offline.fitting.intervals import intervals_document
+from offline.fitting.silicon_rows import _request as silicon_request
+from offline.fitting.silicon_rows import _unpriceable, engine_of
+
+SILICON_ROW = {
+    "silicon_data_source": "db-dump/2026-04-27; config_id=81; silicon_concurrency=16; x=1",
+    "backend": "sglang",
+    "model_path": "Qwen/Qwen3-32B",
+    "system": "h200_sxm",
+    "precision": "fp4",
+    "mode": "agg",
+    "isl": "1024",
+    "osl": "512",
+    "batch_size": "4",
+    "tp_size": "2",
+    "pp_size": "1",
+    "attention_dp_size": "1",
+    "moe_ep_size": "1",
+}
+
+
+def test_a_silicon_run_is_one_request_joining_its_concurrency() -> None:
+    request = silicon_request(SILICON_ROW)
+    assert request.workload.batch_size == 1
+    assert (request.workload.prompt_tokens, request.workload.output_tokens) == (1024, 512)
+    assert request.serving is not None and request.serving.concurrent_sequences == 16
+    assert (request.hardware.gpu, request.hardware.count) == ("H200-SXM-141GB", 2)
+    assert request.precision is not None and request.precision.weights == "mxfp4"
+    assert engine_of(SILICON_ROW) == "sglang"
+    assert engine_of({**SILICON_ROW, "backend": "vllm"}) == "vllm-v1"
+
+
+def test_silicon_runs_the_request_cannot_say_are_left_out() -> None:
+    assert _unpriceable(SILICON_ROW) == ""
+    assert _unpriceable({**SILICON_ROW, "mode": "disagg"}) == "disaggregated serving"
+    assert _unpriceable({**SILICON_ROW, "attention_dp_size": "8"}) == "attention data parallelism"
+    assert _unpriceable({**SILICON_ROW, "moe_ep_size": "4"}) == "expert or pipeline parallelism"
+
+
+def test_an_argonne_run_is_a_static_batch_on_mi250_cards() -> None:
+    row = {
+        "Model": "meta-llama/Llama-2-70b-hf",
+        "Input Output Length": "256",
+        "Batch Size": "8",
+        "Num of Hardware": "2",
+    }
+    request = argonne_request(row)
+    assert (request.workload.batch_size, request.workload.prompt_tokens) == (8, 256)
+    assert request.workload.output_tokens == 256
+    assert (request.hardware.gpu, request.hardware.count) == ("MI250", 2)
+    assert request.serving is not None and request.serving.engine == "vllm-v0"
+    mi250 = gpus_with_mi250().get("MI250")
+    assert mi250.raw["vendor"] == "AMD"
+    assert mi250.spec.memory_bandwidth_bytes_per_s == pytest.approx(3.2768e12)
+
+
+def test_the_file_states_each_levels_quantiles_or_its_fallbacks() -> None:
+    # 40 family rows of each quantity, scores -0.39..0.39: bounds exp(-0.33), exp(0.33)
+    # (n = 40: the 4th and 37th smallest); no other level has rows, so all fall back to family.
+    scores = [round(-0.39 + 0.02 * i, 2) for i in range(40)]
+    rows = [
+        HeldOutRow("family", "llama", q, "test", f"r{i}", math.exp(s), 1.0, "g", "e", "bf16", "f")
+        for q in ("energy", "prefill", "tpot", "total")
+        for i, s in enumerate(scores)
+    ]
+    sets = {"vendor": frozenset({"NVIDIA"}), "gpu": frozenset({"g"})}
+    document = intervals_document(rows, sets, {"x.csv": "0" * 64})
+    for level in ("family", "custom", "precision", "engine", "gpu", "vendor"):
+        fitted = document["levels"][level]["tpot"]
+        assert fitted["fitted_level"] == "family"
+        assert (fitted["lower_ratio"], fitted["upper_ratio"]) == (
+            round(math.exp(-0.33), 4),
+            round(math.exp(0.33), 4),
+        )
+    assert document["backing"]["gpu"] == {"g": {"test": 40}}
+    assert document["fitted_on"]["gpu"] == ["g"]
