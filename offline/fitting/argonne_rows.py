@@ -26,7 +26,14 @@ from service.schemas.estimate_request import EstimateRequest
 
 ARGONNE_CSV = "argonne-mi250/argonne_mi250_vllm.csv"
 SOURCE = "argonne-mi250"
-_DATASHEET = "AMD Instinct MI250 accelerator datasheet (OAM, 2 GCDs), amd.com"
+# AMD's MI250 specification table (208 CUs, 45.3 TF FP32 vector, 362.1 TF FP16/BF16 matrix,
+# 362.1 TOPS INT8, 128 GB HBM2e, 3.2 TB/s; six Infinity Fabric links where the MI250X has
+# eight), as reproduced at the URL below; TDP 500 W from the second.
+_DATASHEET = (
+    "AMD Instinct MI250 specifications (OAM, 2 GCDs): "
+    "https://zexron.com/amd-mi250-x-aldebaran-as-mcm-with-up-to-479-teraflop-s-and-560-watt-tdp; "
+    "TDP: https://yobitel.com/knowledge-base/amd-mi250"
+)
 MI250_FIGURES: dict[str, Any] = {
     "id": "MI250",
     "name": "AMD Instinct MI250",
@@ -37,8 +44,8 @@ MI250_FIGURES: dict[str, Any] = {
     "special_function_ops_per_s": 208 * 16 * 1.7e9,
     "memory_bytes": 128e9,
     "memory_bandwidth_bytes_per_s": 3.2768e12,
-    # 8 Infinity Fabric links x 50 GB/s per direction
-    "interconnect_bandwidth_bytes_per_s": 400e9,
+    # 6 Infinity Fabric links (100 GB/s each, both directions) = 300 GB/s per direction
+    "interconnect_bandwidth_bytes_per_s": 300e9,
     "tdp_w": 500,
     "idle_w": 90,  # estimate, as for the catalogue's other OAM cards
 }
