@@ -141,10 +141,11 @@ def test_an_amd_gpu_is_the_vendor_level_and_a_custom_model_the_custom_one(
         },
     )
     assert custom["validation"]["level"] == "custom"
+    # Custom architectures are backed by the held-out rows priced from a config (if any).
     assert custom["validation"]["model_family"] == {
         "value": "custom",
         "fitted_on": False,
-        "measured_rows": {},
+        "measured_rows": stored["backing"]["family"].get("custom", {}),
     }
 
 
