@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
 from offline.fitting.held_out_rows import HeldOutRow
+from service.catalog.intervals import LevelInterval
 from service.pricing.evidence import LEVELS
 
 MIN_ROWS = 30
@@ -45,23 +45,11 @@ def fallback_chain(level: str) -> list[str]:
     return [level, *LEVELS[at + 1 :], *reversed(LEVELS[:at])]
 
 
-@dataclass(frozen=True, slots=True)
-class Fitted:
-    """Quantiles fitted for one level and quantity: where from, and on how much."""
-
-    fitted_level: str
-    lower_ratio: float
-    upper_ratio: float
-    rows: int
-    groups: int
-    mape_pct: float
-
-
 def fit_level(
     rows: Sequence[HeldOutRow], level: str, quantity: str, lower_q: float, upper_q: float
-) -> Fitted | None:
+) -> LevelInterval | None:
     """The quantiles stated for `level` and `quantity`, from the first level of its chain with
-    enough rows and groups; None when no level has."""
+    enough rows and groups (the service's own LevelInterval); None when no level has."""
     for candidate in fallback_chain(level):
         chosen = [r for r in rows if r.level == candidate and r.quantity == quantity]
         groups = len({r.group for r in chosen})
@@ -71,7 +59,8 @@ def fit_level(
         if bounds is None:
             continue
         relative = [abs(r.predicted - r.measured) / r.measured for r in chosen]
-        return Fitted(
+        return LevelInterval(
+            level,
             candidate,
             math.exp(bounds[0]),
             math.exp(bounds[1]),

@@ -99,6 +99,7 @@ def intervals_document(
             if fitted is None:
                 raise ValueError(f"no level in the chain of {level!r} fits {quantity!r}")
             values = dataclasses.asdict(fitted)
+            del values["level"]  # the file keys each entry by its level
             values["lower_ratio"] = round(values["lower_ratio"], 4)
             values["upper_ratio"] = round(values["upper_ratio"], 4)
             values["mape_pct"] = round(values["mape_pct"], 1)
