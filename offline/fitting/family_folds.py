@@ -10,6 +10,7 @@ end-to-end row priced with them, host overheads and power on the other families'
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,10 +75,22 @@ class FoldData:
 
 def fit_without(data: FoldData, family: str) -> Refit:
     """Refit the cost model on everything but `family`'s kernel samples and rows."""
+    return fit_without_group(data, _family_of, family, data.sample_families != family, "family")
+
+
+def fit_without_group(
+    data: FoldData,
+    group_of: Callable[[EndToEndRow], str],
+    group: str,
+    kept_samples: npt.NDArray[np.bool_],
+    what: str,
+) -> Refit:
+    """Refit the cost model on the kernel samples `kept_samples` marks and the end-to-end rows
+    whose `group_of` is not `group` (`what` names the grouping in the error)."""
     refit = refit_without(
-        _family_of,
-        family,
-        data.sample_families != family,
+        group_of,
+        group,
+        kept_samples,
         data.samples,
         data.network,
         data.base,
@@ -86,7 +99,7 @@ def fit_without(data: FoldData, family: str) -> Refit:
         data.gpus,
     )
     if refit is None:
-        raise ValueError(f"no end-to-end row outside family {family!r} to fit on")
+        raise ValueError(f"no end-to-end row outside {what} {group!r} to fit on")
     return refit
 
 

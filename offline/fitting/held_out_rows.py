@@ -16,10 +16,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from offline.fitting.cross_validation import Refit, refit_without
+from offline.fitting.cross_validation import Refit
 from offline.fitting.datasets import EnergyMeasurement
 from offline.fitting.end_to_end import EndToEndRow
-from offline.fitting.family_folds import FoldData, fit_without
+from offline.fitting.family_folds import FoldData, fit_without, fit_without_group
 from offline.fitting.request_inputs import RequestInputs, mlenergy_inputs
 from offline.fitting.serving_validation import README_PROMPT_TOKENS
 from service.core.cost_model_errors import CostModelError
@@ -73,20 +73,8 @@ def mlenergy_held_out(data: FoldData, tick: Callable[[str], None]) -> list[HeldO
 
 
 def _fit_without_gpu(data: FoldData, gpu: str) -> Refit:
-    refit = refit_without(
-        _gpu_of,
-        gpu,
-        np.array(data.samples.gpu_id) != gpu,
-        data.samples,
-        data.network,
-        data.base,
-        (data.energy, data.phases),
-        data.models,
-        data.gpus,
-    )
-    if refit is None:
-        raise ValueError(f"no end-to-end row outside GPU {gpu!r} to fit on")
-    return refit
+    kept = np.array(data.samples.gpu_id) != gpu
+    return fit_without_group(data, _gpu_of, gpu, kept, "GPU")
 
 
 def _gpu_of(row: EndToEndRow) -> str:
