@@ -47,9 +47,11 @@ def worker_settings(database_url: str, **overrides: str) -> dict[str, str]:
 
 
 class Worker:
-    """One uvicorn process (a single worker, in the master process) on a free port."""
+    """One uvicorn process on a free port: a single worker in the master process, or with
+    `workers` > 1 a master and its workers in a process group of their own."""
 
-    def __init__(self, settings: Mapping[str, str], log_path: Path) -> None:
+    def __init__(self, settings: Mapping[str, str], log_path: Path, workers: int = 1) -> None:
+        self.workers = workers
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         command = [
@@ -57,12 +59,14 @@ class Worker:
             "--host", "127.0.0.1", "--port", str(self.port),
             "--loop", "uvloop", "--http", "httptools", "--no-access-log",
             "--timeout-graceful-shutdown", str(GRACE_S),
+            *(["--workers", str(workers)] if workers > 1 else []),
         ]  # fmt: skip
         environment = {**os.environ, "PYTHONPATH": str(REPOSITORY), **settings}
         with log_path.open("ab") as log:
             self.process = subprocess.Popen(
-                command, cwd=REPOSITORY, env=environment, stdout=log, stderr=subprocess.STDOUT
-            )
+                command, cwd=REPOSITORY, env=environment, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=workers > 1,  # the workers are stopped with the master
+            )  # fmt: skip
         self._wait_until_up(log_path)
 
     def _wait_until_up(self, log_path: Path, timeout_s: float = 30.0) -> None:
@@ -85,14 +89,28 @@ class Worker:
         self.process.send_signal(signal.SIGTERM)
 
     def stop(self) -> None:
-        if self.process.poll() is None:
+        if self.workers > 1:
+            _stop_group(self.process)
+        elif self.process.poll() is None:
             self.process.kill()
             self.process.wait(timeout=10)
 
 
+def _stop_group(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM to the master and its workers, SIGKILL to what is left after the grace."""
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=GRACE_S + 15)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
+
+
 @contextmanager
-def running_worker(settings: Mapping[str, str], log_path: Path) -> Iterator[Worker]:
-    worker = Worker(settings, log_path)
+def running_worker(
+    settings: Mapping[str, str], log_path: Path, workers: int = 1
+) -> Iterator[Worker]:
+    worker = Worker(settings, log_path, workers)
     try:
         yield worker
     finally:
