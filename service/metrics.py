@@ -108,42 +108,43 @@ class Metrics:
         # Each request looks up its labelled children here, not through `labels()`, which
         # validates and locks on every call, a cost paid by every estimate. The label sets
         # are bounded: route templates x methods x status codes; tenants x catalogue models
-        # x GPUs.
-        self._request_children: dict[tuple[str, str, str], tuple[Any, Any]] = {}
-        self._quote_children: dict[tuple[str, str, str], tuple[Any, Any, Any]] = {}
+        # x GPUs; tenants x outcomes, problem types and calibrations.
+        self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
+
+    def _child(self, metric: Counter | Histogram, *labels: str) -> Any:
+        """`metric`'s child for `labels` (in the metric's label order), made once."""
+        key = (id(metric), labels)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*labels)
+        return child
 
     def observe_request(self, route: str, method: str, status: int, seconds: float) -> None:
         """Count one HTTP request and its latency [s]."""
-        key = (route, method, str(status))
-        children = self._request_children.get(key)
-        if children is None:
-            labels = dict(zip(("route", "method", "status"), key, strict=True))
-            children = self.requests.labels(**labels), self.latency.labels(**labels)
-            self._request_children[key] = children
-        children[0].inc()
-        children[1].observe(seconds)
+        labels = (route, method, str(status))
+        self._child(self.requests, *labels).inc()
+        self._child(self.latency, *labels).observe(seconds)
 
     def count_quotes(
         self, tenant: str, model: str, gpu: str, count: int, gpu_j: float, co2e_g: float
     ) -> None:
         """Count `count` requests of `tenant` priced for `model` on `gpu`, quoting `gpu_j` [J]
         and `co2e_g` [g] in all."""
-        key = (tenant, model, gpu)
-        children = self._quote_children.get(key)
-        if children is None:
-            children = (
-                self.estimates.labels(*key),
-                self.quoted_gpu_j.labels(*key),
-                self.quoted_co2e_g.labels(*key),
-            )
-            self._quote_children[key] = children
-        children[0].inc(count)
-        children[1].inc(gpu_j)
-        children[2].inc(co2e_g)
+        self._child(self.estimates, tenant, model, gpu).inc(count)
+        self._child(self.quoted_gpu_j, tenant, model, gpu).inc(gpu_j)
+        self._child(self.quoted_co2e_g, tenant, model, gpu).inc(co2e_g)
 
     def count_calibrated(self, tenant: str, calibration_id: str | None, count: int) -> None:
         """Count `count` requests of `tenant` priced under `calibration_id` (None: none)."""
-        self.by_calibration.labels(tenant, calibration_id or "none").inc(count)
+        self._child(self.by_calibration, tenant, calibration_id or "none").inc(count)
+
+    def count_refused(self, tenant: str, reason: str) -> None:
+        """Count one request of `tenant` refused with problem type `reason`."""
+        self._child(self.refused, tenant, reason).inc()
+
+    def count_stored(self, tenant: str, outcome: str, count: int) -> None:
+        """Count `count` quotes of `tenant` that were `stored`, `spooled` or `not_stored`."""
+        self._child(self.stored, tenant, outcome).inc(count)
 
     def exposition(self) -> bytes:
         """The Prometheus text of this process, or of every worker in multiprocess mode."""

@@ -201,7 +201,7 @@ class QuoteService:
         for item in paired:
             answer = item if isinstance(item, ServiceError) else next(answers)
             if isinstance(answer, ServiceError):
-                self.metrics.refused.labels(tenant, answer.type_slug).inc()
+                self.metrics.count_refused(tenant, answer.type_slug)
                 results.append(answer)
                 continue
             assert isinstance(item, tuple)
@@ -272,7 +272,7 @@ class QuoteService:
     ) -> None:
         timings.storing_s = time.perf_counter() - started
         self.metrics.storing_s.observe(timings.storing_s)
-        self.metrics.stored.labels(tenant, outcome).inc(count)
+        self.metrics.count_stored(tenant, outcome, count)
 
     def _look_up_and_claim(self, tenant: str, key: str) -> tuple[StoredQuote | None, Claim | None]:
         """The quote stored under `key`, else this process's claim on it (None while the
