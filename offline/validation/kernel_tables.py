@@ -103,10 +103,10 @@ def read_kernel_table(
     import pyarrow.parquet as pq  # only the offline tools need pyarrow
 
     table = pq.read_table(resolve_data_dir(data_dir) / file.relative)
-    columns: Columns = {name: table.column(name).to_pylist() for name in table.column_names}
     if max_rows is not None and table.num_rows > max_rows:
         step = -(-table.num_rows // max_rows)  # ceiling division keeps at most max_rows
-        columns = {name: values[::step] for name, values in columns.items()}
+        table = table.take(list(range(0, table.num_rows, step)))
+    columns: Columns = {name: table.column(name).to_pylist() for name in table.column_names}
     return KernelTable(file, columns)
 
 
