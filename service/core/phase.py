@@ -17,6 +17,7 @@ import numpy.typing as npt
 from service.core.coefficients import PowerCoefficients
 from service.core.envelope import sum_affine_many, sum_max_affine_many
 from service.core.plan import CostPlan
+from service.core.roofline import kernel_gpu_j
 from service.core.terms import WorkloadTerms
 
 FloatArray = npt.NDArray[np.float64]
@@ -59,11 +60,10 @@ def phase_arrays(
         decode = limbs[:, 1]  # [4, N, K]
         decode_s = _decode_attention_s(plan, terms, unit[1], launch_s[1])
         decode[:, :, index] = decode_s * layers * terms.repeats[:, None]
-    busy_s = power.compute * compute_s + power.memory * memory_s + power.network * network_s
-    gpu, group = plan.gpu, plan.shapes.group
-    # Utilisation-weighted dynamic power, capped so no kernel draws more than TDP; the
-    # request's share of it (service.core.steady_state).
-    gpu_j = group * (gpu.idle_w * time_s + (gpu.tdp_w - gpu.idle_w) * np.minimum(busy_s, time_s))
+    # Every GPU of the group draws it; the request's share of it (service.core.steady_state).
+    gpu_j = plan.shapes.group * kernel_gpu_j(
+        plan.gpu, power, time_s, compute_s, memory_s, network_s
+    )
     gpu_j *= terms.share[..., None]
     return PhaseArrays(time_s, compute_s, memory_s, network_s, gpu_j, scale)
 

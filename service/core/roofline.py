@@ -10,8 +10,12 @@ exact from the upper envelope's breakpoints, with no loop over tokens.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeVar
 
-from service.core.coefficients import RooflineCoefficients
+import numpy as np
+import numpy.typing as npt
+
+from service.core.coefficients import PowerCoefficients, RooflineCoefficients
 from service.core.hardware import GpuSpec
 from service.core.work import Work
 
@@ -31,6 +35,7 @@ STREAMING_KINDS = frozenset(
 
 UNIT_NAMES: tuple[str, ...] = ("tensor", "cuda_core", "special_function", "memory", "network")
 COMPUTE_UNITS = 3  # the first three units are compute
+Seconds = TypeVar("Seconds", float, npt.NDArray[np.float64])
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,3 +82,22 @@ def unit_times_s(
         work.memory_bytes / memory_rate,
         network + work.collective_steps * rates.collective_step_latency_s,
     )
+
+
+def kernel_gpu_j(
+    gpu: GpuSpec,
+    power: PowerCoefficients,
+    time_s: Seconds,
+    compute_s: Seconds,
+    memory_s: Seconds,
+    network_s: Seconds,
+) -> Seconds:
+    """Energy one GPU draws over kernels of `time_s` [J] (a kernel, or arrays of them).
+
+    `compute_s` is the slowest compute unit's time, `memory_s` the memory time and `network_s`
+    the link-busy time (without collective step latency). Utilisation-weighted dynamic power
+    on top of idle, capped so no kernel draws more than TDP.
+    """
+    busy_s = power.compute * compute_s + power.memory * memory_s + power.network * network_s
+    energy: Seconds = gpu.idle_w * time_s + (gpu.tdp_w - gpu.idle_w) * np.minimum(busy_s, time_s)
+    return energy

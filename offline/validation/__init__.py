@@ -1,0 +1,1 @@
+"""Validating the cost model against measured data it was not fitted on."""
