@@ -84,6 +84,21 @@ def engine_of(row: TrainingRow) -> str:
     return ENGINE_OF_SOURCE[row.source]
 
 
+Mask = npt.NDArray[np.bool_]
+
+
+def gpu_masks(rows: Sequence[TrainingRow], gpu: str) -> tuple[Mask, Mask]:
+    """(held out, trained on): `gpu`'s v2 rows; every row on another GPU."""
+    test = np.array([r.gpu_id == gpu and r.source == "mlenergy-v2" for r in rows])
+    return test, np.array([r.gpu_id != gpu for r in rows])
+
+
+def engine_masks(rows: Sequence[TrainingRow], engine: str) -> tuple[Mask, Mask]:
+    """(held out, trained on): `engine`'s rows; every other row."""
+    test = np.array([engine_of(r) == engine for r in rows])
+    return test, ~test
+
+
 def gpu_folds(data: FoldData, data_dir: Path) -> list[Fold]:
     """One fold per GPU of the v2 rows (see the module doc)."""
     folds = []
@@ -96,9 +111,7 @@ def gpu_folds(data: FoldData, data_dir: Path) -> list[Fold]:
         for missing in set(ML_ENERGY_ENGINES) - set(engines):  # H100 out: no v3 row is left
             engines[missing] = engines[ENGINE_OF_SOURCE["mlenergy-v2"]]  # in untested rows only
         rows, _ = load_training_rows(data_dir, engines=engines)
-        test = np.array([r.gpu_id == gpu and r.source == "mlenergy-v2" for r in rows])
-        train = np.array([r.gpu_id != gpu for r in rows])
-        folds.append(Fold("GPU", gpu, rows, test, train))
+        folds.append(Fold("GPU", gpu, rows, *gpu_masks(rows, gpu)))
     return folds
 
 
@@ -109,10 +122,11 @@ def engine_folds(data: FoldData, data_dir: Path) -> list[Fold]:
     for engine in ML_ENERGY_ENGINES:
         refit = fit_without_group(data, _engine_of_row, engine, all_samples, "engine")
         (other,) = [e for e in ML_ENERGY_ENGINES if e != engine]
-        engines = {e: refit.model.coefficients(refit.coefficients, other) for e in ML_ENERGY_ENGINES}
+        engines = {
+            e: refit.model.coefficients(refit.coefficients, other) for e in ML_ENERGY_ENGINES
+        }
         rows, _ = load_training_rows(data_dir, engines=engines)
-        test = np.array([engine_of(r) == engine for r in rows])
-        folds.append(Fold("engine", engine, rows, test, ~test))
+        folds.append(Fold("engine", engine, rows, *engine_masks(rows, engine)))
     return folds
 
 
@@ -132,7 +146,9 @@ def evaluate(fold: Fold, priors: Priors, config: TrainConfig) -> FoldResult:
 
 
 def _cells(e: ErrorBounds) -> str:
-    return f"{e.mape_pct:.1f} | {e.within_10_pct:.0f} | {e.within_30_pct:.0f} | {e.median_ratio:.3f}"
+    return (
+        f"{e.mape_pct:.1f} | {e.within_10_pct:.0f} | {e.within_30_pct:.0f} | {e.median_ratio:.3f}"
+    )
 
 
 def report(results: Sequence[FoldResult], config: TrainConfig, command: str, wall_s: float) -> str:
@@ -186,9 +202,7 @@ def main(argv: list[str] | None = None, folds_of: Callable[..., list[Fold]] | No
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     torch.set_num_threads(args.threads)
     started = time.monotonic()
-    config = replace(
-        DEFAULTS, members=args.members, epochs=args.epochs, progress=not args.quiet
-    )
+    config = replace(DEFAULTS, members=args.members, epochs=args.epochs, progress=not args.quiet)
     data = FoldData.load(args.data)
     priors = load_priors(args.data)
     folds = (folds_of or (lambda d, p: gpu_folds(d, p) + engine_folds(d, p)))(data, args.data)
