@@ -30,10 +30,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as scratch:
         workdir = args.workdir or Path(scratch)
         workdir.mkdir(parents=True, exist_ok=True)
-        document = catalogue_document(previous, unpacked_packages(workdir))
+        built = catalogue_document(previous, unpacked_packages(workdir))
+    document = built.document
     CATALOGUE.write_text(json.dumps(document, indent=2), "utf-8")
     REPORT.parent.mkdir(parents=True, exist_ok=True)
-    REPORT.write_text(report_markdown(document["models"], COMMAND), encoding="utf-8")
+    REPORT.write_text(
+        report_markdown(document["models"], built.left_out, COMMAND), encoding="utf-8"
+    )
     print(
         f"{len(document['models'])} models -> {CATALOGUE.relative_to(ROOT)}, "
         f"{REPORT.relative_to(ROOT)}"

@@ -6,11 +6,12 @@ keys), sorted by family and id so that a rebuild writes the same file."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from offline.catalog.aiconfigurator_configs import aiconfigurator_configs
-from offline.catalog.entries import BUILT_BY, catalogue_entry, name_sizes
+from offline.catalog.entries import BUILT_BY, MIN_PARAMETERS, catalogue_entry, name_sizes
 from offline.catalog.genz_configs import genz_configs
 from offline.catalog.litgpt_configs import litgpt_configs
 from offline.catalog.llm_analysis_configs import llm_analysis_configs
@@ -36,15 +37,27 @@ def published_configs(packages: Mapping[str, Path]) -> Iterable[PublishedConfig]
 def disagrees_with_name(entry: Mapping[str, Any]) -> bool:
     """Whether a supported entry's computed total (or active) parameters miss the size its
     name states by more than NAME_TOLERANCE (genz-llm's Qwen1.5-MoE has 40 layers, not 24)."""
-    sizes = name_sizes(entry["id"])
-    if not entry["supported"] or sizes is None:
+    if not entry["supported"]:
         return False
     counted = (entry["parameters"], entry["active_parameters"])
-    return any(abs(c / s - 1) > NAME_TOLERANCE for c, s in zip(counted, sizes, strict=True))
+    sizes = name_sizes(entry["id"])
+    return any(
+        s is not None and abs(c / s - 1) > NAME_TOLERANCE
+        for c, s in zip(counted, sizes, strict=True)
+    )
 
 
-def catalogue_document(previous: Mapping[str, Any], packages: Mapping[str, Path]) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class Built:
+    """The catalogue document, and the published configs left out of it (`id: why`)."""
+
+    document: dict[str, Any]
+    left_out: list[str]
+
+
+def catalogue_document(previous: Mapping[str, Any], packages: Mapping[str, Path]) -> Built:
     """`previous` (the committed catalogue) with its generated entries built anew."""
+    left_out: list[str] = []
     curated = [e for e in previous["models"] if e.get("built_by") != BUILT_BY]
     taken = {name.lower() for e in curated for name in (e["id"], *e["aliases"])}
     generated: list[dict[str, Any]] = []
@@ -53,7 +66,15 @@ def catalogue_document(previous: Mapping[str, Any], packages: Mapping[str, Path]
         if any(name.lower() in taken for name in names):
             continue
         entry = catalogue_entry(published)
-        if entry is None or (published.name_checked and disagrees_with_name(entry)):
+        if entry is None:
+            left_out.append(f"{published.repo_id}: under {MIN_PARAMETERS:.0e} parameters")
+            continue
+        if published.name_checked and disagrees_with_name(entry):
+            left_out.append(
+                f"{published.repo_id}: {published.source.split(':')[0]} figures give "
+                f"{entry['parameters'] / 1e9:.2f}B ({entry['active_parameters'] / 1e9:.2f}B "
+                "active), not the size its name states"
+            )
             continue
         entry["aliases"] = names[1:]
         taken.update(name.lower() for name in names)
@@ -67,4 +88,4 @@ def catalogue_document(previous: Mapping[str, Any], packages: Mapping[str, Path]
         "parameter counts are computed from the architecture unless sources.parameters says "
         "otherwise."
     )
-    return {**previous, "notes": notes, "models": [*curated, *generated]}
+    return Built({**previous, "notes": notes, "models": [*curated, *generated]}, left_out)

@@ -24,9 +24,8 @@ COUNTED_AS = {
     "deepseek_v32": "deepseek_v3",  # DeepSeek-V3 layers plus the DSA indexer
     "glm_moe_dsa": "deepseek_v3",  # GLM-5: MLA and DeepSeek-style MoE plus the DSA indexer
 }
-_NAME_SIZE = re.compile(
-    r"(?:^|[-_])(\d+(?:\.\d+)?)B(?:-A(\d+(?:\.\d+)?)B)?(?=$|[-_])", re.IGNORECASE
-)
+_NAME_TOTAL = re.compile(r"(?:^|[-_])(\d+(?:\.\d+)?)B(?=$|[-_])", re.IGNORECASE)
+_NAME_ACTIVE = re.compile(r"[-_]A(\d+(?:\.\d+)?)B(?=$|[-_])", re.IGNORECASE)
 GEMMA_NORMS = (
     "transformers modeling_gemma*.py: GemmaRMSNorm scales by (1 + weight); Gemma 2 and 3 add "
     "post-attention and post-feedforward norms"
@@ -49,13 +48,14 @@ def architecture_document(arch: ModelArchitecture) -> dict[str, Any]:
     return document
 
 
-def name_sizes(repo_id: str) -> tuple[float, float] | None:
-    """(total, active) parameters a name states (`...-30B-A3B`, `...-56B-...`), or None."""
-    found = _NAME_SIZE.search(repo_id.split("/")[-1])
-    if found is None:
-        return None
-    total = float(found.group(1)) * 1e9
-    return total, float(found.group(2)) * 1e9 if found.group(2) else total
+def name_sizes(repo_id: str) -> tuple[float | None, float | None]:
+    """(total, active) parameters a name states (`...-30B-A3B`, `...-56B-...`, `...-A2.7B`):
+    None where it states none; the active count is the total where only that is stated."""
+    name = repo_id.split("/")[-1]
+    total, active = _NAME_TOTAL.search(name), _NAME_ACTIVE.search(name)
+    total_b = float(total.group(1)) * 1e9 if total else None
+    active_b = float(active.group(1)) * 1e9 if active else total_b
+    return total_b, active_b
 
 
 def catalogue_entry(published: PublishedConfig) -> dict[str, Any] | None:
@@ -114,7 +114,7 @@ def _unsupported(
             f"computed from config.json read as {base} (the weights it shares; the sparse-"
             "attention indexer not counted)"
         )
-    elif (sizes := name_sizes(entry["id"])) is not None:
+    elif (sizes := name_sizes(entry["id"]))[0] is not None:
         total, active = sizes
         sources["parameters"] = "as the repo name states them (total, and active after -A)"
     else:

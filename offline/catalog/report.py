@@ -27,6 +27,8 @@ def architecture_kind(entry: Mapping[str, Any]) -> str:
     if arch is None:
         model_type = entry.get("model_type", "")
         kind = next((k for k, types in UNSUPPORTED_KINDS.items() if model_type in types), None)
+        if kind is None and "Mamba-2" in (entry["unsupported_reason"] or ""):
+            kind = "hybrid SSM (Mamba-2 + attention)"  # a hand-made entry names no model_type
         return f"unsupported: {kind or 'a model type not read yet'}"
     label = [arch["attention"].upper(), "MoE" if arch["num_experts"] else "dense"]
     windowed = arch["num_sliding_window_layers"]
@@ -49,7 +51,9 @@ def _row(entry: Mapping[str, Any]) -> str:
     )
 
 
-def report_markdown(models: Sequence[Mapping[str, Any]], command: str) -> str:
+def report_markdown(
+    models: Sequence[Mapping[str, Any]], left_out: Sequence[str], command: str
+) -> str:
     """The report, in catalogue order within each family."""
     families: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for entry in models:
@@ -82,4 +86,5 @@ def report_markdown(models: Sequence[Mapping[str, Any]], command: str) -> str:
     for family, entries in sorted(families.items()):
         lines += ["", f"### {family}", "", "| model | type | parameters (B) | precision | source |"]
         lines += ["|---|---|---|---|---|", *(_row(e) for e in entries)]
+    lines += ["", "## Published configs left out", "", *(f"- {why}" for why in left_out)]
     return "\n".join(lines) + "\n"
