@@ -18,7 +18,6 @@ from offline.catalog.llm_analysis_configs import llm_analysis_configs
 from offline.catalog.packages import PINNED
 from offline.catalog.published import PublishedConfig
 
-NAME_TOLERANCE = 0.08  # secondary sources: the figures must give the size the name states
 # Other repo ids the measured data names a generated entry by (the same checkpoint).
 EXTRA_ALIASES = {
     # aiconfigurator's silicon sample names GLM-5 under Zhipu AI's former organisation
@@ -34,15 +33,16 @@ def published_configs(packages: Mapping[str, Path]) -> Iterable[PublishedConfig]
     yield from genz_configs(packages["genz-llm"])
 
 
-def disagrees_with_name(entry: Mapping[str, Any]) -> bool:
+def disagrees_with_name(entry: Mapping[str, Any], tolerance: float, smallest: float) -> bool:
     """Whether a supported entry's computed total (or active) parameters miss the size its
-    name states by more than NAME_TOLERANCE (genz-llm's Qwen1.5-MoE has 40 layers, not 24)."""
+    name states (when at least `smallest`) by more than `tolerance` (genz-llm's
+    Qwen1.5-MoE-A2.7B has 40 layers, not 24: 4.1B active)."""
     if not entry["supported"]:
         return False
     counted = (entry["parameters"], entry["active_parameters"])
     sizes = name_sizes(entry["id"])
     return any(
-        s is not None and abs(c / s - 1) > NAME_TOLERANCE
+        s is not None and s >= smallest and abs(c / s - 1) > tolerance
         for c, s in zip(counted, sizes, strict=True)
     )
 
@@ -69,7 +69,7 @@ def catalogue_document(previous: Mapping[str, Any], packages: Mapping[str, Path]
         if entry is None:
             left_out.append(f"{published.repo_id}: under {MIN_PARAMETERS:.0e} parameters")
             continue
-        if published.name_checked and disagrees_with_name(entry):
+        if published.name_check and disagrees_with_name(entry, *published.name_check):
             left_out.append(
                 f"{published.repo_id}: {published.source.split(':')[0]} figures give "
                 f"{entry['parameters'] / 1e9:.2f}B ({entry['active_parameters'] / 1e9:.2f}B "

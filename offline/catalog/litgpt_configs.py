@@ -21,9 +21,12 @@ _FILE = "litgpt/config.py"
 # litgpt copies the embedding into its lm_head on conversion and keeps no flag of its own.
 TIED_EMBEDDINGS = re.compile(
     r"^(meta-llama/Llama-3\.2-[13]B.*|Qwen/Qwen2(\.5)?(-Coder|-Math)?-(0\.5|1\.5|3)B.*"
-    r"|Qwen/Qwen3-(0\.6|1\.7|4)B.*|HuggingFaceTB/SmolLM.*|allenai/OLMo-1B.*"
+    r"|Qwen/Qwen3-(0\.6|1\.7|4)B.*|HuggingFaceTB/SmolLM.*|allenai/OLMo-1B.*|microsoft/Phi-4-mini.*"
     r"|TinyLlama/.*-1\.1B-.*-3T|keeeeenw/MicroLlama|google/.*)$"
 )
+# Names of 10B and more give the size within 10% (embeddings are a small share there): a litgpt
+# config that misses it has a figure wrong (Platypus2-70B: 64 KV heads, not Llama-2-70B's 8).
+NAME_CHECK = (0.10, 10e9)
 DTYPE_NOTE = "litgpt records no dtype: bf16 assumed, the dtype current checkpoints ship in"
 
 
@@ -132,4 +135,5 @@ def litgpt_configs(root: Path) -> Iterator[PublishedConfig]:
             f"{label(PACKAGE)}: {_FILE} config {c['name']!r} (litgpt's fields written as "
             f"{model_type} config.json keys)"
         )
-        yield PublishedConfig(repo_id, hf_config(c, model_type), source, False, (DTYPE_NOTE,))
+        config = hf_config(c, model_type)
+        yield PublishedConfig(repo_id, config, source, False, (DTYPE_NOTE,), NAME_CHECK)

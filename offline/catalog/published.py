@@ -18,4 +18,6 @@ class PublishedConfig:
     source: str
     verbatim: bool
     notes: tuple[str, ...] = field(default=())
-    name_checked: bool = False  # a secondary source: kept only where it matches the name
+    # (tolerance, smallest size checked [parameters]): a source whose figures are kept only
+    # where they give the size the repo name states (None: a verbatim config, not checked)
+    name_check: tuple[float, float] | None = None

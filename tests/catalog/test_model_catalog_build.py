@@ -140,6 +140,12 @@ def test_names_give_families_series_and_sizes() -> None:
 def test_a_secondary_source_is_kept_only_where_its_size_matches_the_name() -> None:
     """genz-llm gives Qwen1.5-MoE-A2.7B 40 layers (the card: 24): 4.1B active, not 2.7B."""
     moe = {"id": "Qwen/Qwen1.5-MoE-A2.7B", "supported": True}
-    assert disagrees_with_name(moe | {"parameters": 23.4e9, "active_parameters": 4.07e9})
-    assert not disagrees_with_name(moe | {"parameters": 14.3e9, "active_parameters": 2.7e9})
+    assert disagrees_with_name(moe | {"parameters": 23.4e9, "active_parameters": 4.07e9}, 0.08, 0)
+    assert not disagrees_with_name(
+        moe | {"parameters": 14.3e9, "active_parameters": 2.7e9}, 0.08, 0
+    )
+    small = {"id": "meta-llama/Llama-3.2-1B", "supported": True}  # the name rounds 1.24B down
+    assert not disagrees_with_name(
+        small | {"parameters": 1.24e9, "active_parameters": 1.24e9}, 0.1, 10e9
+    )
     assert _literal(ast.parse("4*768", mode="eval").body) == 3072
