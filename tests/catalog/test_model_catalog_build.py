@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import csv
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -72,6 +73,13 @@ def test_the_catalogue_holds_the_built_models_each_with_its_source(
         assert re.match(f"^({packages}): ", m["sources"]["config"]), m["id"]
         assert m["sources"]["architecture"].startswith(f"https://huggingface.co/{m['id']} ")
         assert m["sources"]["parameters"] and m["sources"]["published_precision"], m["id"]
+
+
+def test_the_report_lists_every_model(models: list[dict[str, Any]]) -> None:
+    """docs/catalog/models.md is written with the catalogue: a stale one misses models."""
+    report = (Path(__file__).resolve().parents[2] / "docs/catalog/models.md").read_text("utf-8")
+    listed = set(re.findall(r"^\| ([^ |]+/[^ |]+) \|", report, re.MULTILINE))
+    assert listed == {m["id"] for m in models}
 
 
 @pytest.mark.parametrize(("model_id", "total", "active", "where"), PUBLISHED_COUNTS)
