@@ -12,7 +12,7 @@ _FAMILIES = (
     ("qwen", r"qwen|qwq"),
     ("deepseek", r"deepseek"),
     ("gemma", r"gemma"),
-    ("mistral", r"mistral|mixtral|ministral|codestral|magistral|devstral"),
+    ("mistral", r"mistral|mixtral|ministral|codestral|magistral|devstral|mathstral"),
     ("phi", r"^phi"),
     ("gpt-oss", r"gpt-oss"),
     ("kimi", r"kimi"),
@@ -29,6 +29,9 @@ _FAMILIES = (
     ("stablelm", r"stablelm|stable-?code"),
     ("mimo", r"mimo"),
     ("step", r"^step"),
+    ("opt", r"^opt-"),
+    ("gpt-neo", r"^gpt-neo"),
+    ("mamba", r"mamba"),
 )
 _SIZE = re.compile(r"^(\d+(\.\d+)?[bmk]|\d+x\d+(\.\d+)?b|a\d+(\.\d+)?b|\d+e)$")
 

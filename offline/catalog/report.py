@@ -13,10 +13,12 @@ UNSUPPORTED_KINDS = {
         "nemotron_h", "jamba", "granitemoehybrid", "falcon_h1", "bamba", "zamba", "zamba2",
     },
     "state-space (Mamba)": {"mamba", "mamba2", "falcon_mamba"},
-    "linear attention (gated DeltaNet, lightning)": {
+    "linear attention (gated DeltaNet, KDA, lightning)": {
         "qwen3_next", "qwen3_5", "qwen3_5_moe", "kimi_linear", "minimax", "kimi_k3",
     },
-    "sparse attention (DSA)": {"deepseek_v32", "glm_moe_dsa", "deepseek_v4", "deepseek_ref"},
+    "sparse attention (DSA and others)": {
+        "deepseek_v32", "glm_moe_dsa", "deepseek_v4", "deepseek_ref", "minimax_m3", "minimax_m3_vl",
+    },
     "layers of differing shapes (NAS)": {"nemotron-nas"},
 }  # fmt: skip
 
