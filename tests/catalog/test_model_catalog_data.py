@@ -398,9 +398,13 @@ def test_entry_fields(models: list[dict[str, Any]]) -> None:
         assert isinstance(m["series"], str) and m["series"].strip(), mid
         assert isinstance(m["supported"], bool), mid
         assert m["published_precision"] in PRECISIONS, mid
-        assert _is_num(m["parameters"]) and m["parameters"] > 1e8, mid
-        assert _is_num(m["active_parameters"]), mid
-        assert 0 < m["active_parameters"] <= m["parameters"], mid
+        if m["parameters"] is None:  # an architecture the build cannot count, said so
+            assert not m["supported"] and m["active_parameters"] is None, mid
+            assert m["sources"]["parameters"].startswith("not counted"), mid
+        else:
+            assert _is_num(m["parameters"]) and m["parameters"] > 1e8, mid
+            assert _is_num(m["active_parameters"]), mid
+            assert 0 < m["active_parameters"] <= m["parameters"], mid
         assert isinstance(m["notes"], list), mid
         assert all(isinstance(n, str) and n for n in m["notes"]), mid
         src = m["sources"]

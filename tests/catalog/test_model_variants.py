@@ -11,18 +11,18 @@ from service.catalog.models import UnknownModel, load_model_catalog
 from service.core.dtypes import DType
 
 L8, L70 = "meta-llama/Llama-3.1-8B-Instruct", "meta-llama/Llama-3.1-70B-Instruct"
+Q30_2507 = "Qwen/Qwen3-30B-A3B-Instruct-2507"
 
 
 @pytest.mark.parametrize(
     ("requested", "base", "weights"),
     [
-        ("Qwen/Qwen3-30B-A3B-Instruct-2507", "Qwen/Qwen3-30B-A3B", None),
-        ("Qwen/Qwen3-30B-A3B-Thinking-2507", "Qwen/Qwen3-30B-A3B", None),
-        ("Qwen/Qwen3-30B-A3B-Instruct-2507-FP8", "Qwen/Qwen3-30B-A3B", DType.FP8),
-        ("unsloth/Qwen3-30B-A3B-Instruct-2507-bnb-4bit", "Qwen/Qwen3-30B-A3B", DType.INT4),
+        ("Qwen/Qwen3-30B-A3B-Instruct-2507-FP8", Q30_2507, DType.FP8),
+        ("unsloth/Qwen3-30B-A3B-Instruct-2507-bnb-4bit", Q30_2507, DType.INT4),
+        ("Qwen/Qwen3-235B-A22B-Thinking", "Qwen/Qwen3-235B-A22B", None),
         ("Qwen/Qwen3-32B-AWQ", "Qwen/Qwen3-32B", DType.INT4),
         ("Qwen/Qwen3-8B-GPTQ-Int8", "Qwen/Qwen3-8B", DType.INT8),
-        ("Qwen/Qwen3-8B-Base", "Qwen/Qwen3-8B", None),
+        ("Qwen/Qwen3-32B-Base", "Qwen/Qwen3-32B", None),
         ("hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4", L70, DType.INT4),
         ("RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic", "meta-llama/Llama-3.3-70B-Instruct",
          DType.FP8),
@@ -36,7 +36,7 @@ L8, L70 = "meta-llama/Llama-3.1-8B-Instruct", "meta-llama/Llama-3.1-70B-Instruct
         ("google/gemma-2-9b-it-GGUF", "google/gemma-2-9b-it", None),
         # different models whose names share a prefix with a catalogued one
         ("Qwen/Qwen3-Coder-30B-A3B-Instruct", None, None),
-        ("mistralai/Mistral-7B-Instruct-v0.2", None, None),
+        ("mistralai/Mistral-7B-Instruct-v0.4", None, None),
         ("deepseek-ai/DeepSeek-V3.1", None, None),
         ("Qwen/Qwen3-30B", None, None),
     ],
@@ -56,6 +56,17 @@ def test_variant_finds_its_base(requested: str, base: str | None, weights: DType
 def test_a_catalogued_id_is_no_variant() -> None:
     record, variant = load_model_catalog().find("qwen/qwen3-235b-a22b-thinking-2507-fp8")
     assert record.id == "Qwen/Qwen3-235B-A22B-Instruct-2507-FP8" and variant is None
+
+
+@pytest.mark.parametrize(
+    "repo_id", [Q30_2507, "Qwen/Qwen3-30B-A3B-Thinking-2507", "Qwen/Qwen3-8B-Base",
+                "mistralai/Mistral-7B-Instruct-v0.2"]
+)  # fmt: skip
+def test_releases_built_from_their_own_config_are_entries(repo_id: str) -> None:
+    """Dated releases and base checkpoints the published configs name are entries of their
+    own (the build's), not variants of a sibling."""
+    record, variant = load_model_catalog().find(repo_id)
+    assert record.id == repo_id and variant is None
 
 
 def test_formats_not_priced_as_such_are_noted() -> None:

@@ -1,0 +1,91 @@
+"""The catalogue document: the hand-made entries as they are, then one entry per published
+config whose repo id no earlier entry names (aiconfigurator-core first: its configs are
+verbatim; then litgpt, llm-analysis and genz-llm, whose own fields are written as config.json
+keys), sorted by family and id so that a rebuild writes the same file."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from offline.catalog.aiconfigurator_configs import aiconfigurator_configs
+from offline.catalog.entries import BUILT_BY, MIN_PARAMETERS, catalogue_entry, name_sizes
+from offline.catalog.genz_configs import genz_configs
+from offline.catalog.litgpt_configs import litgpt_configs
+from offline.catalog.llm_analysis_configs import llm_analysis_configs
+from offline.catalog.packages import PINNED
+from offline.catalog.published import PublishedConfig
+
+# Other repo ids the measured data names a generated entry by (the same checkpoint).
+EXTRA_ALIASES = {
+    # aiconfigurator's silicon sample names GLM-5 under Zhipu AI's former organisation
+    "zai-org/GLM-5": ["zhipuai/GLM-5"],
+}
+
+
+def published_configs(packages: Mapping[str, Path]) -> Iterable[PublishedConfig]:
+    """Every published config, in order of preference."""
+    yield from aiconfigurator_configs(packages["aiconfigurator-core"])
+    yield from litgpt_configs(packages["litgpt"])
+    yield from llm_analysis_configs(packages["llm-analysis"])
+    yield from genz_configs(packages["genz-llm"])
+
+
+def disagrees_with_name(entry: Mapping[str, Any], tolerance: float, smallest: float) -> bool:
+    """Whether a supported entry's computed total (or active) parameters miss the size its
+    name states (when at least `smallest`) by more than `tolerance` (genz-llm's
+    Qwen1.5-MoE-A2.7B has 40 layers, not 24: 4.1B active)."""
+    if not entry["supported"]:
+        return False
+    counted = (entry["parameters"], entry["active_parameters"])
+    sizes = name_sizes(entry["id"])
+    return any(
+        s is not None and s >= smallest and abs(c / s - 1) > tolerance
+        for c, s in zip(counted, sizes, strict=True)
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Built:
+    """The catalogue document, and the published configs left out of it (`id: why`)."""
+
+    document: dict[str, Any]
+    left_out: list[str]
+
+
+def catalogue_document(previous: Mapping[str, Any], packages: Mapping[str, Path]) -> Built:
+    """`previous` (the committed catalogue) with its generated entries built anew."""
+    left_out: list[str] = []
+    curated = [e for e in previous["models"] if e.get("built_by") != BUILT_BY]
+    taken = {name.lower() for e in curated for name in (e["id"], *e["aliases"])}
+    generated: list[dict[str, Any]] = []
+    for published in published_configs(packages):
+        names = [published.repo_id, *EXTRA_ALIASES.get(published.repo_id, [])]
+        if any(name.lower() in taken for name in names):
+            continue
+        entry = catalogue_entry(published)
+        if entry is None:
+            left_out.append(f"{published.repo_id}: under {MIN_PARAMETERS:.0e} parameters")
+            continue
+        if published.name_check and disagrees_with_name(entry, *published.name_check):
+            left_out.append(
+                f"{published.repo_id}: {published.source.split(':')[0]} figures give "
+                f"{entry['parameters'] / 1e9:.2f}B ({entry['active_parameters'] / 1e9:.2f}B "
+                "active), not the size its name states"
+            )
+            continue
+        entry["aliases"] = names[1:]
+        taken.update(name.lower() for name in names)
+        generated.append(entry)
+    generated.sort(key=lambda e: (e["family"], e["id"].lower()))
+    inputs = ", ".join(f"{name} {version}" for name, version in sorted(PINNED.items()))
+    notes = previous["notes"].split(" Entries with built_by")[0]
+    notes += (
+        f" Entries with built_by '{BUILT_BY}' are written by `python -m offline.catalog` from "
+        f"the config files published in {inputs} (sources.config names the file); their "
+        "parameter counts are computed from the architecture unless sources.parameters says "
+        "otherwise."
+    )
+    return Built({**previous, "notes": notes, "models": [*curated, *generated]}, left_out)

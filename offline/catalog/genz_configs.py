@@ -1,0 +1,106 @@
+"""genz-llm's model configs (GenZ/Models/Model_sets/*.py: `ModelConfig(...)` calls, each under a
+comment naming the Hugging Face config.json it was copied from). Read from the source text (the
+calls' literal arguments), not imported: GenZ's package pulls in its simulator. The config.json
+named in the comment gives the repo id; the model_type is the one that repo's family publishes
+(MODEL_TYPES), and entries of no listed family (GPT-2, embedding models, hypothetical sizes) are
+left out. genz records no dtype, biases or tied embeddings: the class defaults stand."""
+
+from __future__ import annotations
+
+import ast
+import operator
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from offline.catalog.packages import label
+from offline.catalog.published import PublishedConfig
+
+PACKAGE = "genz-llm"
+_FOLDER = "GenZ/Models/Model_sets"
+_URL = re.compile(r"https://huggingface\.co/([\w.-]+/[\w.-]+)")
+# (repo id pattern, model_type), first match wins.
+MODEL_TYPES = (
+    (r"^Qwen/Qwen1\.5-MoE", "qwen2_moe"),
+    (r"^Qwen/Qwen(1\.5|2)", "qwen2"),
+    (r"^microsoft/Phi-3\.5-MoE", "phimoe"),
+    (r"^(mistralai/(Mistral|Ministral)|HuggingFaceH4/zephyr|nvidia/Mistral-NeMo)", "mistral"),
+    (r"^mistralai/Mixtral", "mixtral"),
+    (r"^nvidia/Nemotron-4", "nemotron"),
+    (r"^ai21labs/", "jamba"),
+    (r"^state-spaces/mamba", "mamba"),
+    (r"^tiiuae/falcon-mamba", "falcon_mamba"),
+    (r"^databricks/dbrx", "dbrx"),
+    (r"^THUDM/glm-4-9b-chat$", "chatglm"),
+    (r"^deepseek-ai/deepseek-moe", "deepseek"),
+    (r"^meta-llama/", "llama"),
+)
+_KEYS = {
+    "hidden_size": "hidden_size", "num_decoder_layers": "num_hidden_layers",
+    "num_attention_heads": "num_attention_heads", "num_key_value_heads": "num_key_value_heads",
+    "head_dim": "head_dim", "intermediate_size": "intermediate_size", "vocab_size": "vocab_size",
+    "max_model_len": "max_position_embeddings", "hidden_act": "hidden_act",
+    "sliding_window": "sliding_window", "moe_intermediate_size": "moe_intermediate_size",
+    "shared_expert_intermediate_size": "shared_expert_intermediate_size",
+}  # fmt: skip
+_OPERATORS: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Mult: operator.mul, ast.Add: operator.add, ast.Sub: operator.sub,
+    ast.FloorDiv: operator.floordiv, ast.Pow: operator.pow,
+}  # fmt: skip
+GENZ_CHECK = (0.08, 0.0)  # its figures disagree with the name for whole models
+DTYPE_NOTE = "genz-llm records no dtype: bf16 assumed, the dtype current checkpoints ship in"
+
+
+def _literal(node: ast.expr) -> Any:
+    """A constant argument, or integer arithmetic on constants (`4*768`)."""
+    if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
+        return _OPERATORS[type(node.op)](_literal(node.left), _literal(node.right))
+    return ast.literal_eval(node)
+
+
+def _calls(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(repo id from the comment just above, literal keyword arguments) of each ModelConfig."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for node in ast.walk(ast.parse("\n".join(lines))):
+        if not (isinstance(node, ast.Call) and getattr(node.func, "id", "") == "ModelConfig"):
+            continue
+        above = lines[node.lineno - 2] if node.lineno >= 2 else ""
+        found = _URL.search(above)
+        if found is None:
+            continue
+        arguments = {}
+        for keyword in node.keywords:
+            try:
+                arguments[str(keyword.arg)] = _literal(keyword.value)
+            except ValueError:
+                continue  # a non-literal argument (a quality-metrics object): not a size
+        yield found.group(1), arguments
+
+
+def hf_config(arguments: dict[str, Any], model_type: str) -> dict[str, Any]:
+    """The config.json keys of `model_type` that carry genz's figures."""
+    config: dict[str, Any] = {"model_type": model_type, "torch_dtype": "bfloat16"}
+    config |= {hf: arguments[key] for key, hf in _KEYS.items() if arguments.get(key) is not None}
+    experts = arguments.get("num_experts", 1)
+    if experts > 1:
+        config |= {"num_experts": experts, "num_local_experts": experts,
+                   "num_experts_per_tok": arguments.get("expert_top_k", 1)}  # fmt: skip
+    return config
+
+
+def genz_configs(root: Path) -> Iterator[PublishedConfig]:
+    """Every genz config under a config.json comment, of a family in MODEL_TYPES."""
+    for path in sorted((root / _FOLDER).glob("*.py")):
+        for repo_id, arguments in _calls(path):
+            model_type = next((t for p, t in MODEL_TYPES if re.match(p, repo_id)), None)
+            if model_type is None:
+                continue
+            source = (
+                f"{label(PACKAGE)}: {_FOLDER}/{path.name} ModelConfig(model="
+                f"{arguments.get('model')!r}) (its fields written as {model_type} config.json keys)"
+            )
+            config = hf_config(arguments, model_type)
+            yield PublishedConfig(
+                repo_id, config, source, False, (DTYPE_NOTE,), name_check=GENZ_CHECK
+            )

@@ -1,0 +1,23 @@
+"""One published model config as the build reads it: the repo id, a Hugging Face config.json
+object, and where it came from."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class PublishedConfig:
+    """`config` is a config.json object (verbatim, or written from a package's own fields under
+    the names transformers reads); `source` says which package, version and file, and how."""
+
+    repo_id: str
+    config: Mapping[str, Any]
+    source: str
+    verbatim: bool
+    notes: tuple[str, ...] = field(default=())
+    # (tolerance, smallest size checked [parameters]): a source whose figures are kept only
+    # where they give the size the repo name states (None: a verbatim config, not checked)
+    name_check: tuple[float, float] | None = None

@@ -1,0 +1,159 @@
+"""The built catalogue (python -m offline.catalog): its size and sources, published parameter
+counts, every model of the shared measurements found, and the build's own readers."""
+
+from __future__ import annotations
+
+import ast
+import csv
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from offline.catalog.build import disagrees_with_name
+from offline.catalog.entries import name_sizes
+from offline.catalog.families import family_of, series_of
+from offline.catalog.genz_configs import _literal
+from offline.catalog.litgpt_configs import hf_config, model_type_of
+from offline.catalog.packages import PINNED
+from offline.fitting.datasets_common import DEFAULT_DATA_DIR
+from service.catalog.hf_config import read_config
+from service.catalog.models import UnknownModel, load_model_catalog
+
+SILICON = DEFAULT_DATA_DIR / "aiconfigurator" / "silicon_sample_h100_h200.csv"
+# The `model` and `model_name` columns of the aiconfigurator kernel tables
+# (shared/data/aiconfigurator/kernels/*/*/*/*/*.parquet), read with pyarrow on 2026-11-26;
+# MAMBA2_GENERIC_1K/4K name synthetic shapes, not models.
+KERNEL_TABLE_MODELS = [
+    "MiniMaxAI/MiniMax-M3", "deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-V3",
+    "deepseek-ai/DeepSeek-V3.2", "nvidia/DeepSeek-V3.1-NVFP4", "nvidia/GLM-5-NVFP4",
+    "sgl-project/DeepSeek-V4-Flash-FP8", "sgl-project/DeepSeek-V4-Pro-FP8", "zai-org/GLM-5",
+    "zai-org/GLM-5-FP8", "zai-org/GLM-5.2", "zai-org/GLM-5.2-FP8", "Qwen/Qwen3.5-122B-A10B",
+    "Qwen/Qwen3.5-27B", "Qwen/Qwen3.5-35B-A3B", "Qwen/Qwen3.5-397B-A17B", "moonshotai/Kimi-K3",
+    "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16",
+    "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-NVFP4",
+    "nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-NVFP4", "nvidia/Nemotron-H-56B-Base-8K",
+]  # fmt: skip
+# Named in the gated-DeltaNet kernel tables, but no pinned package publishes their configs.
+WITHOUT_PUBLISHED_CONFIG = ["Qwen/Qwen3.5-0.8B", "Qwen/Qwen3.5-2B", "Qwen/Qwen3.5-4B",
+                            "Qwen/Qwen3.5-9B"]  # fmt: skip
+
+# (id, published total, published active or None, where published). Active counts are
+# checked with and without the input embedding, which vendors count differently.
+PUBLISHED_COUNTS = [
+    ("meta-llama/Llama-3.1-8B-Instruct", 8.03e9, None, "model card: 8.03B"),
+    ("mistralai/Mixtral-8x7B-v0.1", 46.7e9, 12.9e9, "Mixtral paper: 46.7B total, 12.9B active"),
+    ("Qwen/Qwen2.5-72B-Instruct", 72.7e9, None, "model card: 72.7B"),
+    ("Qwen/Qwen2.5-7B", 7.61e9, None, "model card: 7.61B"),
+    ("Qwen/Qwen2.5-0.5B", 0.49e9, None, "model card: 0.49B"),
+    ("Qwen/Qwen3-30B-A3B-Instruct-2507", 30.5e9, 3.3e9, "model card: 30.5B, 3.3B activated"),
+    ("meta-llama/Llama-3.2-1B", 1.23e9, None, "model card: 1.23B"),
+    ("meta-llama/Llama-3.2-3B", 3.21e9, None, "model card: 3.21B"),
+    ("EleutherAI/pythia-12b", 11.846e9, None, "Pythia paper, table 1: 11,846,072,320"),
+    ("EleutherAI/pythia-6.9b", 6.857e9, None, "Pythia paper, table 1: 6,857,302,016"),
+    ("moonshotai/Kimi-K2.5", 1.04e12, 32.6e9, "Kimi K2 report: 1.04T total, 32.6B active"),
+    ("nvidia/Nemotron-4-340B-Instruct", 340e9, None, "model card: 340B"),
+]
+TOLERANCE = 0.02
+
+
+@pytest.fixture(scope="module")
+def models() -> list[dict[str, Any]]:
+    return [dict(r.raw) for r in load_model_catalog().records]
+
+
+def test_the_catalogue_holds_the_built_models_each_with_its_source(
+    models: list[dict[str, Any]],
+) -> None:
+    built = [m for m in models if m.get("built_by") == "offline.catalog"]
+    assert len(models) >= 330 and len(built) >= 240
+    packages = "|".join(re.escape(f"{name} {version}") for name, version in PINNED.items())
+    for m in built:
+        assert re.match(f"^({packages}): ", m["sources"]["config"]), m["id"]
+        assert m["sources"]["architecture"].startswith(f"https://huggingface.co/{m['id']} ")
+        assert m["sources"]["parameters"] and m["sources"]["published_precision"], m["id"]
+
+
+def test_the_report_lists_every_model(models: list[dict[str, Any]]) -> None:
+    """docs/catalog/models.md is written with the catalogue: a stale one misses models."""
+    report = (Path(__file__).resolve().parents[2] / "docs/catalog/models.md").read_text("utf-8")
+    listed = set(re.findall(r"^\| ([^ |]+/[^ |]+) \|", report, re.MULTILINE))
+    assert listed == {m["id"] for m in models}
+
+
+@pytest.mark.parametrize(("model_id", "total", "active", "where"), PUBLISHED_COUNTS)
+def test_parameters_match_the_published_count(
+    model_id: str, total: float, active: float | None, where: str
+) -> None:
+    record = load_model_catalog().get(model_id)
+    assert record.raw["parameters"] == pytest.approx(total, rel=TOLERANCE), where
+    if active is not None:
+        arch = record.require_architecture()
+        embedding = arch.vocab_size * arch.hidden_size
+        counted = record.raw["active_parameters"]
+        assert any(abs(c / active - 1) <= TOLERANCE for c in (counted, counted - embedding))
+
+
+def _resolves(name: str) -> bool:
+    try:
+        load_model_catalog().find(name)
+    except UnknownModel:
+        return False
+    return True
+
+
+def test_every_model_of_the_silicon_sample_resolves() -> None:
+    if not SILICON.is_file():
+        pytest.skip(f"{SILICON} is not there")
+    with SILICON.open(encoding="utf-8") as fh:
+        names = {row["model_path"] for row in csv.DictReader(fh)}
+    assert len(names) == 12
+    assert [n for n in sorted(names) if not _resolves(n)] == []
+
+
+def test_every_model_of_the_kernel_tables_resolves_but_the_unpublished() -> None:
+    assert [n for n in KERNEL_TABLE_MODELS if not _resolves(n)] == []
+    assert [n for n in WITHOUT_PUBLISHED_CONFIG if _resolves(n)] == []
+
+
+def test_a_litgpt_config_reads_as_its_entry() -> None:
+    """Qwen2.5-7B in litgpt's own fields (litgpt/config.py after Config.__post_init__), written
+    as qwen2 config.json keys: the same architecture as the catalogue's entry, and the card's
+    28 layers, 28 query and 4 KV heads of 128, FFN 18944, vocabulary 152064."""
+    litgpt = {
+        "hf_config": {"org": "Qwen", "name": "Qwen2.5-7B"}, "name": "Qwen2.5-7B",
+        "mlp_class_name": "LLaMAMLP", "norm_class_name": "RMSNorm", "latent_attention": None,
+        "norm_qk": False, "norm_qk_type": "default", "attn_bias": True, "bias": False,
+        "sliding_window_size": None, "n_embd": 3584, "n_layer": 28, "n_head": 28,
+        "n_query_groups": 4, "head_size": 128, "intermediate_size": 18944,
+        "padded_vocab_size": 152064, "block_size": 131072, "parallel_residual": False,
+    }  # fmt: skip
+    assert model_type_of(litgpt) == "qwen2"
+    arch = read_config(hf_config(litgpt, "qwen2")).architecture
+    assert arch == load_model_catalog().get("Qwen/Qwen2.5-7B").require_architecture()
+    assert (arch.num_layers, arch.num_key_value_heads, arch.qkv_bias) == (28, 4, True)
+
+
+def test_names_give_families_series_and_sizes() -> None:
+    assert family_of("nvidia/Llama-3_3-Nemotron-Super-49B-v1") == "nemotron"
+    assert series_of("google/gemma-2-9b-it") == "gemma-2"
+    assert series_of("mistralai/Mixtral-8x7B-v0.1") == "mixtral"
+    assert name_sizes("Qwen/Qwen3-30B-A3B-FP8") == (30e9, 3e9)
+    assert name_sizes("facebook/opt-13b") == (13e9, 13e9)
+    assert name_sizes("Qwen/Qwen1.5-MoE-A2.7B") == (None, 2.7e9)
+    assert name_sizes("zai-org/GLM-5") == (None, None)
+
+
+def test_a_secondary_source_is_kept_only_where_its_size_matches_the_name() -> None:
+    """genz-llm gives Qwen1.5-MoE-A2.7B 40 layers (the card: 24): 4.1B active, not 2.7B."""
+    moe = {"id": "Qwen/Qwen1.5-MoE-A2.7B", "supported": True}
+    assert disagrees_with_name(moe | {"parameters": 23.4e9, "active_parameters": 4.07e9}, 0.08, 0)
+    assert not disagrees_with_name(
+        moe | {"parameters": 14.3e9, "active_parameters": 2.7e9}, 0.08, 0
+    )
+    small = {"id": "meta-llama/Llama-3.2-1B", "supported": True}  # the name rounds 1.24B down
+    assert not disagrees_with_name(
+        small | {"parameters": 1.24e9, "active_parameters": 1.24e9}, 0.1, 10e9
+    )
+    assert _literal(ast.parse("4*768", mode="eval").body) == 3072
