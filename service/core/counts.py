@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from service.core.architecture import ModelArchitecture
 from service.core.graph import KernelNode
+from service.core.mixers import delta_net_shard, mamba_shard
 from service.core.shards import ShardShapes
 from service.core.work import Work
 
@@ -109,6 +110,8 @@ def _gemm_shape(
 ) -> tuple[float, float, float]:
     """(in_features, out_features, weight elements) of a per-GPU weight matrix."""
     h = s.hidden
+    if operand.startswith(("mamba_", "delta_net_")):
+        return _recurrent_projection(operand, arch, s)
     if operand == "qkv":
         if arch.mla is not None:
             mla = arch.mla
@@ -130,6 +133,22 @@ def _gemm_shape(
     if part == "up":
         return h, width, width * h
     return width, h, width * h  # down projection
+
+
+def _recurrent_projection(
+    operand: str, arch: ModelArchitecture, s: ShardShapes
+) -> tuple[float, float, float]:
+    """in_proj (hidden -> the mixer's inputs) or out_proj of a recurrent mixer on one GPU."""
+    if operand.startswith("mamba_"):
+        assert arch.mamba is not None
+        r = mamba_shard(arch.mamba, s.group)
+    else:
+        assert arch.delta_net is not None
+        r = delta_net_shard(arch.delta_net, s.group)
+    h = float(s.hidden)
+    if operand.endswith("_in"):
+        return h, r.in_proj_width, h * r.in_proj_width
+    return r.out_width, h, r.out_width * h
 
 
 def norm_work_of(node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape) -> Work:

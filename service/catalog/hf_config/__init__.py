@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from service.catalog.hf_config import classic, dense, gemma, mla, moe
+from service.catalog.hf_config import classic, dense, gemma, hybrid, mla, moe
 from service.catalog.hf_config.multimodal import (
     TEXT_MODEL_TYPES,
     Reader,
@@ -73,6 +73,8 @@ TEXT_READERS: dict[str, Reader] = {
     "deepseek_v2": mla.read_deepseek_v2,
     "deepseek_v3": mla.read_deepseek_v3,
     "kimi_k2": mla.read_deepseek_v3,
+    "nemotron_h": hybrid.read_nemotron_h,
+    "qwen3_next": hybrid.read_qwen3_next,
     "qwen2_vl": read_qwen2_vl,
     "qwen2_5_vl": read_qwen2_vl,
 }
