@@ -16,7 +16,7 @@ from dataclasses import dataclass
 @dataclass(frozen=True, slots=True)
 class MambaShape:
     """A Mamba-2 mixer: `num_heads` x `head_dim` is d_inner; B and C carry `n_groups` x
-    `state_size` each. `ssm_state_fp32`: the recurrent state is kept in fp32 (vLLM's
+    `state_size` each. `state_fp32`: the recurrent state is kept in fp32 (vLLM's
     `mamba_ssm_cache_dtype`), else in the activation dtype."""
 
     num_heads: int
@@ -25,7 +25,7 @@ class MambaShape:
     n_groups: int
     conv_kernel: int = 4
     chunk_size: int = 256
-    ssm_state_fp32: bool = False
+    state_fp32: bool = False
 
     @property
     def inner_width(self) -> int:
@@ -54,7 +54,8 @@ class DeltaNetShape:
     """A gated-DeltaNet mixer (Qwen3-Next, Qwen3.5): queries and keys of `num_key_heads` x
     `key_head_dim`, values of `num_value_heads` x `value_head_dim`; queries and keys are shared
     by `num_value_heads / num_key_heads` value heads. `chunk_size` is the chunked delta rule's
-    (FLA's chunk_gated_delta_rule: 64)."""
+    (FLA's chunk_gated_delta_rule: 64). `state_fp32`: the recurrent state is kept in fp32
+    (Qwen3.5's `mamba_ssm_dtype`), else in the activation dtype."""
 
     num_key_heads: int
     num_value_heads: int
@@ -62,6 +63,7 @@ class DeltaNetShape:
     value_head_dim: int
     conv_kernel: int = 4
     chunk_size: int = 64
+    state_fp32: bool = False
 
     @property
     def key_width(self) -> int:

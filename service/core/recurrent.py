@@ -55,20 +55,21 @@ def recurrent_state_bytes(arch: ModelArchitecture, s: ShardShapes) -> float:
     total = 0.0
     if arch.mamba is not None and arch.num_mamba_layers:
         m = mamba_shard(arch.mamba, s.group)
-        ssm_bytes = _FP32_BYTES if arch.mamba.ssm_state_fp32 else s.activation_bytes
+        ssm_bytes = _FP32_BYTES if arch.mamba.state_fp32 else s.activation_bytes
         per_layer = m.conv_state * s.activation_bytes + m.recurrent_state * ssm_bytes
         total += arch.num_mamba_layers * per_layer
     if arch.delta_net is not None and arch.num_delta_net_layers:
         d = delta_net_shard(arch.delta_net, s.group)
-        per_layer = (d.conv_state + d.recurrent_state) * s.activation_bytes
+        ssm_bytes = _FP32_BYTES if arch.delta_net.state_fp32 else s.activation_bytes
+        per_layer = d.conv_state * s.activation_bytes + d.recurrent_state * ssm_bytes
         total += arch.num_delta_net_layers * per_layer
     return total
 
 
 def _state_bytes(node: KernelNode, arch: ModelArchitecture, s: ShardShapes) -> float:
     """Bytes per element of `node`'s recurrent state."""
-    fp32 = node.operand == "mamba" and arch.mamba is not None and arch.mamba.ssm_state_fp32
-    return _FP32_BYTES if fp32 else s.activation_bytes
+    shape = arch.mamba if node.operand == "mamba" else arch.delta_net
+    return _FP32_BYTES if shape is not None and shape.state_fp32 else s.activation_bytes
 
 
 def causal_conv1d(node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape) -> Work:

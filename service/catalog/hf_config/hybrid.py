@@ -90,7 +90,7 @@ def _nemotron_mamba(view: ConfigView) -> MambaShape:
         n_groups=view.size(("n_groups", "mamba_n_groups"), 8),
         conv_kernel=view.size(("conv_kernel", "mamba_d_conv"), 4),
         chunk_size=view.size(("chunk_size", "mamba_chunk_size"), 128),
-        ssm_state_fp32=view.text("mamba_ssm_cache_dtype", "auto") == "float32",
+        state_fp32=view.text("mamba_ssm_cache_dtype", "auto") == "float32",
     )
 
 
@@ -119,6 +119,7 @@ def read_qwen3_next(view: ConfigView) -> Reading:
             key_head_dim=view.size("linear_key_head_dim", 128),
             value_head_dim=view.size("linear_value_head_dim", 128),
             conv_kernel=view.size("linear_conv_kernel_dim", 4),
+            state_fp32=view.text("mamba_ssm_dtype", "auto") == "float32",
         ),
         "linear_num_value_heads",
     )

@@ -1,0 +1,166 @@
+"""The cost model's time for the recurrent-mixer rows of aiconfigurator's kernel tables
+(``aiconfigurator/kernels/<gpu>/linear_attention/<engine>/<version>/{mamba2,gdn}_perf.parquet``),
+and their accuracy per op, GPU and engine.
+
+A row is one measured kernel (latency in ms) of a Mamba-2 layer (``op_name`` mamba2: the causal
+conv1d of prefill and decode) or a gated-DeltaNet layer (``gdn``: the conv1d, the chunked delta
+rule in prefill, the recurrent update in decode) at `batch_size` sequences of `seq_len` tokens
+(decode: one token each). Its shapes are per GPU (the tables sweep the head counts a
+tensor-parallel shard holds), so the kernel is priced on one GPU: a mixer of those shapes in a
+one-layer model, bf16, the pass's tokens and sequences, through the same counter and roofline
+as a quote (`service.core.kernel_work`, `service.core.roofline`), plus one kernel launch.
+
+`row_time_s(row, gpu_dir)` is the entry point a general kernel report can call per row;
+``python -m offline.fitting.recurrent_kernels --data ../shared/data`` writes
+bench/results/ssm_kernels.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from offline.fitting.datasets_common import DEFAULT_DATA_DIR, MS_PER_S, resolve_data_dir
+from offline.fitting.metrics import accuracy
+from service.catalog.engines import load_cost_model_coefficients
+from service.catalog.gpus import load_gpu_catalog
+from service.core.architecture import ModelArchitecture
+from service.core.counts import PassShape
+from service.core.graph import KernelNode
+from service.core.kernel_work import kernel_work
+from service.core.mixers import DeltaNetShape, MambaShape
+from service.core.roofline import STREAMING_KINDS, unit_rates, unit_times_s
+from service.core.shards import shard_shapes
+from service.core.workload import Deployment, Parallelism, Precision
+
+TABLES = "aiconfigurator/kernels/{gpu}/linear_attention"
+GPU_IDS = {
+    "h100_sxm": "H100-SXM5-80GB",
+    "h200_sxm": "H200-SXM-141GB",
+    "a100_sxm": "A100-SXM4-80GB",
+    "l40s": "L40S",
+}
+# kernel_source -> the cost model's kernel kind
+KERNEL_KINDS = {
+    "causal_conv1d_fn": "causal_conv1d",
+    "causal_conv1d_update": "causal_conv1d",
+    "chunk_gated_delta_rule": "delta_rule",
+    "chunk_gated_delta_rule_flashinfer": "delta_rule",
+    "chunk_gated_delta_rule_triton": "delta_rule",
+    "fused_recurrent_gated_delta_rule": "delta_rule",
+    "fused_recurrent_gated_delta_rule_packed_decode": "delta_rule",
+}
+REPORT = Path(__file__).resolve().parents[2] / "bench/results/ssm_kernels.md"
+
+
+def row_architecture(row: Mapping[str, Any]) -> ModelArchitecture:
+    """A one-layer model whose only mixer has the row's shapes."""
+    hidden = int(row["d_model"])
+    base = dict(
+        hidden_size=hidden,
+        num_layers=1,
+        num_attention_heads=1,
+        num_key_value_heads=1,
+        head_dim=hidden,
+        intermediate_size=hidden,
+        vocab_size=1,
+    )
+    if row["op_name"] == "mamba2":
+        mamba = MambaShape(
+            num_heads=int(row["nheads"]),
+            head_dim=int(row["head_dim"]),
+            state_size=int(row["d_state"]),
+            n_groups=int(row["n_groups"]),
+            conv_kernel=int(row["d_conv"]),
+            chunk_size=int(row["chunk_size"]),
+        )
+        return ModelArchitecture(**base, mamba=mamba, num_mamba_layers=1)
+    delta = DeltaNetShape(
+        num_key_heads=int(row["num_k_heads"]),
+        num_value_heads=int(row["num_v_heads"]),
+        key_head_dim=int(row["head_k_dim"]),
+        value_head_dim=int(row["head_v_dim"]),
+        conv_kernel=int(row["d_conv"]),
+        state_fp32=True,  # the tables' models (Qwen3.5) state mamba_ssm_dtype float32
+    )
+    return ModelArchitecture(**base, delta_net=delta, num_delta_net_layers=1)
+
+
+def row_time_s(row: Mapping[str, Any], gpu_dir: str) -> float:
+    """The cost model's time [s] of the kernel a table row measured (`gpu_dir`: the tables'
+    GPU folder, e.g. ``h100_sxm``)."""
+    arch = row_architecture(row)
+    gpu = load_gpu_catalog().get(GPU_IDS[gpu_dir]).spec
+    coefficients = load_cost_model_coefficients().roofline
+    deployment = Deployment(gpu, Parallelism(), Precision())
+    shapes = shard_shapes(arch, deployment)
+    kind = KERNEL_KINDS[str(row["kernel_source"])]
+    operand = "mamba" if row["op_name"] == "mamba2" else "delta_net"
+    node = KernelNode(kind, kind, 1, operand)
+    decode = row["phase"] == "generation"
+    sequences = float(row["batch_size"])
+    tokens = sequences if decode else sequences * float(row["seq_len"])
+    work = kernel_work(node, arch, shapes, PassShape(tokens, sequences, sequences, {}, 1))
+    rates = unit_rates(gpu, "bf16", coefficients)
+    # A kernel timed alone pays a launch in either phase (a quote's decode replays CUDA graphs).
+    launch = coefficients.kernel_launch_s
+    return max(unit_times_s(work, rates, streaming=kind in STREAMING_KINDS)) + launch
+
+
+def table_rows(data_dir: Path) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    """(gpu folder, engine/version, row) of every linear-attention table row."""
+    root = resolve_data_dir(data_dir)
+    for gpu_dir in sorted(GPU_IDS):
+        folder = root / TABLES.format(gpu=gpu_dir)
+        for path in sorted(folder.glob("*/*/*_perf.parquet")):
+            engine = f"{path.parent.parent.name} {path.parent.name}"
+            for row in pq.read_table(path).to_pylist():
+                yield gpu_dir, engine, row
+
+
+def accuracy_table(data_dir: Path) -> list[list[str]]:
+    """One row per (op, kernel source, phase, GPU, engine): count, MAPE, within 10/30 %, median
+    predicted/measured."""
+    groups: dict[tuple[str, ...], tuple[list[float], list[float]]] = {}
+    for gpu_dir, engine, row in table_rows(data_dir):
+        if row["kernel_source"] not in KERNEL_KINDS:
+            continue
+        key = (row["op_name"], row["kernel_source"], row["phase"], gpu_dir, engine)
+        predicted, measured = groups.setdefault(key, ([], []))
+        predicted.append(row_time_s(row, gpu_dir))
+        measured.append(float(row["latency"]) / MS_PER_S)
+    return [
+        [*key, *accuracy(np.array(p), np.array(m)).as_row()]
+        for key, (p, m) in sorted(groups.items())
+    ]
+
+
+def write_report(data_dir: Path, path: Path = REPORT) -> None:
+    header = ["op", "kernel", "phase", "GPU", "engine", "rows", "MAPE %", "<=10 %", "<=30 %"]
+    header.append("median pred/meas")
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in accuracy_table(data_dir)]
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    start, end = "<!-- table -->", "<!-- /table -->"
+    if start in text and end in text:
+        text = text[: text.index(start) + len(start)] + "\n" + "\n".join(lines) + "\n" + (
+            text[text.index(end) :]
+        )
+    else:
+        text = start + "\n" + "\n".join(lines) + "\n" + end + "\n"
+    path.write_text(text, encoding="utf-8")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA_DIR)
+    write_report(parser.parse_args().data)
+
+
+if __name__ == "__main__":
+    main()
