@@ -48,6 +48,8 @@ class ModelArchitecture:
     `num_mlp_free_layers` no MLP (Nemotron-H's Mamba and attention blocks). The rest of the
     `num_layers` blocks attend (`num_attention_layers`, of which `num_sliding_window_layers`
     through a window); every block has a norm and a residual add per sub-layer it holds.
+    `attention_output_gate`: q_proj also projects a per-element gate on the attention output
+    (Qwen3-Next's `attn_output_gate`), doubling its query width.
     """
 
     hidden_size: int
@@ -83,6 +85,7 @@ class ModelArchitecture:
     num_delta_net_layers: int = 0
     num_mixer_free_layers: int = 0
     num_mlp_free_layers: int = 0
+    attention_output_gate: bool = False
 
     @property
     def num_attention_layers(self) -> int:
@@ -112,6 +115,11 @@ class ModelArchitecture:
     def query_width(self) -> int:
         """Width of the concatenated query heads [elements]."""
         return self.num_attention_heads * self.head_dim
+
+    @property
+    def q_proj_width(self) -> int:
+        """Output width of the query projection: the queries, and their gate if gated."""
+        return self.query_width * (2 if self.attention_output_gate else 1)
 
     @property
     def kv_width(self) -> int:

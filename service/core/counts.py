@@ -120,7 +120,7 @@ def _gemm_shape(
             weights = h * (mla.q_lora_rank + s.kv_proj_width) + mla.q_lora_rank * q_out
             weights += mla.kv_lora_rank * kv_up
             return h, q_out + s.kv_proj_width, weights
-        out = s.query_width + s.kv_proj_width
+        out = s.query_width * (2 if arch.attention_output_gate else 1) + s.kv_proj_width
         return h, out, h * out
     if operand == "o":
         o_width = s.heads * (arch.mla.v_head_dim if arch.mla else arch.head_dim)

@@ -22,7 +22,7 @@ def attention_weight_elements(arch: ModelArchitecture) -> float:
         kv = h * (m.kv_lora_rank + m.qk_rope_head_dim)
         kv += m.kv_lora_rank * heads * (m.qk_nope_head_dim + m.v_head_dim)
         return q + kv + heads * m.v_head_dim * h
-    return h * (arch.query_width + 2 * arch.kv_width) + arch.query_width * h
+    return h * (arch.q_proj_width + 2 * arch.kv_width) + arch.query_width * h
 
 
 def mlp_weight_elements(arch: ModelArchitecture, width: float) -> float:

@@ -63,11 +63,9 @@ def test_a_bad_key_is_named(config: dict[str, Any], field: str) -> None:
 @pytest.mark.parametrize(
     ("model_type", "reason"),
     [
-        ("nemotron_h", "Mamba-2"),
         ("falcon_h1", "Mamba-2"),
         ("granitemoehybrid", "Mamba-2"),
         ("jamba", "Mamba-2"),
-        ("qwen3_next", "DeltaNet"),
         ("kimi_linear", "linear attention"),
         ("minimax", "lightning attention"),
         ("deepseek_v32", "sparse attention"),

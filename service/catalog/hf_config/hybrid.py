@@ -134,7 +134,6 @@ def read_qwen3_next(view: ConfigView) -> Reading:
         moe_layers=sparse_step_layers(reading, step, view.int_list("mlp_only_layers")),
         shared_width=view.size("shared_expert_intermediate_size", 512),
     )
-    reading.notes.append(
-        "attention output gate, partial RoPE and QK-norm priced as plain attention"
-    )
+    reading.set("attention_output_gate", view.flag("attn_output_gate", True))
+    reading.notes.append("partial RoPE and QK-norm priced as plain attention")
     return reading
