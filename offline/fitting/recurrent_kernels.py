@@ -91,25 +91,40 @@ def row_architecture(row: Mapping[str, Any]) -> ModelArchitecture:
     return ModelArchitecture(**base, delta_net=delta, num_delta_net_layers=1)
 
 
-def row_time_s(row: Mapping[str, Any], gpu_dir: str) -> float:
-    """The cost model's time [s] of the kernel a table row measured (`gpu_dir`: the tables'
-    GPU folder, e.g. ``h100_sxm``)."""
+def _row_seconds(row: Mapping[str, Any], gpu_dir: str) -> tuple[float, float, float]:
+    """(time, compute limb, memory limb) [s] of the kernel a row measured."""
     arch = row_architecture(row)
     gpu = load_gpu_catalog().get(GPU_IDS[gpu_dir]).spec
     coefficients = load_cost_model_coefficients().roofline
-    deployment = Deployment(gpu, Parallelism(), Precision())
-    shapes = shard_shapes(arch, deployment)
+    shapes = shard_shapes(arch, Deployment(gpu, Parallelism(), Precision()))
     kind = KERNEL_KINDS[str(row["kernel_source"])]
     operand = "mamba" if row["op_name"] == "mamba2" else "delta_net"
-    node = KernelNode(kind, kind, 1, operand)
-    decode = row["phase"] == "generation"
     sequences = float(row["batch_size"])
-    tokens = sequences if decode else sequences * float(row["seq_len"])
-    work = kernel_work(node, arch, shapes, PassShape(tokens, sequences, sequences, {}, 1))
-    rates = unit_rates(gpu, "bf16", coefficients)
+    tokens = sequences if row["phase"] == "generation" else sequences * float(row["seq_len"])
+    work = kernel_work(
+        KernelNode(kind, kind, 1, operand), arch, shapes, PassShape(tokens, sequences, sequences, {}, 1)
+    )
+    units = unit_times_s(
+        work, unit_rates(gpu, "bf16", coefficients), streaming=kind in STREAMING_KINDS
+    )
     # A kernel timed alone pays a launch in either phase (a quote's decode replays CUDA graphs).
-    launch = coefficients.kernel_launch_s
-    return max(unit_times_s(work, rates, streaming=kind in STREAMING_KINDS)) + launch
+    return max(units) + coefficients.kernel_launch_s, max(units[:3]), units[3]
+
+
+def row_time_s(row: Mapping[str, Any], gpu_dir: str) -> float:
+    """The cost model's time [s] of the kernel a table row measured (`gpu_dir`: the tables'
+    GPU folder, e.g. ``h100_sxm``)."""
+    return _row_seconds(row, gpu_dir)[0]
+
+
+def row_power_w(row: Mapping[str, Any], gpu_dir: str) -> float:
+    """The cost model's mean GPU power [W] over that kernel: idle plus the utilisation-weighted
+    share of TDP - idle, capped at TDP (as `service.core.phase` prices every kernel)."""
+    time_s, compute_s, memory_s = _row_seconds(row, gpu_dir)
+    gpu = load_gpu_catalog().get(GPU_IDS[gpu_dir]).spec
+    power = load_cost_model_coefficients().power
+    busy_s = power.compute * compute_s + power.memory * memory_s
+    return gpu.idle_w + (gpu.tdp_w - gpu.idle_w) * min(busy_s, time_s) / time_s
 
 
 def table_rows(data_dir: Path) -> Iterator[tuple[str, str, dict[str, Any]]]:
@@ -123,36 +138,44 @@ def table_rows(data_dir: Path) -> Iterator[tuple[str, str, dict[str, Any]]]:
                 yield gpu_dir, engine, row
 
 
-def accuracy_table(data_dir: Path) -> list[list[str]]:
-    """One row per (op, kernel source, phase, GPU, engine): count, MAPE, within 10/30 %, median
+def accuracy_table(data_dir: Path, quantity: str = "latency") -> list[list[str]]:
+    """One row per (op, kernel source, phase, GPU, engine) of the rows that measured
+    `quantity` (``latency`` or ``power``): count, MAPE, within 10/30 %, median
     predicted/measured."""
     groups: dict[tuple[str, ...], tuple[list[float], list[float]]] = {}
     for gpu_dir, engine, row in table_rows(data_dir):
-        if row["kernel_source"] not in KERNEL_KINDS:
+        if row["kernel_source"] not in KERNEL_KINDS or row.get(quantity) is None:
             continue
         key = (row["op_name"], row["kernel_source"], row["phase"], gpu_dir, engine)
         predicted, measured = groups.setdefault(key, ([], []))
-        predicted.append(row_time_s(row, gpu_dir))
-        measured.append(float(row["latency"]) / MS_PER_S)
+        if quantity == "power":
+            predicted.append(row_power_w(row, gpu_dir))
+            measured.append(float(row["power"]))
+        else:
+            predicted.append(row_time_s(row, gpu_dir))
+            measured.append(float(row["latency"]) / MS_PER_S)
     return [
         [*key, *accuracy(np.array(p), np.array(m)).as_row()]
         for key, (p, m) in sorted(groups.items())
     ]
 
 
-def write_report(data_dir: Path, path: Path = REPORT) -> None:
+def markdown_table(rows: list[list[str]]) -> str:
     header = ["op", "kernel", "phase", "GPU", "engine", "rows", "MAPE %", "<=10 %", "<=30 %"]
     header.append("median pred/meas")
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(row) + " |" for row in accuracy_table(data_dir)]
-    text = path.read_text(encoding="utf-8") if path.exists() else ""
-    start, end = "<!-- table -->", "<!-- /table -->"
-    if start in text and end in text:
-        text = text[: text.index(start) + len(start)] + "\n" + "\n".join(lines) + "\n" + (
-            text[text.index(end) :]
-        )
-    else:
-        text = start + "\n" + "\n".join(lines) + "\n" + end + "\n"
+    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
+
+
+def write_report(data_dir: Path, path: Path = REPORT) -> None:
+    """Replace the tables between the report's markers (the prose around them stays)."""
+    text = path.read_text(encoding="utf-8")
+    for quantity in ("latency", "power"):
+        start, end = f"<!-- {quantity} -->", f"<!-- /{quantity} -->"
+        head, rest = text.split(start)
+        _, tail = rest.split(end)
+        table = markdown_table(accuracy_table(data_dir, quantity))
+        text = f"{head}{start}\n{table}\n{end}{tail}"
     path.write_text(text, encoding="utf-8")
 
 
