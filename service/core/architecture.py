@@ -49,7 +49,8 @@ class ModelArchitecture:
     `num_layers` blocks attend (`num_attention_layers`, of which `num_sliding_window_layers`
     through a window); every block has a norm and a residual add per sub-layer it holds.
     `attention_output_gate`: q_proj also projects a per-element gate on the attention output
-    (Qwen3-Next's `attn_output_gate`), doubling its query width.
+    (Qwen3-Next's `attn_output_gate`), doubling its query width. `parallel_mixers`: attention
+    and the Mamba-2 mixer run side by side on the same blocks, their outputs summed (Falcon-H1).
     """
 
     hidden_size: int
@@ -86,11 +87,12 @@ class ModelArchitecture:
     num_mixer_free_layers: int = 0
     num_mlp_free_layers: int = 0
     attention_output_gate: bool = False
+    parallel_mixers: bool = False
 
     @property
     def num_attention_layers(self) -> int:
-        """Blocks whose token mixer is attention."""
-        recurrent = self.num_mamba_layers + self.num_delta_net_layers
+        """Blocks whose token mixer is (or, with `parallel_mixers`, includes) attention."""
+        recurrent = 0 if self.parallel_mixers else self.num_mamba_layers + self.num_delta_net_layers
         return self.num_layers - recurrent - self.num_mixer_free_layers
 
     @property
@@ -188,6 +190,11 @@ def _validate_layer_mix(arch: ModelArchitecture) -> None:
             raise InvalidArchitecture(f"{name} must not be negative", field=name)
         if count and shape is None:
             raise InvalidArchitecture(f"{name} given without the mixer's shape", field=name)
+    recurrent = arch.num_mamba_layers + arch.num_delta_net_layers
+    if arch.parallel_mixers and recurrent > arch.num_mixer_layers:
+        raise InvalidArchitecture(
+            "parallel recurrent mixers exceed the blocks with a mixer", field="num_mamba_layers"
+        )
     if arch.num_attention_layers < 0 or arch.num_mixer_layers <= 0:
         raise InvalidArchitecture(
             "recurrent and mixer-free layers must leave at least one mixer and no negative "

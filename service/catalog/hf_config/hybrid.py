@@ -1,6 +1,6 @@
-"""Readers of hybrid stacks that mix recurrent token mixers (Mamba-2, gated DeltaNet) with
-attention and MLP/MoE layers, as each model's transformers config class and vLLM model read
-them (layer pattern strings and lists, mixer sizes)."""
+"""Readers of stacks with Mamba-2 state-space layers, alone or mixed with attention and MLP/MoE
+layers, as each model's transformers config class and vLLM model read them (layer pattern
+strings and lists, mixer sizes)."""
 
 from __future__ import annotations
 
@@ -8,15 +8,13 @@ from service.catalog.hf_config.layers import set_experts, sparse_step_layers
 from service.catalog.hf_config.reading import ClassDefaults, ConfigKeys, Reading, read_decoder
 from service.catalog.hf_config.view import ConfigView
 from service.core.cost_model_errors import InvalidArchitecture, UnsupportedArchitecture
-from service.core.mixers import DeltaNetShape, MambaShape
+from service.core.mixers import MambaShape
 
 # NemotronHConfig (transformers, and vLLM's copy in vllm/transformers_utils/configs/nemotron_h.py)
 NEMOTRON_H = ClassDefaults(
     131072, 4096, 21504, 52, 32, 8, 4096, False, hidden_act="relu2", head_dim=128
 )
 NEMOTRON_H_KEYS = ConfigKeys(hidden_act=("mlp_hidden_act",))
-# Qwen3NextConfig (Qwen3-Next-80B-A3B's defaults)
-QWEN3_NEXT = ClassDefaults(151936, 2048, 5632, 48, 16, 2, 32768, False, head_dim=256)
 # hybrid_override_pattern characters and layers_block_type entries, by block kind
 _NEMOTRON_BLOCKS = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
 
@@ -94,46 +92,138 @@ def _nemotron_mamba(view: ConfigView) -> MambaShape:
     )
 
 
-def read_qwen3_next(view: ConfigView) -> Reading:
-    """Qwen3NextConfig (Qwen3-Next): `layer_types` (default: every `full_attention_interval`-th
-    layer full attention, the rest gated DeltaNet), a mixture of experts on every
-    `decoder_sparse_step`-th layer not in `mlp_only_layers`, with a shared expert."""
-    reading = read_decoder(view, QWEN3_NEXT)
+# GraniteMoeHybridConfig, FalconH1Config, Mamba2Config (transformers)
+GRANITE_HYBRID = ClassDefaults(32000, 4096, 11008, 32, 32, None, 2048, False)
+FALCON_H1 = ClassDefaults(128000, 4096, 14336, 32, 32, 8, 8192, False)
+MAMBA2 = ClassDefaults(32768, 4096, None, 64, 128, None, 1_000_000, False)
+
+
+def _mamba_sized(view: ConfigView, inner: int, chunk: int, groups: int, state: int) -> MambaShape:
+    """The `mamba_*` keys of Bamba-derived configs; `mamba_d_head` "auto" is d_inner / heads."""
+    heads = view.size("mamba_n_heads", 128)
+    head_dim = view.raw.get("mamba_d_head", "auto")
+    if head_dim == "auto" or head_dim is None:
+        if inner % heads:
+            raise InvalidArchitecture(
+                f"{view.field('mamba_n_heads')} ({heads}) must divide the Mamba width ({inner})",
+                field=view.field("mamba_n_heads"),
+            )
+        head_dim = inner // heads
+    else:
+        head_dim = view.size("mamba_d_head", None)
+    return MambaShape(
+        num_heads=heads,
+        head_dim=head_dim,
+        state_size=view.size("mamba_d_state", state),
+        n_groups=view.size("mamba_n_groups", groups),
+        conv_kernel=view.size("mamba_d_conv", 4),
+        chunk_size=view.size("mamba_chunk_size", chunk),
+    )
+
+
+def read_granitemoehybrid(view: ConfigView) -> Reading:
+    """GraniteMoeHybridConfig (Granite 4.0-H): each layer a Mamba-2 mixer or attention
+    (`layer_types`, all Mamba when absent), then a mixture of `num_local_experts` experts of
+    width `intermediate_size` with a shared MLP of `shared_intermediate_size`, or that shared
+    MLP alone when there are no experts; RoPE only where `position_embedding_type` is rope."""
+    reading = read_decoder(view, GRANITE_HYBRID)
     layers: int = reading.values["num_layers"]
-    interval = view.size("full_attention_interval", 4)
-    types = view.text_list("layer_types") or [
-        "full_attention" if (i + 1) % interval == 0 else "linear_attention" for i in range(layers)
-    ]
-    if len(types) != layers or set(types) - {"full_attention", "linear_attention"}:
+    types = view.text_list("layer_types") or ["mamba"] * layers
+    if len(types) != layers or set(types) - {"mamba", "attention"}:
         raise InvalidArchitecture(
-            f"{view.field('layer_types')} must list full_attention or linear_attention for each "
-            f"of the {layers} layers",
+            f"{view.field('layer_types')} must list mamba or attention for each of the "
+            f"{layers} layers",
             field=view.field("layer_types"),
         )
-    reading.set("num_delta_net_layers", types.count("linear_attention"), "layer_types")
-    reading.set(
-        "delta_net",
-        DeltaNetShape(
-            num_key_heads=view.size("linear_num_key_heads", 16),
-            num_value_heads=view.size("linear_num_value_heads", 32),
-            key_head_dim=view.size("linear_key_head_dim", 128),
-            value_head_dim=view.size("linear_value_head_dim", 128),
-            conv_kernel=view.size("linear_conv_kernel_dim", 4),
-            state_fp32=view.text("mamba_ssm_dtype", "auto") == "float32",
-        ),
-        "linear_num_value_heads",
+    hidden: int = reading.values["hidden_size"]
+    inner = view.size("mamba_expand", 2) * hidden
+    reading.set("mamba", _mamba_sized(view, inner, 256, 1, 256), "mamba_n_heads")
+    reading.set("num_mamba_layers", types.count("mamba"), "layer_types")
+    if view.text("position_embedding_type", "nope") != "rope":
+        reading.set("position", "none")
+    shared = view.size("shared_intermediate_size", 1024)
+    experts = view.count("num_local_experts", 8)
+    if experts:
+        set_experts(
+            reading,
+            experts=experts,
+            experts_key="num_local_experts",
+            top_k=view.size("num_experts_per_tok", 2),
+            expert_width=reading.values["intermediate_size"],
+            moe_layers=layers,
+            shared_width=shared,
+        )
+    else:
+        reading.set("intermediate_size", shared, "shared_intermediate_size")
+    return reading
+
+
+def read_falcon_h1(view: ConfigView) -> Reading:
+    """FalconH1Config (Falcon-H1): attention and a Mamba-2 mixer side by side in every layer,
+    their outputs summed, then a SwiGLU MLP; the mixer `mamba_d_ssm` wide (else expand x
+    hidden)."""
+    reading = read_decoder(view, FALCON_H1)
+    layers: int = reading.values["num_layers"]
+    inner = view.optional_size("mamba_d_ssm", 1024) or view.size("mamba_expand", 2) * (
+        reading.values["hidden_size"]
     )
-    step = view.size("decoder_sparse_step", 1)
-    experts = view.count("num_experts", 512)
-    set_experts(
-        reading,
-        experts=experts,
-        experts_key="num_experts",
-        top_k=view.size("num_experts_per_tok", 10),
-        expert_width=view.size("moe_intermediate_size", 512),
-        moe_layers=sparse_step_layers(reading, step, view.int_list("mlp_only_layers")),
-        shared_width=view.size("shared_expert_intermediate_size", 512),
+    reading.set("mamba", _mamba_sized(view, inner, 256, 1, 256), "mamba_n_heads")
+    reading.set("num_mamba_layers", layers, "num_hidden_layers")
+    reading.set("parallel_mixers", True)
+    if not view.flag("mamba_rms_norm", False):
+        reading.notes.append("the Mamba output gate without its RMSNorm priced as a gated norm")
+    return reading
+
+
+def read_mamba2(view: ConfigView) -> Reading:
+    """Mamba2Config (Mamba-Codestral): Mamba-2 mixers alone, no MLP and no attention (the
+    attention fields below are the mixer's heads, which no kernel reads)."""
+    hidden = view.size("hidden_size", 4096)
+    heads = view.size("num_heads", 128)
+    head_dim = view.size("head_dim", view.size("expand", 2) * hidden // heads)
+    layers = view.size("num_hidden_layers", 64)
+    reading = Reading(view)
+    for name, value, key in (
+        ("hidden_size", hidden, "hidden_size"),
+        ("num_layers", layers, "num_hidden_layers"),
+        ("num_attention_heads", heads, "num_heads"),
+        ("num_key_value_heads", heads, "num_heads"),
+        ("head_dim", head_dim, "head_dim"),
+        ("intermediate_size", hidden, "hidden_size"),
+        ("vocab_size", view.size("vocab_size", 32768), "vocab_size"),
+    ):
+        reading.set(name, value, key)
+    reading.set("tie_word_embeddings", view.flag("tie_word_embeddings", False))
+    reading.set("position", "none")
+    mamba = MambaShape(
+        num_heads=heads,
+        head_dim=head_dim,
+        state_size=view.size("state_size", 128),
+        n_groups=view.size("n_groups", 8),
+        conv_kernel=view.size("conv_kernel", 4),
+        chunk_size=view.size("chunk_size", 256),
     )
-    reading.set("attention_output_gate", view.flag("attn_output_gate", True))
-    reading.notes.append("partial RoPE and QK-norm priced as plain attention")
+    reading.set("mamba", mamba, "num_heads")
+    reading.set("num_mamba_layers", layers, "num_hidden_layers")
+    reading.set("num_mlp_free_layers", layers, "num_hidden_layers")
+    return reading
+
+
+BAMBA = ClassDefaults(128000, 4096, 14336, 32, 32, 8, 262144, False)
+
+
+def read_bamba(view: ConfigView) -> Reading:
+    """BambaConfig (Bamba): attention on the layers in `attn_layer_indices`, Mamba-2 on the
+    rest, a SwiGLU MLP on every layer."""
+    reading = read_decoder(view, BAMBA)
+    layers: int = reading.values["num_layers"]
+    attention = set(view.int_list("attn_layer_indices") or ())
+    if any(i >= layers for i in attention):
+        raise InvalidArchitecture(
+            f"{view.field('attn_layer_indices')} names a layer beyond the {layers}",
+            field=view.field("attn_layer_indices"),
+        )
+    inner = view.size("mamba_expand", 2) * reading.values["hidden_size"]
+    reading.set("mamba", _mamba_sized(view, inner, 256, 1, 256), "mamba_n_heads")
+    reading.set("num_mamba_layers", layers - len(attention), "attn_layer_indices")
     return reading

@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-_STATE_SPACE = "state-space (Mamba) layers"
+_STATE_SPACE = "Mamba-1 selective-scan state-space layers"
 _HYBRID = "a hybrid of Mamba-2 state-space layers and attention"
 _LINEAR = "linear attention (recurrent state instead of a KV cache)"
 
 REFUSED_MODEL_TYPES: dict[str, str] = {
     "mamba": _STATE_SPACE,
-    "mamba2": _STATE_SPACE,
     "falcon_mamba": _STATE_SPACE,
-    "granitemoehybrid": _HYBRID,
-    "falcon_h1": _HYBRID,
-    "jamba": _HYBRID,
-    "bamba": _HYBRID,
+    "jamba": "a hybrid of Mamba-1 selective-scan layers and attention",
     "zamba": _HYBRID,
     "zamba2": _HYBRID,
     "plamo2": _HYBRID,
