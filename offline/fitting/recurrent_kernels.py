@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow.parquet as pq
+import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
 from offline.fitting.datasets_common import DEFAULT_DATA_DIR, MS_PER_S, resolve_data_dir
 from offline.fitting.metrics import accuracy
@@ -61,15 +61,7 @@ REPORT = Path(__file__).resolve().parents[2] / "bench/results/ssm_kernels.md"
 def row_architecture(row: Mapping[str, Any]) -> ModelArchitecture:
     """A one-layer model whose only mixer has the row's shapes."""
     hidden = int(row["d_model"])
-    base = dict(
-        hidden_size=hidden,
-        num_layers=1,
-        num_attention_heads=1,
-        num_key_value_heads=1,
-        head_dim=hidden,
-        intermediate_size=hidden,
-        vocab_size=1,
-    )
+    mamba, delta = None, None
     if row["op_name"] == "mamba2":
         mamba = MambaShape(
             num_heads=int(row["nheads"]),
@@ -79,16 +71,28 @@ def row_architecture(row: Mapping[str, Any]) -> ModelArchitecture:
             conv_kernel=int(row["d_conv"]),
             chunk_size=int(row["chunk_size"]),
         )
-        return ModelArchitecture(**base, mamba=mamba, num_mamba_layers=1)
-    delta = DeltaNetShape(
-        num_key_heads=int(row["num_k_heads"]),
-        num_value_heads=int(row["num_v_heads"]),
-        key_head_dim=int(row["head_k_dim"]),
-        value_head_dim=int(row["head_v_dim"]),
-        conv_kernel=int(row["d_conv"]),
-        state_fp32=True,  # the tables' models (Qwen3.5) state mamba_ssm_dtype float32
+    else:
+        delta = DeltaNetShape(
+            num_key_heads=int(row["num_k_heads"]),
+            num_value_heads=int(row["num_v_heads"]),
+            key_head_dim=int(row["head_k_dim"]),
+            value_head_dim=int(row["head_v_dim"]),
+            conv_kernel=int(row["d_conv"]),
+            state_fp32=True,  # the tables' models (Qwen3.5) state mamba_ssm_dtype float32
+        )
+    return ModelArchitecture(
+        hidden_size=hidden,
+        num_layers=1,
+        num_attention_heads=1,
+        num_key_value_heads=1,
+        head_dim=hidden,
+        intermediate_size=hidden,
+        vocab_size=1,
+        mamba=mamba,
+        num_mamba_layers=1 if mamba else 0,
+        delta_net=delta,
+        num_delta_net_layers=1 if delta else 0,
     )
-    return ModelArchitecture(**base, delta_net=delta, num_delta_net_layers=1)
 
 
 def _row_seconds(row: Mapping[str, Any], gpu_dir: str) -> tuple[float, float, float]:
@@ -102,7 +106,10 @@ def _row_seconds(row: Mapping[str, Any], gpu_dir: str) -> tuple[float, float, fl
     sequences = float(row["batch_size"])
     tokens = sequences if row["phase"] == "generation" else sequences * float(row["seq_len"])
     work = kernel_work(
-        KernelNode(kind, kind, 1, operand), arch, shapes, PassShape(tokens, sequences, sequences, {}, 1)
+        KernelNode(kind, kind, 1, operand),
+        arch,
+        shapes,
+        PassShape(tokens, sequences, sequences, {}, 1),
     )
     units = unit_times_s(
         work, unit_rates(gpu, "bf16", coefficients), streaming=kind in STREAMING_KINDS

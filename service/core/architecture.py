@@ -203,9 +203,13 @@ def _validate_layer_mix(arch: ModelArchitecture) -> None:
         )
     if arch.num_mlp_free_layers > arch.num_layers:
         raise InvalidArchitecture("num_mlp_free_layers exceeds num_layers", field="num_layers")
-    if arch.mamba is not None and min(
-        arch.mamba.num_heads, arch.mamba.head_dim, arch.mamba.state_size, arch.mamba.n_groups
-    ) <= 0:
+    if (
+        arch.mamba is not None
+        and min(
+            arch.mamba.num_heads, arch.mamba.head_dim, arch.mamba.state_size, arch.mamba.n_groups
+        )
+        <= 0
+    ):
         raise InvalidArchitecture("Mamba-2 sizes must be positive", field="mamba")
     if arch.delta_net is not None:
         d = arch.delta_net

@@ -118,7 +118,9 @@ def build_kernel_graph(
     if tensor_group > 1:
         attn_out = b.add(KernelNode("attn_all_reduce", "all_reduce", mixers), *mixer_outputs)
     if arch.sandwich_norms:
-        attn_out = b.add(KernelNode("attn_output_norm", "norm", mixers), *_sources(attn_out, mixer_outputs))
+        attn_out = b.add(
+            KernelNode("attn_output_norm", "norm", mixers), *_sources(attn_out, mixer_outputs)
+        )
     mlp_input = norm if arch.parallel_residual else -1
     if not arch.parallel_residual:
         residual = b.add(

@@ -120,3 +120,15 @@ def test_bad_configs_name_the_key(config: dict[str, Any], field: str) -> None:
     with pytest.raises((InvalidArchitecture, UnsupportedArchitecture)) as raised:
         read_config(config)
     assert raised.value.field == field
+
+
+def test_a_catalogue_entry_round_trips_the_mixer_shapes() -> None:
+    """A catalogue entry written from a read config (dataclasses.asdict) reads back the same
+    architecture, nested Mamba-2 and gated-DeltaNet shapes included."""
+    from dataclasses import asdict
+
+    from service.catalog.models import architecture_from_entry
+
+    for config in (GRANITE_4_H_SMALL, {"model_type": "qwen3_5_moe"}):
+        arch = read_config(config).architecture
+        assert architecture_from_entry(asdict(arch)) == arch

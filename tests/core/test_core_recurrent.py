@@ -24,6 +24,7 @@ from service.core.mixers import DeltaNetShape, MambaShape
 from service.core.plan import cost_plan
 from service.core.recurrent import recurrent_state_bytes
 from service.core.shards import ShardShapes, shard_shapes
+from service.core.work import Work
 from service.core.workload import Deployment, Parallelism, Precision, Workload
 from tests.core.core_support import IDEAL, catalog_gpu, estimate
 
@@ -75,8 +76,8 @@ def _pass(tokens: float, sequences: float) -> PassShape:
     return PassShape(tokens, sequences, sequences, {}, 1)
 
 
-def _work(kind: str, operand: str, arch: ModelArchitecture, p: PassShape, tensor: int = 1):  # type: ignore[no-untyped-def]
-    return kernel_work(KernelNode(kind, kind, 1, operand), arch, _shapes(arch, tensor), p)
+def _work(kind: str, operand: str, arch: ModelArchitecture, p: PassShape) -> Work:
+    return kernel_work(KernelNode(kind, kind, 1, operand), arch, _shapes(arch), p)
 
 
 def test_one_mamba2_layer_flops_by_hand() -> None:
@@ -126,9 +127,7 @@ def test_hybrid_memory_is_weights_plus_attention_kv_plus_states() -> None:
     96,000 elements, 192,000 B in bf16. KV: 3 sequences x 15 tokens x 1 attention layer x
     (2 x 2 x 16) x 2 B = 5,760 B; states 3 x 2 x 1,600 B = 9,600 B."""
     assert parameter_count(HYBRID) == 96_000
-    footprint = memory_footprint(
-        HYBRID, _shapes(HYBRID), Workload(3, 10, 5), _deployment()
-    )
+    footprint = memory_footprint(HYBRID, _shapes(HYBRID), Workload(3, 10, 5), _deployment())
     assert footprint.weight_bytes_per_gpu == 192_000
     assert footprint.kv_cache_bytes_per_gpu == 5_760 + 9_600
 

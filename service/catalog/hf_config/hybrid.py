@@ -4,7 +4,7 @@ strings and lists, mixer sizes)."""
 
 from __future__ import annotations
 
-from service.catalog.hf_config.layers import set_experts, sparse_step_layers
+from service.catalog.hf_config.layers import set_experts
 from service.catalog.hf_config.reading import ClassDefaults, ConfigKeys, Reading, read_decoder
 from service.catalog.hf_config.view import ConfigView
 from service.core.cost_model_errors import InvalidArchitecture, UnsupportedArchitecture
@@ -164,8 +164,9 @@ def read_falcon_h1(view: ConfigView) -> Reading:
     hidden)."""
     reading = read_decoder(view, FALCON_H1)
     layers: int = reading.values["num_layers"]
-    inner = view.optional_size("mamba_d_ssm", 1024) or view.size("mamba_expand", 2) * (
-        reading.values["hidden_size"]
+    inner = (
+        view.optional_size("mamba_d_ssm", 1024)
+        or view.size("mamba_expand", 2) * (reading.values["hidden_size"])
     )
     reading.set("mamba", _mamba_sized(view, inner, 256, 1, 256), "mamba_n_heads")
     reading.set("num_mamba_layers", layers, "num_hidden_layers")
