@@ -10,7 +10,8 @@ tensor-parallel shard holds), so the kernel is priced on one GPU: a mixer of tho
 one-layer model, bf16, the pass's tokens and sequences, through the same counter and roofline
 as a quote (`service.core.kernel_work`, `service.core.roofline`), plus one kernel launch.
 
-`row_time_s(row, gpu_dir)` is the entry point a general kernel report can call per row;
+`row_work(row, gpu_dir)` gives a general kernel report the row's counts (to price with its own
+roofline and power code), `row_time_s` / `row_power_w` the time and power priced here;
 ``python -m offline.fitting.recurrent_kernels --data ../shared/data`` writes
 bench/results/ssm_kernels.md.
 """
@@ -36,6 +37,7 @@ from service.core.kernel_work import kernel_work
 from service.core.mixers import DeltaNetShape, MambaShape
 from service.core.roofline import STREAMING_KINDS, unit_rates, unit_times_s
 from service.core.shards import shard_shapes
+from service.core.work import Work
 from service.core.workload import Deployment, Parallelism, Precision
 
 TABLES = "aiconfigurator/kernels/{gpu}/linear_attention"
@@ -95,25 +97,27 @@ def row_architecture(row: Mapping[str, Any]) -> ModelArchitecture:
     )
 
 
-def _row_seconds(row: Mapping[str, Any], gpu_dir: str) -> tuple[float, float, float]:
-    """(time, compute limb, memory limb) [s] of the kernel a row measured."""
+def row_work(row: Mapping[str, Any], gpu_dir: str) -> tuple[str, Work, bool]:
+    """(op label, the cost model's counts, whether the kernel streams memory) of the kernel a
+    row measured, on one GPU of `gpu_dir`'s kind, in bf16."""
     arch = row_architecture(row)
     gpu = load_gpu_catalog().get(GPU_IDS[gpu_dir]).spec
-    coefficients = load_cost_model_coefficients().roofline
     shapes = shard_shapes(arch, Deployment(gpu, Parallelism(), Precision()))
     kind = KERNEL_KINDS[str(row["kernel_source"])]
     operand = "mamba" if row["op_name"] == "mamba2" else "delta_net"
     sequences = float(row["batch_size"])
     tokens = sequences if row["phase"] == "generation" else sequences * float(row["seq_len"])
-    work = kernel_work(
-        KernelNode(kind, kind, 1, operand),
-        arch,
-        shapes,
-        PassShape(tokens, sequences, sequences, {}, 1),
-    )
-    units = unit_times_s(
-        work, unit_rates(gpu, "bf16", coefficients), streaming=kind in STREAMING_KINDS
-    )
+    p = PassShape(tokens, sequences, sequences, {}, 1)
+    work = kernel_work(KernelNode(kind, kind, 1, operand), arch, shapes, p)
+    return f"{row['op_name']} {kind} ({row['phase']})", work, kind in STREAMING_KINDS
+
+
+def _row_seconds(row: Mapping[str, Any], gpu_dir: str) -> tuple[float, float, float]:
+    """(time, compute limb, memory limb) [s] of the kernel a row measured."""
+    _, work, streaming = row_work(row, gpu_dir)
+    gpu = load_gpu_catalog().get(GPU_IDS[gpu_dir]).spec
+    coefficients = load_cost_model_coefficients().roofline
+    units = unit_times_s(work, unit_rates(gpu, "bf16", coefficients), streaming=streaming)
     # A kernel timed alone pays a launch in either phase (a quote's decode replays CUDA graphs).
     return max(units) + coefficients.kernel_launch_s, max(units[:3]), units[3]
 
