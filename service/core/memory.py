@@ -6,6 +6,7 @@ import math
 
 from service.core.architecture import ModelArchitecture
 from service.core.cost_model_errors import InsufficientMemory
+from service.core.mixers import RecurrentShard, delta_net_shard, mamba_shard
 from service.core.recurrent import recurrent_state_bytes
 from service.core.results import MemoryFootprint
 from service.core.shards import ShardShapes
@@ -37,6 +38,24 @@ def mixer_weight_elements(arch: ModelArchitecture) -> float:
         total += arch.num_mamba_layers * arch.mamba.weight_elements(arch.hidden_size)
     if arch.delta_net is not None:
         total += arch.num_delta_net_layers * arch.delta_net.weight_elements(arch.hidden_size)
+    return total
+
+
+def recurrent_weight_elements_per_gpu(arch: ModelArchitecture, group: int) -> float:
+    """Recurrent-mixer weight elements one of `group` tensor-parallel GPUs holds: its share of
+    the heads, and the whole of Mamba-2 B and C projections where the groups do not split
+    (`mixers.mamba_shard`: replicated, as vLLM does)."""
+    parts: list[tuple[RecurrentShard, int, int]] = []
+    if arch.mamba is not None and arch.num_mamba_layers:
+        parts.append(
+            (mamba_shard(arch.mamba, group), arch.mamba.conv_kernel, arch.num_mamba_layers)
+        )
+    if arch.delta_net is not None and arch.num_delta_net_layers:
+        d = arch.delta_net
+        parts.append((delta_net_shard(d, group), d.conv_kernel, arch.num_delta_net_layers))
+    h, total = arch.hidden_size, 0.0
+    for r, taps, layers in parts:
+        total += layers * (h * r.in_proj_width + r.conv_channels * taps + r.out_width * h)
     return total
 
 
@@ -74,7 +93,9 @@ def active_parameter_count(arch: ModelArchitecture) -> float:
 def weight_bytes_per_gpu(arch: ModelArchitecture, s: ShardShapes, pipeline: int) -> float:
     """Weight bytes on the most loaded GPU [B] (a stage with the embedding table)."""
     dense_mlp = mlp_weight_elements(arch, arch.intermediate_size)
-    layer_bytes = (mixer_weight_elements(arch) + arch.num_dense_mlp_layers * dense_mlp) / s.group
+    attention = arch.num_attention_layers * attention_weight_elements(arch)
+    layer_bytes = (attention + arch.num_dense_mlp_layers * dense_mlp) / s.group
+    layer_bytes += recurrent_weight_elements_per_gpu(arch, s.group)
     if arch.is_moe:
         experts = s.local_experts * mlp_weight_elements(arch, arch.expert_width) / s.tensor
         shared = mlp_weight_elements(arch, arch.shared_expert_width) / s.group

@@ -92,8 +92,8 @@ class DeltaNetShape:
 @dataclass(frozen=True, slots=True)
 class RecurrentShard:
     """One GPU's share of a recurrent mixer under `group`-way tensor parallelism: heads split,
-    Mamba groups split when they divide (else replicated, as vLLM does), conv channels with
-    them. Widths in elements; state elements per sequence."""
+    Mamba groups split when they divide (a single group is replicated, as vLLM does), conv
+    channels with them. Widths in elements; state elements per sequence."""
 
     heads: float
     conv_channels: float

@@ -178,3 +178,23 @@ def _fields(arch: ModelArchitecture) -> dict[str, object]:
 def test_weights_precision_leaves_state_in_activation_dtype() -> None:
     fp8 = Deployment(H100, Parallelism(), Precision(weights=DType.FP8))
     assert recurrent_state_bytes(HYBRID, shard_shapes(HYBRID, fp8)) == 2 * (576 + 1_024)
+
+
+def test_a_single_mamba_group_is_replicated_under_tensor_parallelism() -> None:
+    """With one group (Granite 4.0-H, Falcon-H1) each of 2 GPUs holds half the heads but all of
+    B and C: in_proj 16 + (16 + 2 x 16) + 2 = 66 wide, conv over 48 channels, out_proj 16 x 64:
+    64 x 66 + 48 x 4 + 16 x 64 = 5,440 elements per layer. Per GPU: attention 12,288 / 2,
+    Mamba-2 2 x 5,440, MLPs 3 x 16,384 / 2, tables 12,800 / 2 = 48,000 elements, 96,000 B."""
+    one_group = ModelArchitecture(**{**_fields(HYBRID), "mamba": MambaShape(4, 8, 16, 1, 4, 32)})
+    footprint = memory_footprint(
+        one_group, _shapes(one_group, tensor=2), Workload(1, 1, 1), _deployment(tensor=2)
+    )
+    assert footprint.weight_bytes_per_gpu == 96_000
+
+
+def test_mamba_groups_that_do_not_split_are_refused() -> None:
+    from service.core.cost_model_errors import InvalidParallelism
+
+    with pytest.raises(InvalidParallelism) as raised:
+        _shapes(HYBRID, tensor=4)  # 2 groups over 4 GPUs
+    assert raised.value.field == "hardware.parallelism.tensor"
