@@ -10,7 +10,7 @@ tensor-parallel shard holds), so the kernel is priced on one GPU: a mixer of tho
 one-layer model, bf16, the pass's tokens and sequences, through the same counter and roofline
 as a quote (`service.core.kernel_work`, `service.core.roofline`), plus one kernel launch.
 
-`row_work(row, gpu_dir)` gives a general kernel report the row's counts (to price with its own
+`row_work(row, gpu)` gives a general kernel report the row's counts (to price with its own
 roofline and power code), `row_time_s` / `row_power_w` the time and power priced here;
 ``python -m offline.fitting.recurrent_kernels --data ../shared/data`` writes
 bench/results/ssm_kernels.md.
@@ -33,6 +33,7 @@ from service.catalog.gpus import load_gpu_catalog
 from service.core.architecture import ModelArchitecture
 from service.core.counts import PassShape
 from service.core.graph import KernelNode
+from service.core.hardware import GpuSpec
 from service.core.kernel_work import kernel_work
 from service.core.mixers import DeltaNetShape, MambaShape
 from service.core.roofline import STREAMING_KINDS, unit_rates, unit_times_s
@@ -97,11 +98,10 @@ def row_architecture(row: Mapping[str, Any]) -> ModelArchitecture:
     )
 
 
-def row_work(row: Mapping[str, Any], gpu_dir: str) -> tuple[str, Work, bool]:
+def row_work(row: Mapping[str, Any], gpu: GpuSpec) -> tuple[str, Work, bool]:
     """(op label, the cost model's counts, whether the kernel streams memory) of the kernel a
-    row measured, on one GPU of `gpu_dir`'s kind, in bf16."""
+    row measured, on one `gpu`, in bf16."""
     arch = row_architecture(row)
-    gpu = load_gpu_catalog().get(GPU_IDS[gpu_dir]).spec
     shapes = shard_shapes(arch, Deployment(gpu, Parallelism(), Precision()))
     kind = KERNEL_KINDS[str(row["kernel_source"])]
     operand = "mamba" if row["op_name"] == "mamba2" else "delta_net"
@@ -114,8 +114,8 @@ def row_work(row: Mapping[str, Any], gpu_dir: str) -> tuple[str, Work, bool]:
 
 def _row_seconds(row: Mapping[str, Any], gpu_dir: str) -> tuple[float, float, float]:
     """(time, compute limb, memory limb) [s] of the kernel a row measured."""
-    _, work, streaming = row_work(row, gpu_dir)
     gpu = load_gpu_catalog().get(GPU_IDS[gpu_dir]).spec
+    _, work, streaming = row_work(row, gpu)
     coefficients = load_cost_model_coefficients().roofline
     units = unit_times_s(work, unit_rates(gpu, "bf16", coefficients), streaming=streaming)
     # A kernel timed alone pays a launch in either phase (a quote's decode replays CUDA graphs).

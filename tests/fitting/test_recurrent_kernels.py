@@ -12,6 +12,7 @@ import pyarrow.parquet as pq  # type: ignore[import-untyped]
 import pytest
 
 from offline.fitting.recurrent_kernels import row_power_w, row_time_s, row_work, write_report
+from service.catalog.gpus import load_gpu_catalog
 
 # A gated-DeltaNet decode row: 4 sequences, 2 key heads and 4 value heads of 128.
 GDN_DECODE: dict[str, Any] = {
@@ -30,7 +31,7 @@ MAMBA_PREFILL: dict[str, Any] = {
 
 def test_a_decode_row_reads_and_writes_each_fp32_state_once() -> None:
     """4 sequences x 4 heads x 128 x 128 fp32 = 1,048,576 B read and as many written."""
-    label, work, streaming = row_work(GDN_DECODE, "h100_sxm")
+    label, work, streaming = row_work(GDN_DECODE, load_gpu_catalog().get("H100-SXM5-80GB").spec)
     assert label == "gdn delta_rule (generation)" and streaming
     assert work.kv_cache_read_bytes == work.kv_cache_write_bytes == 4 * 4 * 128 * 128 * 4
 
@@ -38,7 +39,7 @@ def test_a_decode_row_reads_and_writes_each_fp32_state_once() -> None:
 def test_a_conv_row_is_the_tokens_of_all_sequences() -> None:
     """200 tokens x (64 x 64 + 2 x 8 x 128 = 6144 channels) x (2 x 4 taps + 5) ops; the conv
     state of 2 sequences, 3 x 6144 bf16 each, read and written."""
-    label, work, streaming = row_work(MAMBA_PREFILL, "h200_sxm")
+    label, work, streaming = row_work(MAMBA_PREFILL, load_gpu_catalog().get("H200-SXM-141GB").spec)
     assert label == "mamba2 causal_conv1d (context)" and not streaming
     assert work.cuda_core_ops == 200 * 6144 * 13
     assert work.kv_cache_read_bytes == 2 * 3 * 6144 * 2
