@@ -138,7 +138,8 @@ def _gemm_shape(
 def _recurrent_projection(
     operand: str, arch: ModelArchitecture, s: ShardShapes
 ) -> tuple[float, float, float]:
-    """in_proj (hidden -> the mixer's inputs) or out_proj of a recurrent mixer on one GPU."""
+    """in_proj (hidden -> the mixer's inputs), out_proj, or Mamba-1's x_proj and dt_proj of a
+    recurrent mixer on one GPU."""
     if operand.startswith("mamba_"):
         assert arch.mamba is not None
         r = mamba_shard(arch.mamba, s.group)
@@ -148,6 +149,12 @@ def _recurrent_projection(
     h = float(s.hidden)
     if operand.endswith("_in"):
         return h, r.in_proj_width, h * r.in_proj_width
+    if operand in ("mamba_x", "mamba_dt"):  # Mamba-1: d_inner -> dt, B, C; dt -> d_inner
+        assert arch.mamba is not None
+        rank, x_width = arch.mamba.dt_rank, arch.mamba.x_proj_width
+        if operand == "mamba_x":
+            return r.out_width, x_width, r.out_width * x_width
+        return rank, r.out_width, rank * r.out_width
     return r.out_width, h, r.out_width * h
 
 

@@ -36,13 +36,20 @@ KERNEL_KINDS: tuple[str, ...] = (
 )
 """Every kind of kernel, in a fixed order (the regressor one-hot encodes it)."""
 
-RECURRENT_KERNEL_KINDS: tuple[str, ...] = ("causal_conv1d", "ssd_scan", "delta_rule", "gated_norm")
+RECURRENT_KERNEL_KINDS: tuple[str, ...] = (
+    "causal_conv1d",
+    "ssd_scan",
+    "selective_scan",
+    "delta_rule",
+    "gated_norm",
+)
 """Kernels of the recurrent mixers (service.core.recurrent). The shipped regressor was trained
 before them: it encodes each as the kind of KERNEL_KINDS that does the same sort of work
 (`ENCODED_AS`), so its feature hash, and the model, stay valid."""
 ENCODED_AS = {
     "causal_conv1d": "activation",
     "ssd_scan": "attention",
+    "selective_scan": "attention",
     "delta_rule": "attention",
     "gated_norm": "norm",
 }
@@ -111,9 +118,9 @@ def build_kernel_graph(
     if arch.num_attention_layers > 0:
         mixer_outputs.append(_add_attention_block(b, arch, flash_attention, norm))
     if arch.mamba is not None and arch.num_mamba_layers > 0:
-        mixer_outputs.append(_add_recurrent(b, "mamba", arch.num_mamba_layers, norm))
+        mixer_outputs.append(_add_recurrent(b, arch, "mamba", norm))
     if arch.delta_net is not None and arch.num_delta_net_layers > 0:
-        mixer_outputs.append(_add_recurrent(b, "delta_net", arch.num_delta_net_layers, norm))
+        mixer_outputs.append(_add_recurrent(b, arch, "delta_net", norm))
     attn_out = mixer_outputs[0] if len(mixer_outputs) == 1 else -1
     if tensor_group > 1:
         attn_out = b.add(KernelNode("attn_all_reduce", "all_reduce", mixers), *mixer_outputs)
@@ -159,15 +166,28 @@ def _add_attention_block(
     return b.add(KernelNode("o_proj", "gemm", layers, "o"), *attention_outputs)
 
 
-def _add_recurrent(b: _GraphBuilder, mixer: str, layers: int, norm: int) -> int:
-    """in_proj, causal conv1d, the scan (Mamba-2's SSD) or delta rule, the gated RMSNorm and
-    out_proj of a recurrent mixer (`mixer`: ``mamba`` or ``delta_net``)."""
+def _add_recurrent(b: _GraphBuilder, arch: ModelArchitecture, mixer: str, norm: int) -> int:
+    """in_proj, causal conv1d, the scan (Mamba-2's SSD, gated DeltaNet's delta rule) with its
+    gated RMSNorm, and out_proj of a recurrent mixer (`mixer`: ``mamba`` or ``delta_net``);
+    Mamba-1 projects dt, B and C from x (x_proj, dt_proj) and gates inside its scan."""
     short = "mamba" if mixer == "mamba" else "linear_attn"
-    scan_kind = "ssd_scan" if mixer == "mamba" else "delta_rule"
+    layers = arch.num_mamba_layers if mixer == "mamba" else arch.num_delta_net_layers
     proj_in = b.add(KernelNode(f"{short}_in_proj", "gemm", layers, f"{mixer}_in"), norm)
     conv = b.add(KernelNode(f"{short}_conv1d", "causal_conv1d", layers, mixer), proj_in)
-    scan = b.add(KernelNode(f"{short}_{scan_kind}", scan_kind, layers, mixer), conv, proj_in)
-    gated = b.add(KernelNode(f"{short}_gated_norm", "gated_norm", layers, mixer), scan, proj_in)
+    if mixer == "mamba" and arch.mamba is not None and arch.mamba.selective:
+        x_proj = b.add(KernelNode("mamba_x_proj", "gemm", layers, "mamba_x"), conv)
+        dt_proj = b.add(KernelNode("mamba_dt_proj", "gemm", layers, "mamba_dt"), x_proj)
+        gated = b.add(
+            KernelNode("mamba_selective_scan", "selective_scan", layers, mixer),
+            conv,
+            x_proj,
+            dt_proj,
+            proj_in,
+        )
+    else:
+        scan_kind = "ssd_scan" if mixer == "mamba" else "delta_rule"
+        scan = b.add(KernelNode(f"{short}_{scan_kind}", scan_kind, layers, mixer), conv, proj_in)
+        gated = b.add(KernelNode(f"{short}_gated_norm", "gated_norm", layers, mixer), scan, proj_in)
     return b.add(KernelNode(f"{short}_out_proj", "gemm", layers, f"{mixer}_out"), gated)
 
 

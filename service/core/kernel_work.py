@@ -34,6 +34,7 @@ COUNTERS: dict[str, KernelCounter] = {
     "expert_activation": moe.expert_activation,
     "causal_conv1d": recurrent.causal_conv1d,
     "ssd_scan": recurrent.ssd_scan,
+    "selective_scan": recurrent.selective_scan,
     "delta_rule": recurrent.delta_rule,
     "gated_norm": recurrent.gated_norm,
 }

@@ -6,7 +6,7 @@ import math
 
 from service.core.architecture import ModelArchitecture
 from service.core.cost_model_errors import InsufficientMemory
-from service.core.mixers import RecurrentShard, delta_net_shard, mamba_shard
+from service.core.mixers import delta_net_weight_elements, mamba_weight_elements
 from service.core.recurrent import recurrent_state_bytes
 from service.core.results import MemoryFootprint
 from service.core.shards import ShardShapes
@@ -45,17 +45,11 @@ def recurrent_weight_elements_per_gpu(arch: ModelArchitecture, group: int) -> fl
     """Recurrent-mixer weight elements one of `group` tensor-parallel GPUs holds: its share of
     the heads, and the whole of Mamba-2 B and C projections where the groups do not split
     (`mixers.mamba_shard`: replicated, as vLLM does)."""
-    parts: list[tuple[RecurrentShard, int, int]] = []
-    if arch.mamba is not None and arch.num_mamba_layers:
-        parts.append(
-            (mamba_shard(arch.mamba, group), arch.mamba.conv_kernel, arch.num_mamba_layers)
-        )
-    if arch.delta_net is not None and arch.num_delta_net_layers:
-        d = arch.delta_net
-        parts.append((delta_net_shard(d, group), d.conv_kernel, arch.num_delta_net_layers))
     h, total = arch.hidden_size, 0.0
-    for r, taps, layers in parts:
-        total += layers * (h * r.in_proj_width + r.conv_channels * taps + r.out_width * h)
+    if arch.mamba is not None:
+        total += arch.num_mamba_layers * mamba_weight_elements(arch.mamba, h, group)
+    if arch.delta_net is not None:
+        total += arch.num_delta_net_layers * delta_net_weight_elements(arch.delta_net, h, group)
     return total
 
 

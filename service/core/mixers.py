@@ -17,7 +17,12 @@ from dataclasses import dataclass
 class MambaShape:
     """A Mamba-2 mixer: `num_heads` x `head_dim` is d_inner; B and C carry `n_groups` x
     `state_size` each. `state_fp32`: the recurrent state is kept in fp32 (vLLM's
-    `mamba_ssm_cache_dtype`), else in the activation dtype."""
+    `mamba_ssm_cache_dtype`), else in the activation dtype.
+
+    `dt_rank` > 0 makes it a Mamba-1 mixer (Jamba): one state of `state_size` per channel of
+    d_inner (taken as d_inner heads of one), B, C and the rank-`dt_rank` time step projected
+    from x by x_proj (B and C shared by all channels: one group), dt widened by dt_proj, the
+    conv over x alone, and in_proj giving x and the gate z."""
 
     num_heads: int
     head_dim: int
@@ -26,6 +31,12 @@ class MambaShape:
     conv_kernel: int = 4
     chunk_size: int = 256
     state_fp32: bool = False
+    dt_rank: int = 0
+
+    @property
+    def selective(self) -> bool:
+        """Mamba-1's selective scan rather than Mamba-2's state-space dual."""
+        return self.dt_rank > 0
 
     @property
     def inner_width(self) -> int:
@@ -33,20 +44,14 @@ class MambaShape:
         return self.num_heads * self.head_dim
 
     @property
-    def conv_channels(self) -> int:
-        """Channels of the causal conv1d: x, B and C (d_inner + 2 G N) [elements]."""
-        return self.inner_width + 2 * self.n_groups * self.state_size
-
-    @property
-    def in_proj_width(self) -> int:
-        """Output width of in_proj: z, x, B, C and dt (2 d_inner + 2 G N + heads)."""
-        return self.inner_width + self.conv_channels + self.num_heads
+    def x_proj_width(self) -> int:
+        """Mamba-1's x_proj output: dt (rank dt_rank), B and C."""
+        return self.dt_rank + 2 * self.state_size
 
     def weight_elements(self, hidden: int) -> float:
-        """in_proj, conv1d and out_proj weights of one layer (A, D, dt_bias and norm left out,
-        as norms are elsewhere)."""
-        conv = self.conv_channels * self.conv_kernel
-        return float(hidden * self.in_proj_width + conv + self.inner_width * hidden)
+        """in_proj, conv1d, x_proj and dt_proj (Mamba-1) and out_proj weights of one layer (A,
+        D, dt_bias and norm left out, as norms are elsewhere)."""
+        return mamba_weight_elements(self, hidden, 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,8 +90,7 @@ class DeltaNetShape:
 
     def weight_elements(self, hidden: int) -> float:
         """in_proj_qkvz, in_proj_ba, conv1d and out_proj weights of one layer."""
-        conv = self.conv_channels * self.conv_kernel
-        return float(hidden * self.in_proj_width + conv + self.value_width * hidden)
+        return delta_net_weight_elements(self, hidden, 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,17 +109,31 @@ class RecurrentShard:
 
 def mamba_shard(m: MambaShape, group: int) -> RecurrentShard:
     heads = m.num_heads / group
-    groups = m.n_groups / group if m.n_groups % group == 0 else float(m.n_groups)
     inner = heads * m.head_dim
-    conv = inner + 2 * groups * m.state_size
+    if m.selective:  # Mamba-1: conv over x; in_proj gives x and z
+        conv, in_proj = inner, 2 * inner
+    else:  # Mamba-2: conv over x, B and C; in_proj gives z, x, B, C and dt
+        groups = m.n_groups / group if m.n_groups % group == 0 else float(m.n_groups)
+        conv = inner + 2 * groups * m.state_size
+        in_proj = inner + conv + heads
     return RecurrentShard(
         heads=heads,
         conv_channels=conv,
-        in_proj_width=inner + conv + heads,
+        in_proj_width=in_proj,
         out_width=inner,
         conv_state=(m.conv_kernel - 1) * conv,
         recurrent_state=heads * m.head_dim * m.state_size,
     )
+
+
+def mamba_weight_elements(m: MambaShape, hidden: int, group: int) -> float:
+    """The weights one of `group` tensor-parallel GPUs holds of one Mamba layer: in_proj, conv1d
+    and out_proj (and Mamba-1's x_proj and dt_proj) on its share of the channels."""
+    r = mamba_shard(m, group)
+    total = hidden * r.in_proj_width + r.conv_channels * m.conv_kernel + r.out_width * hidden
+    if m.selective:
+        total += r.out_width * m.x_proj_width + m.dt_rank * r.out_width
+    return float(total)
 
 
 def delta_net_shard(d: DeltaNetShape, group: int) -> RecurrentShard:
@@ -130,3 +148,9 @@ def delta_net_shard(d: DeltaNetShape, group: int) -> RecurrentShard:
         conv_state=(d.conv_kernel - 1) * conv,
         recurrent_state=value_heads * d.key_head_dim * d.value_head_dim,
     )
+
+
+def delta_net_weight_elements(d: DeltaNetShape, hidden: int, group: int) -> float:
+    """The weights one of `group` tensor-parallel GPUs holds of one gated-DeltaNet layer."""
+    r = delta_net_shard(d, group)
+    return float(hidden * r.in_proj_width + r.conv_channels * d.conv_kernel + r.out_width * hidden)

@@ -16,6 +16,10 @@ overcount the basis cannot separate (service.core.plan).
   in fp32 written by chunk_state, read and rewritten by state_passing, read by chunk_scan
   (4 x H P N x 4 B per chunk of Q tokens). The decode update (selective_state_update)
   h = h exp(dt A) + dt B x, y = C h + D x: 5 ops per state element.
+- selective_scan, Mamba-1's scan (selective_scan_fn / selective_state_update, d_inner channels
+  of state N each, on CUDA cores): per token and state element, exp(dt A), dt B x, the state
+  update and C h (7 ops + 1 exp); per channel the softplus of dt (2 exp), the D skip and the
+  SiLU gate of z (6 ops + 1 exp). Its state is read and written once per sequence and pass.
 - delta_rule, gated DeltaNet's chunked delta rule (FLA chunk_gated_delta_rule, chunk C, key dim
   dk, value dim dv per value head): K K^T (C dk MAC per token), the triangular solve (C^2 / 3),
   w = A K and u = A V (C dk + C dv), the state recurrence v - w h and h + k^T v (2 dk dv),
@@ -39,6 +43,7 @@ _CONV_OPS_PER_TAP, _CONV_BIAS_SILU_OPS = 2.0, 5.0
 _MAMBA_UPDATE_OPS, _DELTA_UPDATE_OPS = 5.0, 7.0
 _GATED_NORM_OPS = 9.0
 _MAMBA_CHUNK_STATE_PASSES = 4.0
+_SELECTIVE_OPS, _SELECTIVE_CHANNEL_OPS = 7.0, 6.0
 
 
 def recurrent_shard(node: KernelNode, arch: ModelArchitecture, s: ShardShapes) -> RecurrentShard:
@@ -109,6 +114,23 @@ def ssd_scan(node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassS
         * ((heads * dim + 2 * groups * state + heads) * s.activation_bytes + chunk_state_bytes / 2),
         activation_write_bytes=p.tokens
         * (heads * dim * s.activation_bytes + chunk_state_bytes / 2),
+        kv_cache_read_bytes=state_bytes,
+        kv_cache_write_bytes=state_bytes,
+    )
+
+
+def selective_scan(node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape) -> Work:
+    assert arch.mamba is not None
+    m, r = arch.mamba, recurrent_shard(node, arch, s)
+    channels, elements = r.out_width, r.recurrent_state  # per sequence: channels x N
+    ab = s.activation_bytes
+    state_bytes = p.logit_rows * elements * _state_bytes(node, arch, s)
+    return Work(
+        cuda_core_ops=p.tokens * (_SELECTIVE_OPS * elements + _SELECTIVE_CHANNEL_OPS * channels),
+        special_function_ops=p.tokens * (elements + 3.0 * channels),
+        weight_bytes=channels * (m.state_size + 2.0) * s.embedding_bytes,  # A, D, dt bias
+        activation_read_bytes=p.tokens * (3 * channels + 2 * m.state_size) * ab,  # x, dt, z, B, C
+        activation_write_bytes=p.tokens * channels * ab,
         kv_cache_read_bytes=state_bytes,
         kv_cache_write_bytes=state_bytes,
     )

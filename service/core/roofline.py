@@ -25,6 +25,7 @@ STREAMING_KINDS = frozenset(
         "attention_scores",
         "attention_context",
         "ssd_scan",
+        "selective_scan",
         "delta_rule",
     }
 )

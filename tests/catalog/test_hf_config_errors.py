@@ -63,7 +63,7 @@ def test_a_bad_key_is_named(config: dict[str, Any], field: str) -> None:
 @pytest.mark.parametrize(
     ("model_type", "reason"),
     [
-        ("jamba", "Mamba-1"),
+        ("falcon_mamba", "Mamba-1"),
         ("zamba2", "Mamba-2"),
         ("mamba", "state-space"),
         ("kimi_linear", "linear attention"),

@@ -1,4 +1,4 @@
-"""Granite 4.0-H, Falcon-H1, Bamba, Mamba-2 and Qwen3.5 configs, read as their transformers
+"""Granite 4.0-H, Falcon-H1, Bamba, Mamba-2, Jamba and Qwen3.5 configs, read as their transformers
 config classes read them; parameter counts worked by hand against each model card."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 
 from service.catalog.hf_config import read_config
 from service.core.cost_model_errors import InvalidArchitecture, UnsupportedArchitecture
-from service.core.memory import parameter_count
+from service.core.memory import active_parameter_count, parameter_count
 from service.core.mixers import DeltaNetShape, MambaShape
 
 # https://huggingface.co/ibm-granite/granite-4.0-h-small/blob/main/config.json: the keys
@@ -113,7 +113,7 @@ def test_qwen3_5_class_defaults() -> None:
         ({**GRANITE_4_H_SMALL, "layer_types": ["mamba"] * 39}, "layer_types"),
         ({**FALCON_H1_1_5B, "mamba_n_heads": 7, "mamba_d_head": "auto"}, "mamba_n_heads"),
         ({"model_type": "bamba", "attn_layer_indices": [40]}, "attn_layer_indices"),
-        ({"model_type": "jamba"}, "model_type"),
+        ({"model_type": "mamba"}, "model_type"),
     ],
 )
 def test_bad_configs_name_the_key(config: dict[str, Any], field: str) -> None:
@@ -132,3 +132,36 @@ def test_a_catalogue_entry_round_trips_the_mixer_shapes() -> None:
     for config in (GRANITE_4_H_SMALL, {"model_type": "qwen3_5_moe"}):
         arch = read_config(config).architecture
         assert architecture_from_entry(asdict(arch)) == arch
+
+
+# https://huggingface.co/ai21labs/Jamba-v0.1/blob/main/config.json (the keys JambaConfig reads;
+# Jamba 1.5 Mini has the same shape)
+JAMBA_V0_1: dict[str, Any] = {
+    "model_type": "jamba", "hidden_size": 4096, "intermediate_size": 14336,
+    "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+    "num_experts": 16, "num_experts_per_tok": 2, "expert_layer_period": 2,
+    "expert_layer_offset": 1, "attn_layer_period": 8, "attn_layer_offset": 4,
+    "mamba_d_state": 16, "mamba_d_conv": 4, "mamba_expand": 2, "mamba_dt_rank": 256,
+    "vocab_size": 65536, "max_position_embeddings": 262144, "tie_word_embeddings": False,
+}  # fmt: skip
+
+
+def test_jamba_by_hand() -> None:
+    """Layers 4, 12, 20, 28 attend (no positional encoding), 28 run Mamba-1; odd layers route to
+    16 experts (top 2). Attention 4 x (4096 x (4096 + 2 x 1024) + 4096 x 4096) = 167,772,160;
+    Mamba-1 28 x (4096 x 16384 in_proj + 8192 x 4 conv + 8192 x (256 + 2 x 16) x_proj + 256 x
+    8192 dt_proj + 8192 x 4096 out_proj) = 2,944,270,336; dense MLPs 16 x 3 x 4096 x 14336 =
+    2,818,572,288; experts 16 x 16 x 3 x 4096 x 14336 = 45,097,156,608; router 16 x 4096 x 16 =
+    1,048,576; tables 2 x 65536 x 4096 = 536,870,912: 51,565,690,880 (the card's 52B), of which
+    12,105,678,848 active (2 of 16 experts: the card's 12B)."""
+    arch = read_config(JAMBA_V0_1).architecture
+    assert (arch.num_attention_layers, arch.num_mamba_layers, arch.num_moe_layers) == (4, 28, 16)
+    assert arch.mamba == MambaShape(8192, 1, 16, 1, 4, dt_rank=256)
+    assert arch.position == "none"
+    assert parameter_count(arch) == 51_565_690_880
+    assert active_parameter_count(arch) == 12_105_678_848
+    # dt_rank "auto" is ceil(hidden / 16)
+    auto = read_config(
+        {**JAMBA_V0_1, "mamba_dt_rank": "auto", "hidden_size": 4100, "head_dim": 128}
+    )
+    assert auto.architecture.mamba is not None and auto.architecture.mamba.dt_rank == 257

@@ -198,3 +198,31 @@ def test_mamba_groups_that_do_not_split_are_refused() -> None:
     with pytest.raises(InvalidParallelism) as raised:
         _shapes(HYBRID, tensor=4)  # 2 groups over 4 GPUs
     assert raised.value.field == "hardware.parallelism.tensor"
+
+
+def test_one_mamba1_layer_by_hand() -> None:
+    """A Mamba-1 mixer (Jamba's): hidden 64, d_inner 128 (128 one-wide heads), state 4, dt rank
+    8, conv 4. Per token: in_proj 2 x 64 x 256 = 32,768 FLOP; x_proj 2 x 128 x (8 + 2 x 4) =
+    4,096; dt_proj 2 x 8 x 128 = 2,048; out_proj 2 x 128 x 64 = 16,384; the selective scan
+    7 x 128 x 4 + 6 x 128 = 4,352 CUDA-core ops and 128 x 4 + 3 x 128 = 896 exps, no tensor-core
+    work; its state per sequence 128 x 4 x 2 B = 1,024 B, read and written once per pass."""
+    jamba = ModelArchitecture(
+        **{
+            **_fields(HYBRID),
+            "mamba": MambaShape(128, 1, 4, 1, 4, dt_rank=8),
+            "num_mamba_layers": 2,
+        }
+    )
+    prefill = _pass(tokens=100, sequences=2)
+    flops = {op: _work("gemm", op, jamba, prefill).tensor_flops / 100 for op in (
+        "mamba_in", "mamba_x", "mamba_dt", "mamba_out")}  # fmt: skip
+    assert flops == {
+        "mamba_in": 32_768, "mamba_x": 4_096, "mamba_dt": 2_048, "mamba_out": 16_384
+    }  # fmt: skip
+    scan = _work("selective_scan", "mamba", jamba, prefill)
+    assert (scan.cuda_core_ops, scan.special_function_ops) == (100 * 4_352, 100 * 896)
+    assert scan.tensor_flops == 0
+    assert scan.kv_cache_read_bytes == scan.kv_cache_write_bytes == 2 * 1_024
+    graph = build_kernel_graph(jamba, flash_attention=True, tensor_group=1, pipeline_stages=1)
+    kinds = [n.kind for n in graph.nodes if n.name.startswith("mamba")]
+    assert kinds == ["gemm", "causal_conv1d", "gemm", "gemm", "selective_scan", "gemm"]

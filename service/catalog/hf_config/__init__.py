@@ -78,6 +78,7 @@ TEXT_READERS: dict[str, Reader] = {
     "falcon_h1": hybrid.read_falcon_h1,
     "mamba2": hybrid.read_mamba2,
     "bamba": hybrid.read_bamba,
+    "jamba": hybrid.read_jamba,
     "qwen3_next": delta_net.read_qwen3_next,
     "qwen3_5_text": delta_net.read_qwen3_5_text,
     "qwen3_5_moe_text": delta_net.read_qwen3_5_moe_text,

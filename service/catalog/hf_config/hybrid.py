@@ -228,3 +228,47 @@ def read_bamba(view: ConfigView) -> Reading:
     reading.set("mamba", _mamba_sized(view, inner, 256, 1, 256), "mamba_n_heads")
     reading.set("num_mamba_layers", layers - len(attention), "attn_layer_indices")
     return reading
+
+
+JAMBA = ClassDefaults(65536, 4096, 14336, 32, 32, 8, 262144, False)
+
+
+def read_jamba(view: ConfigView) -> Reading:
+    """JambaConfig (Jamba, Jamba 1.5/1.7): attention without positional encoding on every
+    `attn_layer_period`-th layer from `attn_layer_offset`, Mamba-1 mixers on the rest (d_inner
+    `mamba_expand` x hidden, dt rank `mamba_dt_rank`, "auto" = ceil(hidden / 16)); a mixture of
+    `num_experts` SwiGLU experts on every `expert_layer_period`-th layer from
+    `expert_layer_offset`, a SwiGLU MLP on the others."""
+    reading = read_decoder(view, JAMBA)
+    layers: int = reading.values["num_layers"]
+    hidden: int = reading.values["hidden_size"]
+    period, offset = view.size("attn_layer_period", 8), view.count("attn_layer_offset", 4)
+    attention = sum(1 for i in range(layers) if i % period == offset)
+    expert_period = view.size("expert_layer_period", 2)
+    expert_offset = view.count("expert_layer_offset", 1)
+    rank = view.raw.get("mamba_dt_rank", "auto")
+    dt_rank = -(-hidden // 16) if rank in ("auto", None) else view.size("mamba_dt_rank", None)
+    inner = view.size("mamba_expand", 2) * hidden
+    mamba = MambaShape(
+        num_heads=inner,
+        head_dim=1,
+        state_size=view.size("mamba_d_state", 16),
+        n_groups=1,
+        conv_kernel=view.size("mamba_d_conv", 4),
+        dt_rank=dt_rank,
+    )
+    reading.set("mamba", mamba, "mamba_expand")
+    reading.set("num_mamba_layers", layers - attention, "attn_layer_period")
+    reading.set("position", "none")
+    experts = view.count("num_experts", 16)
+    if experts > 1:
+        set_experts(
+            reading,
+            experts=experts,
+            experts_key="num_experts",
+            top_k=view.size("num_experts_per_tok", 2),
+            expert_width=reading.values["intermediate_size"],
+            moe_layers=sum(1 for i in range(layers) if i % expert_period == expert_offset),
+        )
+    reading.notes.append("Mamba-1's RMSNorms on dt, B and C not priced")
+    return reading

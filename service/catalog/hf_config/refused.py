@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-_STATE_SPACE = "Mamba-1 selective-scan state-space layers"
+_STATE_SPACE = "Mamba-1 state-space layers on their own (priced in Jamba only)"
 _HYBRID = "a hybrid of Mamba-2 state-space layers and attention"
 _LINEAR = "linear attention (recurrent state instead of a KV cache)"
 
 REFUSED_MODEL_TYPES: dict[str, str] = {
     "mamba": _STATE_SPACE,
     "falcon_mamba": _STATE_SPACE,
-    "jamba": "a hybrid of Mamba-1 selective-scan layers and attention",
     "zamba": _HYBRID,
     "zamba2": _HYBRID,
     "plamo2": _HYBRID,
