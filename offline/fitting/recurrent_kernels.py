@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow.parquet as pq  # type: ignore[import-untyped]
+import pyarrow.parquet as pq
 
 from offline.fitting.datasets_common import DEFAULT_DATA_DIR, MS_PER_S, resolve_data_dir
 from offline.fitting.metrics import accuracy
