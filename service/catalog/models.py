@@ -15,6 +15,7 @@ from service.catalog.variants import Variant, VariantIndex
 from service.core.architecture import MlaShape, ModelArchitecture
 from service.core.cost_model_errors import UnsupportedArchitecture
 from service.core.dtypes import DType, parse_dtype
+from service.core.mixers import DeltaNetShape, MambaShape
 
 
 class UnknownModel(LookupError):
@@ -49,14 +50,16 @@ class ModelRecord:
         return self.architecture
 
 
-_ARCH_FIELDS = {f for f in ModelArchitecture.__dataclass_fields__ if f != "mla"}
+_NESTED = {"mla": MlaShape, "mamba": MambaShape, "delta_net": DeltaNetShape}
+_ARCH_FIELDS = {f for f in ModelArchitecture.__dataclass_fields__ if f not in _NESTED}
 
 
 def architecture_from_entry(entry: Mapping[str, Any]) -> ModelArchitecture:
-    """A ModelArchitecture from a catalogue `architecture` object (unknown keys ignored)."""
+    """A ModelArchitecture from a catalogue `architecture` object (unknown keys ignored; the
+    MLA, Mamba-2 and gated-DeltaNet shapes as nested objects)."""
     values = {k: v for k, v in entry.items() if k in _ARCH_FIELDS and v is not None}
-    mla = entry.get("mla")
-    return ModelArchitecture(**values, mla=MlaShape(**mla) if mla else None)
+    nested = {name: shape(**entry[name]) for name, shape in _NESTED.items() if entry.get(name)}
+    return ModelArchitecture(**values, **nested)
 
 
 class ModelCatalog:

@@ -6,11 +6,12 @@ from dataclasses import dataclass
 from typing import Literal
 
 from service.core.cost_model_errors import InvalidArchitecture
+from service.core.mixers import DeltaNetShape, MambaShape
 
 MlpKind = Literal["gated", "plain"]
 Activation = Literal["silu", "gelu", "relu"]
 NormKind = Literal["rmsnorm", "layernorm"]
-PositionKind = Literal["rope", "alibi", "learned"]
+PositionKind = Literal["rope", "alibi", "learned", "none"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +41,16 @@ class ModelArchitecture:
     the two pre-norms), 4 norms per layer instead of 2. `norm_unit_offset` marks an RMSNorm that
     scales by (1 + weight) (Gemma's GemmaRMSNorm), which some engines have no fused kernel for
     (see `workload.Deployment.unfused_norms`).
+
+    Hybrid stacks: `num_mamba_layers` layers mix tokens with a Mamba-2 mixer (`mamba`) and
+    `num_delta_net_layers` with gated DeltaNet (`delta_net`) instead of attention;
+    `num_mixer_free_layers` have no token mixer (Nemotron-H's MLP-only blocks) and
+    `num_mlp_free_layers` no MLP (Nemotron-H's Mamba and attention blocks). The rest of the
+    `num_layers` blocks attend (`num_attention_layers`, of which `num_sliding_window_layers`
+    through a window); every block has a norm and a residual add per sub-layer it holds.
+    `attention_output_gate`: q_proj also projects a per-element gate on the attention output
+    (Qwen3-Next's `attn_output_gate`), doubling its query width. `parallel_mixers`: attention
+    and the Mamba-2 mixer run side by side on the same blocks, their outputs summed (Falcon-H1).
     """
 
     hidden_size: int
@@ -69,6 +80,34 @@ class ModelArchitecture:
     fp8_block_scaled: bool = False
     sandwich_norms: bool = False
     norm_unit_offset: bool = False
+    mamba: MambaShape | None = None
+    num_mamba_layers: int = 0
+    delta_net: DeltaNetShape | None = None
+    num_delta_net_layers: int = 0
+    num_mixer_free_layers: int = 0
+    num_mlp_free_layers: int = 0
+    attention_output_gate: bool = False
+    parallel_mixers: bool = False
+
+    @property
+    def num_attention_layers(self) -> int:
+        """Blocks whose token mixer is (or, with `parallel_mixers`, includes) attention."""
+        recurrent = 0 if self.parallel_mixers else self.num_mamba_layers + self.num_delta_net_layers
+        return self.num_layers - recurrent - self.num_mixer_free_layers
+
+    @property
+    def num_mixer_layers(self) -> int:
+        """Blocks with a token mixer (attention or recurrent)."""
+        return self.num_layers - self.num_mixer_free_layers
+
+    @property
+    def num_mlp_layers(self) -> int:
+        """Blocks with an MLP (dense or mixture of experts)."""
+        return self.num_layers - self.num_mlp_free_layers
+
+    @property
+    def num_dense_mlp_layers(self) -> int:
+        return self.num_mlp_layers - (self.num_moe_layers if self.is_moe else 0)
 
     @property
     def is_moe(self) -> bool:
@@ -78,6 +117,11 @@ class ModelArchitecture:
     def query_width(self) -> int:
         """Width of the concatenated query heads [elements]."""
         return self.num_attention_heads * self.head_dim
+
+    @property
+    def q_proj_width(self) -> int:
+        """Output width of the query projection: the queries, and their gate if gated."""
+        return self.query_width * (2 if self.attention_output_gate else 1)
 
     @property
     def kv_width(self) -> int:
@@ -129,8 +173,52 @@ def validate_architecture(arch: ModelArchitecture) -> None:
             f"num_key_value_heads ({arch.num_key_value_heads})",
             field="num_key_value_heads",
         )
+    _validate_layer_mix(arch)
     _validate_moe(arch)
     _validate_sliding_window(arch)
+
+
+def _validate_layer_mix(arch: ModelArchitecture) -> None:
+    counts = {
+        "num_mamba_layers": (arch.num_mamba_layers, arch.mamba),
+        "num_delta_net_layers": (arch.num_delta_net_layers, arch.delta_net),
+        "num_mixer_free_layers": (arch.num_mixer_free_layers, True),
+        "num_mlp_free_layers": (arch.num_mlp_free_layers, True),
+    }
+    for name, (count, shape) in counts.items():
+        if count < 0:
+            raise InvalidArchitecture(f"{name} must not be negative", field=name)
+        if count and shape is None:
+            raise InvalidArchitecture(f"{name} given without the mixer's shape", field=name)
+    recurrent = arch.num_mamba_layers + arch.num_delta_net_layers
+    if arch.parallel_mixers and recurrent > arch.num_mixer_layers:
+        raise InvalidArchitecture(
+            "parallel recurrent mixers exceed the blocks with a mixer", field="num_mamba_layers"
+        )
+    if arch.num_attention_layers < 0 or arch.num_mixer_layers <= 0:
+        raise InvalidArchitecture(
+            "recurrent and mixer-free layers must leave at least one mixer and no negative "
+            f"number of attention layers out of num_layers ({arch.num_layers})",
+            field="num_layers",
+        )
+    if arch.num_mlp_free_layers > arch.num_layers:
+        raise InvalidArchitecture("num_mlp_free_layers exceeds num_layers", field="num_layers")
+    if (
+        arch.mamba is not None
+        and min(
+            arch.mamba.num_heads, arch.mamba.head_dim, arch.mamba.state_size, arch.mamba.n_groups
+        )
+        <= 0
+    ):
+        raise InvalidArchitecture("Mamba-2 sizes must be positive", field="mamba")
+    if arch.delta_net is not None:
+        d = arch.delta_net
+        if min(d.num_key_heads, d.num_value_heads, d.key_head_dim, d.value_head_dim) <= 0:
+            raise InvalidArchitecture("gated-DeltaNet sizes must be positive", field="delta_net")
+        if d.num_value_heads % d.num_key_heads:
+            raise InvalidArchitecture(
+                "linear value heads must be a multiple of the key heads", field="delta_net"
+            )
 
 
 def _validate_moe(arch: ModelArchitecture) -> None:
@@ -148,9 +236,9 @@ def _validate_moe(arch: ModelArchitecture) -> None:
             f"got {arch.experts_per_token}",
             field="experts_per_token",
         )
-    if not 0 < arch.num_moe_layers <= arch.num_layers:
+    if not 0 < arch.num_moe_layers <= arch.num_mlp_layers:
         raise InvalidArchitecture(
-            f"num_moe_layers must be between 1 and num_layers ({arch.num_layers})",
+            f"num_moe_layers must be between 1 and the layers with an MLP ({arch.num_mlp_layers})",
             field="num_moe_layers",
         )
 
@@ -163,8 +251,8 @@ def _validate_sliding_window(arch: ModelArchitecture) -> None:
             "num_sliding_window_layers given without a positive sliding_window_tokens",
             field="sliding_window_tokens",
         )
-    if not 0 < arch.num_sliding_window_layers <= arch.num_layers:
+    if not 0 < arch.num_sliding_window_layers <= arch.num_attention_layers:
         raise InvalidArchitecture(
-            "num_sliding_window_layers must not exceed num_layers",
+            "num_sliding_window_layers must not exceed the attention layers",
             field="num_sliding_window_layers",
         )

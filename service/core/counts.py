@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from service.core.architecture import ModelArchitecture
 from service.core.graph import KernelNode
+from service.core.mixers import delta_net_shard, mamba_shard
 from service.core.shards import ShardShapes
 from service.core.work import Work
 
@@ -109,6 +110,8 @@ def _gemm_shape(
 ) -> tuple[float, float, float]:
     """(in_features, out_features, weight elements) of a per-GPU weight matrix."""
     h = s.hidden
+    if operand.startswith(("mamba_", "delta_net_")):
+        return _recurrent_projection(operand, arch, s)
     if operand == "qkv":
         if arch.mla is not None:
             mla = arch.mla
@@ -117,7 +120,7 @@ def _gemm_shape(
             weights = h * (mla.q_lora_rank + s.kv_proj_width) + mla.q_lora_rank * q_out
             weights += mla.kv_lora_rank * kv_up
             return h, q_out + s.kv_proj_width, weights
-        out = s.query_width + s.kv_proj_width
+        out = s.query_width * (2 if arch.attention_output_gate else 1) + s.kv_proj_width
         return h, out, h * out
     if operand == "o":
         o_width = s.heads * (arch.mla.v_head_dim if arch.mla else arch.head_dim)
@@ -130,6 +133,29 @@ def _gemm_shape(
     if part == "up":
         return h, width, width * h
     return width, h, width * h  # down projection
+
+
+def _recurrent_projection(
+    operand: str, arch: ModelArchitecture, s: ShardShapes
+) -> tuple[float, float, float]:
+    """in_proj (hidden -> the mixer's inputs), out_proj, or Mamba-1's x_proj and dt_proj of a
+    recurrent mixer on one GPU."""
+    if operand.startswith("mamba_"):
+        assert arch.mamba is not None
+        r = mamba_shard(arch.mamba, s.group)
+    else:
+        assert arch.delta_net is not None
+        r = delta_net_shard(arch.delta_net, s.group)
+    h = float(s.hidden)
+    if operand.endswith("_in"):
+        return h, r.in_proj_width, h * r.in_proj_width
+    if operand in ("mamba_x", "mamba_dt"):  # Mamba-1: d_inner -> dt, B, C; dt -> d_inner
+        assert arch.mamba is not None
+        rank, x_width = arch.mamba.dt_rank, arch.mamba.x_proj_width
+        if operand == "mamba_x":
+            return r.out_width, x_width, r.out_width * x_width
+        return rank, r.out_width, rank * r.out_width
+    return r.out_width, h, r.out_width * h
 
 
 def norm_work_of(node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape) -> Work:

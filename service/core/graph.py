@@ -36,6 +36,24 @@ KERNEL_KINDS: tuple[str, ...] = (
 )
 """Every kind of kernel, in a fixed order (the regressor one-hot encodes it)."""
 
+RECURRENT_KERNEL_KINDS: tuple[str, ...] = (
+    "causal_conv1d",
+    "ssd_scan",
+    "selective_scan",
+    "delta_rule",
+    "gated_norm",
+)
+"""Kernels of the recurrent mixers (service.core.recurrent). The shipped regressor was trained
+before them: it encodes each as the kind of KERNEL_KINDS that does the same sort of work
+(`ENCODED_AS`), so its feature hash, and the model, stay valid."""
+ENCODED_AS = {
+    "causal_conv1d": "activation",
+    "ssd_scan": "attention",
+    "selective_scan": "attention",
+    "delta_rule": "attention",
+    "gated_norm": "norm",
+}
+
 
 @dataclass(frozen=True, slots=True)
 class KernelNode:
@@ -43,7 +61,7 @@ class KernelNode:
 
     Attributes:
         name: unique name in the graph, e.g. ``qkv_proj`` or ``attention_sliding``.
-        kind: one of KERNEL_KINDS.
+        kind: one of KERNEL_KINDS or RECURRENT_KERNEL_KINDS.
         layers: how many times one forward pass runs it (layers that contain it, or 1 / p-1
             for step nodes).
         operand: which weight or tensor it works on (``qkv``, ``o``, ``gate_up``, ``up``,
@@ -94,40 +112,33 @@ def build_kernel_graph(
     """
     b = _GraphBuilder()
     layer_input = -1
-    norm = b.add(KernelNode("input_norm", "norm", arch.num_layers))
-    qkv = b.add(KernelNode("qkv_proj", "gemm", arch.num_layers, "qkv"), norm)
-    roped = qkv
-    if arch.position == "rope":
-        roped = b.add(KernelNode("rope", "rope", arch.num_layers), qkv)
-    attention_outputs = [
-        _add_attention(b, variant, layers, flash_attention, roped, qkv)
-        for variant, layers in _attention_variants(arch)
-    ]
-    o_proj = b.add(KernelNode("o_proj", "gemm", arch.num_layers, "o"), *attention_outputs)
-    attn_out = o_proj
+    mixers, mlps = arch.num_mixer_layers, arch.num_mlp_layers
+    norm = b.add(KernelNode("input_norm", "norm", mixers))
+    mixer_outputs = []
+    if arch.num_attention_layers > 0:
+        mixer_outputs.append(_add_attention_block(b, arch, flash_attention, norm))
+    if arch.mamba is not None and arch.num_mamba_layers > 0:
+        mixer_outputs.append(_add_recurrent(b, arch, "mamba", norm))
+    if arch.delta_net is not None and arch.num_delta_net_layers > 0:
+        mixer_outputs.append(_add_recurrent(b, arch, "delta_net", norm))
+    attn_out = mixer_outputs[0] if len(mixer_outputs) == 1 else -1
     if tensor_group > 1:
-        attn_out = b.add(KernelNode("attn_all_reduce", "all_reduce", arch.num_layers), o_proj)
+        attn_out = b.add(KernelNode("attn_all_reduce", "all_reduce", mixers), *mixer_outputs)
     if arch.sandwich_norms:
-        attn_out = b.add(KernelNode("attn_output_norm", "norm", arch.num_layers), attn_out)
+        attn_out = b.add(
+            KernelNode("attn_output_norm", "norm", mixers), *_sources(attn_out, mixer_outputs)
+        )
     mlp_input = norm if arch.parallel_residual else -1
     if not arch.parallel_residual:
         residual = b.add(
-            KernelNode("attn_residual_add", "residual_add", arch.num_layers), attn_out, layer_input
+            KernelNode("attn_residual_add", "residual_add", mixers),
+            *_sources(attn_out, mixer_outputs),
+            layer_input,
         )
-        mlp_input = b.add(KernelNode("post_attn_norm", "norm", arch.num_layers), residual)
-    mlp_outputs: list[int] = []
-    dense_layers = arch.num_layers - (arch.num_moe_layers if arch.is_moe else 0)
-    if dense_layers > 0:
-        mlp_outputs.append(_add_dense_mlp(b, arch, dense_layers, mlp_input, "", "dense_mlp"))
-    if arch.is_moe:
-        mlp_outputs.extend(_add_moe(b, arch, mlp_input))
-    mlp_out = mlp_outputs
-    if tensor_group > 1:
-        mlp_out = [b.add(KernelNode("mlp_all_reduce", "all_reduce", arch.num_layers), *mlp_outputs)]
-    if arch.sandwich_norms:
-        mlp_out = [b.add(KernelNode("mlp_output_norm", "norm", arch.num_layers), *mlp_out)]
-    residual_inputs = [*mlp_out, attn_out] if arch.parallel_residual else mlp_out
-    b.add(KernelNode("mlp_residual_add", "residual_add", arch.num_layers), *residual_inputs)
+        if mlps > 0:
+            mlp_input = b.add(KernelNode("post_attn_norm", "norm", mlps), residual)
+    if mlps > 0:
+        _add_mlp_block(b, arch, tensor_group, mlp_input, attn_out)
     return KernelGraph(
         nodes=tuple(b.nodes),
         edges=tuple(b.edges),
@@ -135,9 +146,74 @@ def build_kernel_graph(
     )
 
 
+def _sources(single: int, several: list[int]) -> list[int]:
+    """The mixer's output node: the all-reduce or norm after it, else every mixer's output."""
+    return [single] if single >= 0 else several
+
+
+def _add_attention_block(
+    b: _GraphBuilder, arch: ModelArchitecture, flash_attention: bool, norm: int
+) -> int:
+    layers = arch.num_attention_layers
+    qkv = b.add(KernelNode("qkv_proj", "gemm", layers, "qkv"), norm)
+    roped = qkv
+    if arch.position == "rope":
+        roped = b.add(KernelNode("rope", "rope", layers), qkv)
+    attention_outputs = [
+        _add_attention(b, variant, count, flash_attention, roped, qkv)
+        for variant, count in _attention_variants(arch)
+    ]
+    return b.add(KernelNode("o_proj", "gemm", layers, "o"), *attention_outputs)
+
+
+def _add_recurrent(b: _GraphBuilder, arch: ModelArchitecture, mixer: str, norm: int) -> int:
+    """in_proj, causal conv1d, the scan (Mamba-2's SSD, gated DeltaNet's delta rule) with its
+    gated RMSNorm, and out_proj of a recurrent mixer (`mixer`: ``mamba`` or ``delta_net``);
+    Mamba-1 projects dt, B and C from x (x_proj, dt_proj) and gates inside its scan."""
+    short = "mamba" if mixer == "mamba" else "linear_attn"
+    layers = arch.num_mamba_layers if mixer == "mamba" else arch.num_delta_net_layers
+    proj_in = b.add(KernelNode(f"{short}_in_proj", "gemm", layers, f"{mixer}_in"), norm)
+    conv = b.add(KernelNode(f"{short}_conv1d", "causal_conv1d", layers, mixer), proj_in)
+    if mixer == "mamba" and arch.mamba is not None and arch.mamba.selective:
+        x_proj = b.add(KernelNode("mamba_x_proj", "gemm", layers, "mamba_x"), conv)
+        dt_proj = b.add(KernelNode("mamba_dt_proj", "gemm", layers, "mamba_dt"), x_proj)
+        gated = b.add(
+            KernelNode("mamba_selective_scan", "selective_scan", layers, mixer),
+            conv,
+            x_proj,
+            dt_proj,
+            proj_in,
+        )
+    else:
+        scan_kind = "ssd_scan" if mixer == "mamba" else "delta_rule"
+        scan = b.add(KernelNode(f"{short}_{scan_kind}", scan_kind, layers, mixer), conv, proj_in)
+        gated = b.add(KernelNode(f"{short}_gated_norm", "gated_norm", layers, mixer), scan, proj_in)
+    return b.add(KernelNode(f"{short}_out_proj", "gemm", layers, f"{mixer}_out"), gated)
+
+
+def _add_mlp_block(
+    b: _GraphBuilder, arch: ModelArchitecture, tensor_group: int, mlp_input: int, attn_out: int
+) -> None:
+    mlps = arch.num_mlp_layers
+    mlp_outputs: list[int] = []
+    if arch.num_dense_mlp_layers > 0:
+        mlp_outputs.append(
+            _add_dense_mlp(b, arch, arch.num_dense_mlp_layers, mlp_input, "", "dense_mlp")
+        )
+    if arch.is_moe:
+        mlp_outputs.extend(_add_moe(b, arch, mlp_input))
+    mlp_out = mlp_outputs
+    if tensor_group > 1:
+        mlp_out = [b.add(KernelNode("mlp_all_reduce", "all_reduce", mlps), *mlp_outputs)]
+    if arch.sandwich_norms:
+        mlp_out = [b.add(KernelNode("mlp_output_norm", "norm", mlps), *mlp_out)]
+    residual_inputs = [*mlp_out, attn_out] if arch.parallel_residual else mlp_out
+    b.add(KernelNode("mlp_residual_add", "residual_add", mlps), *residual_inputs)
+
+
 def _attention_variants(arch: ModelArchitecture) -> list[tuple[str, int]]:
     sliding = arch.num_sliding_window_layers
-    variants = [("full", arch.num_layers - sliding), ("sliding", sliding)]
+    variants = [("full", arch.num_attention_layers - sliding), ("sliding", sliding)]
     return [(variant, layers) for variant, layers in variants if layers > 0]
 
 

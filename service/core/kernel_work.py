@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from service.core import counts, moe
+from service.core import counts, moe, recurrent
 from service.core.architecture import ModelArchitecture
 from service.core.counts import PassShape
 from service.core.graph import KernelNode
@@ -32,6 +32,11 @@ COUNTERS: dict[str, KernelCounter] = {
     "router": moe.router,
     "expert_gemm": moe.expert_gemm,
     "expert_activation": moe.expert_activation,
+    "causal_conv1d": recurrent.causal_conv1d,
+    "ssd_scan": recurrent.ssd_scan,
+    "selective_scan": recurrent.selective_scan,
+    "delta_rule": recurrent.delta_rule,
+    "gated_norm": recurrent.gated_norm,
 }
 
 

@@ -6,6 +6,8 @@ import math
 
 from service.core.architecture import ModelArchitecture
 from service.core.cost_model_errors import InsufficientMemory
+from service.core.mixers import delta_net_weight_elements, mamba_weight_elements
+from service.core.recurrent import recurrent_state_bytes
 from service.core.results import MemoryFootprint
 from service.core.shards import ShardShapes
 from service.core.workload import Deployment, Workload
@@ -21,7 +23,7 @@ def attention_weight_elements(arch: ModelArchitecture) -> float:
         kv = h * (m.kv_lora_rank + m.qk_rope_head_dim)
         kv += m.kv_lora_rank * heads * (m.qk_nope_head_dim + m.v_head_dim)
         return q + kv + heads * m.v_head_dim * h
-    return h * (arch.query_width + 2 * arch.kv_width) + arch.query_width * h
+    return h * (arch.q_proj_width + 2 * arch.kv_width) + arch.query_width * h
 
 
 def mlp_weight_elements(arch: ModelArchitecture, width: float) -> float:
@@ -29,11 +31,32 @@ def mlp_weight_elements(arch: ModelArchitecture, width: float) -> float:
     return (3.0 if arch.mlp == "gated" else 2.0) * arch.hidden_size * width
 
 
+def mixer_weight_elements(arch: ModelArchitecture) -> float:
+    """Token-mixer weight elements of all layers: attention plus recurrent mixers."""
+    total = arch.num_attention_layers * attention_weight_elements(arch)
+    if arch.mamba is not None:
+        total += arch.num_mamba_layers * arch.mamba.weight_elements(arch.hidden_size)
+    if arch.delta_net is not None:
+        total += arch.num_delta_net_layers * arch.delta_net.weight_elements(arch.hidden_size)
+    return total
+
+
+def recurrent_weight_elements_per_gpu(arch: ModelArchitecture, group: int) -> float:
+    """Recurrent-mixer weight elements one of `group` tensor-parallel GPUs holds: its share of
+    the heads, and the whole of Mamba-2 B and C projections where the groups do not split
+    (`mixers.mamba_shard`: replicated, as vLLM does)."""
+    h, total = arch.hidden_size, 0.0
+    if arch.mamba is not None:
+        total += arch.num_mamba_layers * mamba_weight_elements(arch.mamba, h, group)
+    if arch.delta_net is not None:
+        total += arch.num_delta_net_layers * delta_net_weight_elements(arch.delta_net, h, group)
+    return total
+
+
 def layer_weight_elements(arch: ModelArchitecture) -> float:
     """Weight-matrix elements of all decoder layers (no norms or biases)."""
-    dense_layers = arch.num_layers - (arch.num_moe_layers if arch.is_moe else 0)
-    total = arch.num_layers * attention_weight_elements(arch)
-    total += dense_layers * mlp_weight_elements(arch, arch.intermediate_size)
+    total = mixer_weight_elements(arch)
+    total += arch.num_dense_mlp_layers * mlp_weight_elements(arch, arch.intermediate_size)
     if arch.is_moe:
         experts = arch.num_experts * mlp_weight_elements(arch, arch.expert_width)
         shared = mlp_weight_elements(arch, arch.shared_expert_width)
@@ -63,16 +86,14 @@ def active_parameter_count(arch: ModelArchitecture) -> float:
 
 def weight_bytes_per_gpu(arch: ModelArchitecture, s: ShardShapes, pipeline: int) -> float:
     """Weight bytes on the most loaded GPU [B] (a stage with the embedding table)."""
-    dense_layers = arch.num_layers - (arch.num_moe_layers if arch.is_moe else 0)
-    per_layer_dense = attention_weight_elements(arch) + mlp_weight_elements(
-        arch, arch.intermediate_size
-    )
-    layer_bytes = dense_layers * per_layer_dense / s.group
+    dense_mlp = mlp_weight_elements(arch, arch.intermediate_size)
+    attention = arch.num_attention_layers * attention_weight_elements(arch)
+    layer_bytes = (attention + arch.num_dense_mlp_layers * dense_mlp) / s.group
+    layer_bytes += recurrent_weight_elements_per_gpu(arch, s.group)
     if arch.is_moe:
         experts = s.local_experts * mlp_weight_elements(arch, arch.expert_width) / s.tensor
         shared = mlp_weight_elements(arch, arch.shared_expert_width) / s.group
-        attention = attention_weight_elements(arch) / s.group
-        layer_bytes += arch.num_moe_layers * (experts + shared + attention)
+        layer_bytes += arch.num_moe_layers * (experts + shared)
     layers_on_stage = math.ceil(arch.num_layers / pipeline) / arch.num_layers
     tables = 1 if (pipeline > 1 or arch.tie_word_embeddings) else 2
     table_bytes = tables * arch.vocab_size * arch.hidden_size / s.group * s.embedding_bytes
@@ -82,13 +103,16 @@ def weight_bytes_per_gpu(arch: ModelArchitecture, s: ShardShapes, pipeline: int)
 def kv_cache_bytes_per_gpu(
     arch: ModelArchitecture, s: ShardShapes, workload: Workload, pipeline: int
 ) -> float:
-    """KV cache of the batch at its longest [B] on one GPU (sliding layers hold their window)."""
+    """KV cache of the batch at its longest [B] on one GPU (sliding layers hold their window):
+    the keys and values of the attention layers, plus each sequence's recurrent state in the
+    recurrent layers (which vLLM keeps in the same cache pool)."""
     tokens = workload.prompt_tokens + workload.output_tokens
     window = arch.sliding_window_tokens or tokens
-    full_layers = arch.num_layers - arch.num_sliding_window_layers
+    full_layers = arch.num_attention_layers - arch.num_sliding_window_layers
     token_layers = full_layers * tokens + arch.num_sliding_window_layers * min(tokens, window)
     per_stage = token_layers / pipeline
-    return workload.batch_size * per_stage * s.kv_cache_width * s.kv_bytes
+    kv = workload.batch_size * per_stage * s.kv_cache_width * s.kv_bytes
+    return kv + workload.batch_size * recurrent_state_bytes(arch, s) / pipeline
 
 
 def memory_footprint(

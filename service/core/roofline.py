@@ -28,9 +28,12 @@ STREAMING_KINDS = frozenset(
         "attention",
         "attention_scores",
         "attention_context",
+        "ssd_scan",
+        "selective_scan",
+        "delta_rule",
     }
 )
-"""Kernels that stream large contiguous tensors (weights, KV cache) and so reach
+"""Kernels that stream large contiguous tensors (weights, KV cache, recurrent states) and so reach
 `memory_efficiency`; every other kind moves memory at `elementwise_memory_efficiency`."""
 
 UNIT_NAMES: tuple[str, ...] = ("tensor", "cuda_core", "special_function", "memory", "network")

@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from service.core.plan import CostPlan
+from service.core.recurrent import recurrent_state_bytes
 from service.core.results import MemoryFootprint
 
 FloatArray = npt.NDArray[np.float64]
@@ -120,8 +121,10 @@ def kv_cache_bytes_many(
     """memory.kv_cache_bytes_per_gpu of workloads of `batch` sequences of `tokens` tokens [B]."""
     arch, s = plan.arch, plan.shapes
     window = tokens if arch.sliding_window_tokens is None else arch.sliding_window_tokens
-    full_layers = arch.num_layers - arch.num_sliding_window_layers
+    full_layers = arch.num_attention_layers - arch.num_sliding_window_layers
     sliding = arch.num_sliding_window_layers * np.minimum(tokens, window)
     per_stage = (full_layers * tokens + sliding) / pipeline
     result: FloatArray = batch * per_stage * s.kv_cache_width * s.kv_bytes
+    if arch.num_mamba_layers or arch.num_delta_net_layers:
+        result = result + batch * recurrent_state_bytes(arch, s) / pipeline
     return result

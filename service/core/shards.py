@@ -134,6 +134,24 @@ def _check_divides(arch: ModelArchitecture, tensor: int, expert: int, pipeline: 
             f"{group} GPUs per stage and {kv} KV heads: one must divide the other",
             field="hardware.parallelism.tensor",
         )
+    recurrent = {
+        "Mamba-2 heads": arch.mamba.num_heads if arch.mamba and arch.num_mamba_layers else 0,
+        "linear-attention key heads": arch.delta_net.num_key_heads
+        if arch.delta_net and arch.num_delta_net_layers
+        else 0,
+    }
+    for name, heads in recurrent.items():
+        if heads and heads % group != 0:
+            raise InvalidParallelism(
+                f"tensor x expert = {group} GPUs per stage must divide the {heads} {name}",
+                field="hardware.parallelism.tensor",
+            )
+    groups = arch.mamba.n_groups if arch.mamba and arch.num_mamba_layers else 1
+    if groups > 1 and groups % group != 0:  # vLLM's MambaMixer2 replicates a single group only
+        raise InvalidParallelism(
+            f"tensor x expert = {group} GPUs per stage must divide the {groups} Mamba-2 groups",
+            field="hardware.parallelism.tensor",
+        )
     if expert > 1 and not arch.is_moe:
         raise InvalidParallelism(
             "expert parallelism needs a mixture-of-experts model; set parallelism.expert to 1",

@@ -57,7 +57,7 @@ def test_a_config_is_quoted_as_its_catalogue_model(client: TestClient) -> None:
             {**GEMMA3, "text_config": {**GEMMA3["text_config"], "num_hidden_layers": 0}},
             "architecture.text_config.num_hidden_layers",
         ),
-        ({"model_type": "nemotron_h", "hidden_size": 4480}, "architecture.model_type"),
+        ({"model_type": "falcon_mamba", "hidden_size": 4096}, "architecture.model_type"),
         ({"model_type": "not_a_model"}, "architecture.model_type"),
         ({"model_type": 7, "hidden_size": 4096}, "architecture.model_type"),  # schema
         ({"model_type": ""}, "architecture.model_type"),  # schema
@@ -77,3 +77,53 @@ def test_the_custom_form_keeps_its_locations(client: TestClient) -> None:
         "architecture.intermediate_size",
         "architecture.vocab_size",
     }
+
+
+# nvidia/NVIDIA-Nemotron-Nano-9B-v2's config.json as published
+# (https://huggingface.co/nvidia/NVIDIA-Nemotron-Nano-9B-v2/blob/main/config.json), the keys
+# NemotronHConfig reads; 27 Mamba-2 blocks (M), 4 attention blocks (*), 25 MLP blocks (-).
+NEMOTRON_NANO_9B_V2: dict[str, Any] = {
+    "architectures": ["NemotronHForCausalLM"],
+    "model_type": "nemotron_h",
+    "hidden_size": 4480,
+    "intermediate_size": 15680,
+    "num_hidden_layers": 56,
+    "hybrid_override_pattern": "M-M-M-MM-M-M-M*-M-M-M*-M-M-M-M*-M-M-M-M*-M-MM-M-M-M-M-M-",
+    "num_attention_heads": 40,
+    "num_key_value_heads": 8,
+    "head_dim": 128,
+    "mamba_num_heads": 128,
+    "mamba_head_dim": 80,
+    "ssm_state_size": 128,
+    "n_groups": 8,
+    "conv_kernel": 4,
+    "chunk_size": 128,
+    "expand": 2,
+    "mamba_hidden_act": "silu",
+    "mlp_hidden_act": "relu2",
+    "use_bias": False,
+    "use_conv_bias": True,
+    "vocab_size": 131072,
+    "max_position_embeddings": 131072,
+    "tie_word_embeddings": False,
+    "rms_norm_eps": 1e-05,
+    "torch_dtype": "bfloat16",
+}
+
+
+def test_a_hybrid_mamba_config_is_quoted(client: TestClient) -> None:
+    """Nemotron-Nano-9B-v2 is priced kernel by kernel; its cache per GPU is the keys and values
+    of its 4 attention layers plus each sequence's states in its 27 Mamba-2 layers:
+    8 x (4 x 768 x 2 x 8 x 128 x 2 B + 27 x (3 x 12288 + 128 x 80 x 128) x 2 B)."""
+    body = example_body(architecture=NEMOTRON_NANO_9B_V2, hardware=HARDWARE)
+    del body["model"]
+    response = client.post("/v1/estimate", json=body, params={"verbose": "true"})
+    assert response.status_code == 200, response.text
+    quote = response.json()
+    assert quote["energy"]["gpu_j"] > 0
+    breakdown = quote["breakdown"]
+    attention_kv = 4 * (512 + 256) * 2 * 8 * 128 * 2
+    states = 27 * (3 * (128 * 80 + 2 * 8 * 128) + 128 * 80 * 128) * 2
+    assert breakdown["kv_cache_bytes_per_gpu"] == pytest.approx(8 * (attention_kv + states))
+    kinds = {k["kind"] for k in breakdown["kernels"]}
+    assert {"causal_conv1d", "ssd_scan", "gated_norm"} <= kinds

@@ -101,7 +101,7 @@ def test_weights_named_at_registration_set_the_default(
         ({"id": "meta-llama/Llama-3.1-8B-Instruct", "config": QWEN3_30B}, 409, None),
         ({"id": "acme/bad", "config": {**QWEN3_30B, "num_experts": "many"}}, 422,
          "config.num_experts"),
-        ({"id": "acme/hybrid", "config": {"model_type": "nemotron_h"}}, 422, "config.model_type"),
+        ({"id": "acme/hybrid", "config": {"model_type": "zamba2"}}, 422, "config.model_type"),
         ({"id": "acme/no-type", "config": {"hidden_size": 4096}}, 422, "config.model_type"),
         ({"id": "no-slash", "config": QWEN3_30B}, 422, "id"),
         ({"id": "acme/x", "config": QWEN3_30B, "weights": "fp7"}, 422, "weights"),

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from service.catalog.hf_config import classic, dense, gemma, mla, moe
+from service.catalog.hf_config import classic, delta_net, dense, gemma, hybrid, mla, moe
 from service.catalog.hf_config.multimodal import (
     TEXT_MODEL_TYPES,
     Reader,
@@ -73,6 +73,15 @@ TEXT_READERS: dict[str, Reader] = {
     "deepseek_v2": mla.read_deepseek_v2,
     "deepseek_v3": mla.read_deepseek_v3,
     "kimi_k2": mla.read_deepseek_v3,
+    "nemotron_h": hybrid.read_nemotron_h,
+    "granitemoehybrid": hybrid.read_granitemoehybrid,
+    "falcon_h1": hybrid.read_falcon_h1,
+    "mamba2": hybrid.read_mamba2,
+    "bamba": hybrid.read_bamba,
+    "jamba": hybrid.read_jamba,
+    "qwen3_next": delta_net.read_qwen3_next,
+    "qwen3_5_text": delta_net.read_qwen3_5_text,
+    "qwen3_5_moe_text": delta_net.read_qwen3_5_moe_text,
     "qwen2_vl": read_qwen2_vl,
     "qwen2_5_vl": read_qwen2_vl,
 }

@@ -24,6 +24,8 @@ TEXT_MODEL_TYPES = {
     "llava_next": "llama",
     "qwen3_vl": "qwen3_vl_text",
     "qwen3_vl_moe": "qwen3_vl_moe_text",
+    "qwen3_5": "qwen3_5_text",
+    "qwen3_5_moe": "qwen3_5_moe_text",
 }
 QWEN2_VL_TEXT = ClassDefaults(152064, 8192, 29568, 80, 64, 8, 32768, False)
 

@@ -12,7 +12,7 @@ import numpy.typing as npt
 
 from service.core.architecture import ModelArchitecture
 from service.core.dtypes import bytes_per_element, gemm_compute_key
-from service.core.graph import KERNEL_KINDS, build_kernel_graph
+from service.core.graph import ENCODED_AS, KERNEL_KINDS, build_kernel_graph
 from service.core.memory import active_parameter_count, parameter_count
 from service.core.workload import Deployment
 from service.pricing.regressor.feature_spec import GLOBAL_FEATURE_GROUPS, NODE_STATIC_FEATURES
@@ -30,7 +30,7 @@ def _graph_arrays(
     nodes = graph.nodes + graph.step_nodes
     static = np.zeros((len(nodes), len(NODE_STATIC_FEATURES)))
     for i, node in enumerate(nodes):
-        static[i, KERNEL_KINDS.index(node.kind)] = 1.0
+        static[i, KERNEL_KINDS.index(ENCODED_AS.get(node.kind, node.kind))] = 1.0
         static[i, -1] = math.log(node.layers)
     layer, steps = len(graph.nodes), len(graph.step_nodes)
     edges = list(graph.edges)
