@@ -193,7 +193,7 @@ def test_unknown_names_are_422_with_near_matches(
             "precision",
         ),
         ({"precision": {"weights": "fp7"}}, "precision.weights"),
-        ({"model": "nvidia/NVIDIA-Nemotron-Nano-9B-v2"}, "model"),
+        ({"model": "tiiuae/falcon-mamba-7b"}, "model"),  # Mamba-1: catalogued, not priced
         ({"colour": "blue"}, "colour"),
         ({"architecture": {"hidden_size": 64}}, "architecture.num_layers"),
         (

@@ -114,7 +114,7 @@ def test_405b_on_one_80gb_gpu_needs_sixteen() -> None:
     assert caught.value.field == "hardware.count"
 
 
-def test_hybrid_mamba_is_unsupported() -> None:
-    record = load_model_catalog().get("nvidia/NVIDIA-Nemotron-Nano-9B-v2")
-    with pytest.raises(UnsupportedArchitecture, match="cannot be estimated: hybrid Mamba"):
+def test_mamba_1_alone_is_unsupported() -> None:
+    record = load_model_catalog().get("tiiuae/falcon-mamba-7b")
+    with pytest.raises(UnsupportedArchitecture, match="model_type 'falcon_mamba' cannot be"):
         record.require_architecture()
