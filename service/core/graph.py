@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from service.core.architecture import ModelArchitecture
+from service.core.mla import KV_UP_OPERAND
 
 KERNEL_KINDS: tuple[str, ...] = (
     "norm",
@@ -99,6 +100,8 @@ def build_kernel_graph(
     roped = qkv
     if arch.position == "rope":
         roped = b.add(KernelNode("rope", "rope", arch.num_layers), qkv)
+    if arch.mla is not None:  # kv_b_proj: decompresses in prefill, absorbs in decode
+        qkv = b.add(KernelNode("kv_b_proj", "gemm", arch.num_layers, KV_UP_OPERAND), qkv)
     attention_outputs = [
         _add_attention(b, variant, layers, flash_attention, roped, qkv)
         for variant, layers in _attention_variants(arch)

@@ -1,6 +1,7 @@
 """Readers of DeepSeek's multi-head latent attention decoders (DeepSeek-V2, V3, R1, V3.1, and
 Kimi K2, which ships DeepSeek-V3's config class): MLA ranks, shared and routed experts, dense
-first layers. MLA is priced as the cost model approximates it today (see core.estimate)."""
+first layers. MLA is priced exactly, un-absorbed in prefill and absorbed in decode
+(service.core.mla)."""
 
 from __future__ import annotations
 
