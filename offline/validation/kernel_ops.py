@@ -15,7 +15,13 @@ Row semantics, from aiconfigurator's collectors (``collector/<engine>/collect_*.
   full FFN width; `distribution` the routing (the cost model routes uniformly).
 - All-reduce: `message_size` elements over `num_gpus` GPUs in one node (custom all-reduce:
   bf16; NCCL: `nccl_dtype`).
-- MLA: DeepSeek-V3's latent attention core with `num_heads` heads on this GPU.
+- MLA: DeepSeek-V3's latent attention core with `num_heads` heads on this GPU: context rows
+  un-absorbed (QK over 192, V over 128 per head on the decompressed keys), generation rows
+  absorbed over the 576-wide latent (service.core.mla). SGLang's context rows are absorbed
+  too: its collector (collector/sglang/collect_mla.py) runs the non-absorbed prefill only on
+  Blackwell and times FA3 over the 576/512 latent with one KV head elsewhere. These tables are the attention core
+  (the projections are in the separate, not yet priced, `mla_*_module_perf` tables), so
+  kv_b_proj's GEMM is not added.
 """
 
 from __future__ import annotations
@@ -84,7 +90,7 @@ def _attention(
 ) -> KernelCall:
     shapes = shapes_of(arch, ctx.gpu, precision)
     shape = PassShape(tokens, batch, batch, {variant: span}, ctx.tile_m)
-    node = KernelNode("attention", "attention", 1, variant)
+    node = KernelNode("attention", "attention", 1, "sliding" if variant == "sliding" else "full")
     work = counts.attention_work_of(node, arch, shapes, shape)
     return KernelCall(work, gemm_compute_key(precision.weights, precision.activations), True)
 
@@ -152,7 +158,10 @@ def mla(table: KernelTable, i: int, ctx: PricingContext) -> RowResult:
     arch = replace(_deepseek_v3(), num_attention_heads=heads, num_key_value_heads=heads)
     precision = _precision(_B, _B, _KV[col["kv_cache_dtype"][i]])
     batch, isl, step = float(col["batch_size"][i]), float(col["isl"][i]), float(col["step"][i])
-    span, variant = attention_span(context, isl, step, 0)
+    span, _ = attention_span(context, isl, step, 0)
+    # The cost model's "decode" span is the absorbed attention, "full" the un-absorbed.
+    absorbed = not context or table.file.engine == "sglang"
+    variant = "decode" if absorbed else "full"
     call = _attention(arch, precision, ctx, batch, span, batch * isl, variant)
     label = "mla " + ("context" if context else "generation")
     return label, [call], ctx.launch_s if context else ctx.decode_launch_s
