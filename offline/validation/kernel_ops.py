@@ -19,9 +19,9 @@ Row semantics, from aiconfigurator's collectors (``collector/<engine>/collect_*.
   un-absorbed (QK over 192, V over 128 per head on the decompressed keys), generation rows
   absorbed over the 576-wide latent (service.core.mla). SGLang's context rows are absorbed
   too: its collector (collector/sglang/collect_mla.py) runs the non-absorbed prefill only on
-  Blackwell and times FA3 over the 576/512 latent with one KV head elsewhere. These tables are the attention core
-  (the projections are in the separate, not yet priced, `mla_*_module_perf` tables), so
-  kv_b_proj's GEMM is not added.
+  Blackwell and times FA3 over the 576/512 latent with one KV head elsewhere. These tables
+  are the attention core (the projections are in the separate, not yet priced,
+  `mla_*_module_perf` tables), so kv_b_proj's GEMM is not added.
 """
 
 from __future__ import annotations
