@@ -12,7 +12,7 @@ from typing import Any
 
 from service.catalog.lookup import DATA_DIR, build_index, near_matches, normalise
 from service.catalog.variants import Variant, VariantIndex
-from service.core.architecture import MlaShape, ModelArchitecture
+from service.core.architecture import DsaShape, MlaShape, ModelArchitecture
 from service.core.cost_model_errors import UnsupportedArchitecture
 from service.core.dtypes import DType, parse_dtype
 
@@ -49,14 +49,16 @@ class ModelRecord:
         return self.architecture
 
 
-_ARCH_FIELDS = {f for f in ModelArchitecture.__dataclass_fields__ if f != "mla"}
+_ARCH_FIELDS = {f for f in ModelArchitecture.__dataclass_fields__ if f not in ("mla", "dsa")}
 
 
 def architecture_from_entry(entry: Mapping[str, Any]) -> ModelArchitecture:
     """A ModelArchitecture from a catalogue `architecture` object (unknown keys ignored)."""
     values = {k: v for k, v in entry.items() if k in _ARCH_FIELDS and v is not None}
-    mla = entry.get("mla")
-    return ModelArchitecture(**values, mla=MlaShape(**mla) if mla else None)
+    mla, dsa = entry.get("mla"), entry.get("dsa")
+    return ModelArchitecture(
+        **values, mla=MlaShape(**mla) if mla else None, dsa=DsaShape(**dsa) if dsa else None
+    )
 
 
 class ModelCatalog:

@@ -63,8 +63,9 @@ class PassShape:
     `logit_rows` is how many positions get logits (one per sequence), `spans` the attention span
     per attention variant: ``full`` (prefilling sequences under full attention), ``decode``
     (decoding sequences under full attention: one query token each, `new_tokens`; apart because
-    MLA attends them weight-absorbed, service.core.mla) and ``sliding`` (all sequences); a
-    missing variant attends nothing.
+    MLA attends them weight-absorbed, service.core.mla) and ``sliding`` (all sequences, each
+    query capped at the window or at DSA's top-k, service.core.dsa); a missing variant attends
+    nothing.
     """
 
     tokens: float
@@ -110,8 +111,10 @@ def weight_gemm_work_of(
     if node.operand == KV_UP_OPERAND and arch.mla is not None:
         in_f, out_f, weights = kv_up_shape(arch.mla, s)
         # two GEMMs (prefill's decompression, decode's absorption), the weight read once
-        prefill_rows = p.sequences * _span(p, "full").keys_read
         decode_rows = p.sequences * _span(p, "decode").new_tokens
+        # DSA's sparse attention runs absorbed in prefill too: its query tokens, not its keys
+        full_keys = p.sequences * _span(p, "full").keys_read
+        prefill_rows = p.tokens - decode_rows if arch.dsa is not None else full_keys
         prefill = gemm_work(prefill_rows, in_f, out_f, weights, s, p.tile_m)
         decode = gemm_work(decode_rows, in_f, out_f, weights, s, p.tile_m)
         return prefill.plus(decode._replace(weight_bytes=0.0))
@@ -133,7 +136,13 @@ def _gemm_shape(
             q_out = s.heads * (mla.qk_nope_head_dim + mla.qk_rope_head_dim)
             # q_a, kv_a (latent + k_pe) and q_b; kv_b_proj is its own node (service.core.mla)
             weights = h * (mla.q_lora_rank + s.kv_proj_width) + mla.q_lora_rank * q_out
-            return h, q_out + s.kv_proj_width, weights
+            out = q_out + s.kv_proj_width
+            if arch.dsa is not None:  # the indexer's wq_b, wk, weights_proj (replicated)
+                index_q = arch.dsa.index_n_heads * arch.dsa.index_head_dim
+                extra = arch.dsa.index_head_dim + arch.dsa.index_n_heads
+                weights += mla.q_lora_rank * index_q + h * extra
+                out += index_q + extra
+            return h, out, weights
         out = s.query_width + s.kv_proj_width
         return h, out, h * out
     if operand == "o":

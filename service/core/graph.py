@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from service.core.architecture import ModelArchitecture
-from service.core.mla import KV_UP_OPERAND
+from service.core.mla import INDEXER, KV_UP_OPERAND
 
 KERNEL_KINDS: tuple[str, ...] = (
     "norm",
@@ -102,8 +102,10 @@ def build_kernel_graph(
         roped = b.add(KernelNode("rope", "rope", arch.num_layers), qkv)
     if arch.mla is not None:  # kv_b_proj: decompresses in prefill, absorbs in decode
         qkv = b.add(KernelNode("kv_b_proj", "gemm", arch.num_layers, KV_UP_OPERAND), qkv)
+    if arch.dsa is not None:  # DSA's lightning indexer picks the keys attention reads
+        qkv = b.add(KernelNode("dsa_indexer", "attention", arch.num_layers, INDEXER), roped, qkv)
     attention_outputs = [
-        _add_attention(b, variant, layers, flash_attention, roped, qkv)
+        _add_attention(b, variant, layers, flash_attention, roped, qkv, arch.dsa is not None)
         for variant, layers in _attention_variants(arch)
     ]
     o_proj = b.add(KernelNode("o_proj", "gemm", arch.num_layers, "o"), *attention_outputs)
@@ -139,15 +141,15 @@ def build_kernel_graph(
 
 
 def _attention_variants(arch: ModelArchitecture) -> list[tuple[str, int]]:
-    sliding = arch.num_sliding_window_layers
+    sliding = arch.num_capped_layers  # DSA's top-k attention is priced as a window of k keys
     variants = [("full", arch.num_layers - sliding), ("sliding", sliding)]
     return [(variant, layers) for variant, layers in variants if layers > 0]
 
 
 def _add_attention(
-    b: _GraphBuilder, variant: str, layers: int, flash: bool, roped: int, qkv: int
+    b: _GraphBuilder, variant: str, layers: int, flash: bool, roped: int, qkv: int, sparse: bool
 ) -> int:
-    suffix = "" if variant == "full" else "_sliding"
+    suffix = "" if variant == "full" else ("_sparse" if sparse else "_sliding")
     if flash:
         return b.add(KernelNode(f"attention{suffix}", "attention", layers, variant), roped, qkv)
     scores = b.add(

@@ -73,3 +73,7 @@ def kv_up_shape(mla: MlaShape, s: ShardShapes) -> tuple[float, float, float]:
     multiply q_nope (W_UK) and the latent output (W_UV), so the FLOPs per row are equal."""
     out = s.heads * (mla.qk_nope_head_dim + mla.v_head_dim)
     return float(mla.kv_lora_rank), float(out), float(mla.kv_lora_rank * out)
+
+
+INDEXER = "indexer"
+"""Operand of DSA's lightning-indexer node (service.core.dsa)."""

@@ -132,7 +132,7 @@ def workload_terms(
     new = mix.new_tokens
     cached = prompt - new
     full = cached * new + new * (new + 1.0) / 2.0 if flash else new * prompt
-    window = arch.sliding_window_tokens
+    window = arch.capped_window
     p, d = mix.prefilling, mix.decoding  # [2, N]
     tokens = d + p * new
     # A continuous prefill pass is priced whole: its decoding sequences' mean contexts are

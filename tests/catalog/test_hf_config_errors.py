@@ -70,7 +70,6 @@ def test_a_bad_key_is_named(config: dict[str, Any], field: str) -> None:
         ("qwen3_next", "DeltaNet"),
         ("kimi_linear", "linear attention"),
         ("minimax", "lightning attention"),
-        ("deepseek_v32", "sparse attention"),
         ("mamba2", "state-space"),
     ],
 )
