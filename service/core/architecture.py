@@ -33,6 +33,12 @@ class DsaShape:
     index_head_dim: int
     index_topk: int
 
+    @property
+    def key_bytes(self) -> float:
+        """Indexer-cache bytes per token and layer: the fp8 index key and its fp32 scale [B]
+        (vLLM's indexer cache, vllm/v1/attention/backends/mla/indexer.py)."""
+        return self.index_head_dim * 1.0 + 4.0
+
 
 @dataclass(frozen=True, slots=True)
 class ModelArchitecture:

@@ -207,7 +207,10 @@ def _attention_parts(
         activation_read_bytes=tokens * s.heads * d.qk * s.activation_bytes + act_k,
         activation_write_bytes=scores * s.activation_bytes,
         kv_cache_read_bytes=cache_k,
-        kv_cache_write_bytes=p.sequences * span.new_tokens * s.kv_cache_width * s.kv_bytes,
+        kv_cache_write_bytes=p.sequences
+        * span.new_tokens
+        * (s.k_cache_width + s.v_cache_width)  # DSA's index keys: the indexer writes them
+        * s.kv_bytes,
     )
     softmax = Work(
         cuda_core_ops=_SOFTMAX_OPS * scores,

@@ -31,12 +31,6 @@ _HEAD_OPS_PER_PAIR = 3.0  # ReLU, weight, head sum
 _TOPK_OPS_PER_LOGIT = 2.0
 
 
-def index_key_bytes(arch: ModelArchitecture) -> float:
-    """Indexer-cache bytes per token and layer: fp8 key plus its fp32 scale [B]."""
-    assert arch.dsa is not None
-    return arch.dsa.index_head_dim * _FP8_BYTES + _FP32_BYTES
-
-
 def indexer_work(node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape) -> Work:
     """Scores of every query against every key it may attend (full attention's spans: the
     prefilling sequences' causal pairs, the decoding ones' whole context), and the top-k."""
@@ -46,7 +40,7 @@ def indexer_work(node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: P
     pairs = p.sequences * sum(span.pairs for span in spans)
     keys = p.sequences * sum(span.keys_read for span in spans)
     new = p.sequences * sum(span.new_tokens for span in spans)
-    key_bytes = index_key_bytes(arch)
+    key_bytes = arch.dsa.key_bytes
     return Work(
         tensor_flops=2.0 * heads * dim * pairs,
         padded_tensor_flops=2.0 * heads * dim * pairs,

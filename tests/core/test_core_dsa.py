@@ -43,9 +43,9 @@ def test_sparse_attention_attends_the_top_k_absorbed() -> None:
     assert column_sum(e.prefill, "tensor_flops", {"kv_b_proj"}) == 32_768
 
 
-def test_kv_cache_keeps_every_latent() -> None:
-    # 11 tokens x 72 B: top-k attention reads 4 of them but the cache holds all
-    assert sparse_estimate(8, 3).memory.kv_cache_bytes_per_gpu == 11 * 72
+def test_kv_cache_keeps_every_latent_and_index_key() -> None:
+    # 11 tokens x (72 B latent + 12 B index key): attention reads 4 but the cache holds all
+    assert sparse_estimate(8, 3).memory.kv_cache_bytes_per_gpu == 11 * (72 + 12)
 
 
 def test_indexer_weights_are_counted() -> None:
