@@ -229,3 +229,30 @@ def test_command_writes_the_report_for_a_subset(tmp_path: Path) -> None:
     assert "| all-reduce | h200_sxm | trtllm |" in text
     power = text.split("## Power")[1].split("## Not priced")[0]
     assert "| gemm bfloat16 | h200_sxm | vllm | 0.22.0 |" in power  # only 0.22.0 measured power
+
+
+def test_dsa_module_row_is_the_attention_block_with_the_indexer() -> None:
+    row = dict(
+        batch_size=1, isl=1, step=4095, num_heads=16, kv_cache_dtype="bfloat16",
+        gemm_type="bfloat16", model="deepseek-ai/DeepSeek-V3.2",
+    )  # fmt: skip
+    label, calls, _ = _calls("dsa_generation_module_perf", **row)
+    assert label == "dsa module generation"
+    flops = [c.work.tensor_flops for c in calls]
+    assert len(calls) == 6  # qkv_proj, rope, kv_b_proj, indexer, sparse attention, o_proj
+    # the indexer scores all 4,096 keys: 2 x 64 heads x 128 x 4,096 = 67,108,864 FLOP
+    assert 67_108_864 in flops
+    # attention reads the top 2,048 absorbed: 2 x 16 heads x 2,048 x (576 + 512) = 71,303,168
+    assert 71_303_168 in flops
+    # GLM-5's DSA rows have other shapes: not priced
+    assert (
+        MAPPERS["dsa_generation_module_perf"](
+            _table(
+                "dsa_generation_module_perf",
+                **{k: [v] for k, v in {**row, "model": "zai-org/GLM-5"}.items()},
+            ),
+            0,
+            CTX,
+        )
+        == "dsa module of zai-org/GLM-5"
+    )
