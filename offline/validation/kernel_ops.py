@@ -15,7 +15,15 @@ Row semantics, from aiconfigurator's collectors (``collector/<engine>/collect_*.
   full FFN width; `distribution` the routing (the cost model routes uniformly).
 - All-reduce: `message_size` elements over `num_gpus` GPUs in one node (custom all-reduce:
   bf16; NCCL: `nccl_dtype`).
-- MLA: DeepSeek-V3's latent attention core with `num_heads` heads on this GPU.
+- MLA / DSA modules: DeepSeek-V3's (V3.2's) whole attention block with `num_heads` heads,
+  `step` cached tokens before a context row's `isl` new ones.
+- MLA: DeepSeek-V3's latent attention core with `num_heads` heads on this GPU: context rows
+  un-absorbed (QK over 192, V over 128 per head on the decompressed keys), generation rows
+  absorbed over the 576-wide latent (service.core.mla). SGLang's context rows are absorbed
+  too: its collector (collector/sglang/collect_mla.py) runs the non-absorbed prefill only on
+  Blackwell and times FA3 over the 576/512 latent with one KV head elsewhere. These tables
+  are the attention core (the projections are in the separate, not yet priced,
+  `mla_*_module_perf` tables), so kv_b_proj's GEMM is not added.
 """
 
 from __future__ import annotations
@@ -29,10 +37,12 @@ from offline.validation.kernel_pricing import KernelCall, PricingContext, RowCal
 from offline.validation.kernel_tables import KernelTable
 from service.catalog import load_model_catalog
 from service.core import counts, moe
-from service.core.architecture import ModelArchitecture
+from service.core.architecture import DsaShape, ModelArchitecture
 from service.core.counts import AttentionSpan, PassShape
 from service.core.dtypes import DType, gemm_compute_key
-from service.core.graph import KernelNode
+from service.core.graph import KernelNode, build_kernel_graph
+from service.core.kernel_work import kernel_work
+from service.core.roofline import STREAMING_KINDS
 from service.core.terms import capped_sum
 from service.core.workload import Precision
 
@@ -84,7 +94,7 @@ def _attention(
 ) -> KernelCall:
     shapes = shapes_of(arch, ctx.gpu, precision)
     shape = PassShape(tokens, batch, batch, {variant: span}, ctx.tile_m)
-    node = KernelNode("attention", "attention", 1, variant)
+    node = KernelNode("attention", "attention", 1, "sliding" if variant == "sliding" else "full")
     work = counts.attention_work_of(node, arch, shapes, shape)
     return KernelCall(work, gemm_compute_key(precision.weights, precision.activations), True)
 
@@ -152,10 +162,73 @@ def mla(table: KernelTable, i: int, ctx: PricingContext) -> RowResult:
     arch = replace(_deepseek_v3(), num_attention_heads=heads, num_key_value_heads=heads)
     precision = _precision(_B, _B, _KV[col["kv_cache_dtype"][i]])
     batch, isl, step = float(col["batch_size"][i]), float(col["isl"][i]), float(col["step"][i])
-    span, variant = attention_span(context, isl, step, 0)
+    span, _ = attention_span(context, isl, step, 0)
+    # The cost model's "decode" span is the absorbed attention, "full" the un-absorbed.
+    absorbed = not context or table.file.engine == "sglang"
+    variant = "decode" if absorbed else "full"
     call = _attention(arch, precision, ctx, batch, span, batch * isl, variant)
     label = "mla " + ("context" if context else "generation")
     return label, [call], ctx.launch_s if context else ctx.decode_launch_s
+
+
+# A module row is the whole attention block (collector/vllm/collect_mla_module.py: vLLM's
+# DeepseekV2MLAAttention forward, projections + attention + output; TensorRT-LLM's likewise):
+# the cost model's kernels of it. The q_a / kv_a RMSNorms are not in the cost model's graph.
+_MODULE_KERNELS = ("qkv_proj", "rope", "kv_b_proj", "dsa_indexer", "attention", "o_proj")
+_DSA = DsaShape(index_n_heads=64, index_head_dim=128, index_topk=2048)  # DeepSeek-V3.2's
+
+
+def attention_module(table: KernelTable, i: int, ctx: PricingContext) -> RowResult:
+    col = table.columns
+    sparse = table.file.table.startswith("dsa")
+    model = str(col["model"][i])
+    if not model.startswith("deepseek-ai/"):
+        return f"{'dsa' if sparse else 'mla'} module of {model}"
+    if col["gemm_type"][i] not in GEMM_PRECISIONS:
+        return f"module gemm {col['gemm_type'][i]}"
+    weights, activations = GEMM_PRECISIONS[col["gemm_type"][i]]
+    heads = int(col["num_heads"][i])
+    arch = replace(
+        _deepseek_v3(),
+        num_attention_heads=heads,
+        num_key_value_heads=heads,
+        dsa=_DSA if sparse else None,
+    )
+    precision = _precision(weights, activations, _KV[col["kv_cache_dtype"][i]])
+    shapes = shapes_of(arch, ctx.gpu, precision)
+    batch, isl, step = float(col["batch_size"][i]), float(col["isl"][i]), float(col["step"][i])
+    context = "context" in table.file.table and isl > 1  # vLLM runs a 1-token query as decode
+    shape = PassShape(batch * isl, batch, batch, _module_spans(context, isl, step), ctx.tile_m)
+    graph = build_kernel_graph(arch, flash_attention=True, tensor_group=1, pipeline_stages=1)
+    key = gemm_compute_key(weights, activations)
+    calls = [
+        KernelCall(kernel_work(node, arch, shapes, shape), key, node.kind in STREAMING_KINDS)
+        for node in graph.nodes
+        if node.name.removesuffix("_sparse") in _MODULE_KERNELS
+    ]
+    label = ("dsa" if sparse else "mla") + " module " + ("context" if context else "generation")
+    return label, calls, ctx.launch_s if context else ctx.decode_launch_s
+
+
+def _module_spans(context: bool, new: float, cached: float) -> dict[str, AttentionSpan]:
+    """Spans of a prefill of `new` tokens over `cached` ones, or of a decode step over
+    `cached` + 1 keys (service.core.terms): full attention and the indexer's ("full" or
+    "decode"), and DSA's top-k ("sliding", capped at index_topk)."""
+    topk = float(_DSA.index_topk)
+    if context:
+        pairs = cached * new + new * (new + 1.0) / 2.0
+        capped = float(
+            capped_sum(np.array([cached + 1.0]), np.array([cached + new]), _DSA.index_topk)[0]
+        )
+        return {
+            "full": AttentionSpan(pairs, cached + new, new),
+            "sliding": AttentionSpan(capped, new + min(cached, topk), new),
+        }
+    keys = cached + new
+    return {
+        "decode": AttentionSpan(keys, keys, new),
+        "sliding": AttentionSpan(min(keys, topk), min(keys, topk), new),
+    }
 
 
 def moe_layer(table: KernelTable, i: int, ctx: PricingContext) -> RowResult:
@@ -239,6 +312,10 @@ MAPPERS = {
     "generation_attention_perf": attention,
     "context_mla_perf": mla,
     "generation_mla_perf": mla,
+    "mla_context_module_perf": attention_module,
+    "mla_generation_module_perf": attention_module,
+    "dsa_context_module_perf": attention_module,
+    "dsa_generation_module_perf": attention_module,
     "moe_perf": moe_layer,
     "custom_allreduce_perf": custom_all_reduce,
     "nccl_perf": nccl,

@@ -12,7 +12,7 @@ from typing import Any
 
 from service.catalog.lookup import DATA_DIR, build_index, near_matches, normalise
 from service.catalog.variants import Variant, VariantIndex
-from service.core.architecture import MlaShape, ModelArchitecture
+from service.core.architecture import DsaShape, MlaShape, ModelArchitecture
 from service.core.cost_model_errors import UnsupportedArchitecture
 from service.core.dtypes import DType, parse_dtype
 from service.core.mixers import DeltaNetShape, MambaShape
@@ -50,7 +50,7 @@ class ModelRecord:
         return self.architecture
 
 
-_NESTED = {"mla": MlaShape, "mamba": MambaShape, "delta_net": DeltaNetShape}
+_NESTED = {"mla": MlaShape, "dsa": DsaShape, "mamba": MambaShape, "delta_net": DeltaNetShape}
 _ARCH_FIELDS = {f for f in ModelArchitecture.__dataclass_fields__ if f not in _NESTED}
 
 
@@ -60,6 +60,10 @@ def architecture_from_entry(entry: Mapping[str, Any]) -> ModelArchitecture:
     values = {k: v for k, v in entry.items() if k in _ARCH_FIELDS and v is not None}
     nested = {name: shape(**entry[name]) for name, shape in _NESTED.items() if entry.get(name)}
     return ModelArchitecture(**values, **nested)
+    mla, dsa = entry.get("mla"), entry.get("dsa")
+    return ModelArchitecture(
+        **values, mla=MlaShape(**mla) if mla else None, dsa=DsaShape(**dsa) if dsa else None
+    )
 
 
 class ModelCatalog:

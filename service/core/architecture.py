@@ -26,6 +26,22 @@ class MlaShape:
 
 
 @dataclass(frozen=True, slots=True)
+class DsaShape:
+    """DeepSeek sparse attention (DeepSeek-V3.2): a lightning indexer of `index_n_heads` heads of
+    `index_head_dim` scores every cached key, and each query attends its `index_topk` best."""
+
+    index_n_heads: int
+    index_head_dim: int
+    index_topk: int
+
+    @property
+    def key_bytes(self) -> float:
+        """Indexer-cache bytes per token and layer: the fp8 index key and its fp32 scale [B]
+        (vLLM's indexer cache, vllm/v1/attention/backends/mla/indexer.py)."""
+        return self.index_head_dim * 1.0 + 4.0
+
+
+@dataclass(frozen=True, slots=True)
 class ModelArchitecture:
     """A decoder-only transformer, as in a Hugging Face config.
 
@@ -88,6 +104,7 @@ class ModelArchitecture:
     num_mlp_free_layers: int = 0
     attention_output_gate: bool = False
     parallel_mixers: bool = False
+    dsa: DsaShape | None = None
 
     @property
     def num_attention_layers(self) -> int:
@@ -112,6 +129,20 @@ class ModelArchitecture:
     @property
     def is_moe(self) -> bool:
         return self.num_experts > 0 and self.num_moe_layers > 0
+
+    @property
+    def capped_window(self) -> int | None:
+        """Keys a query of a capped attention layer attends at most: the sliding window, or
+        DSA's top-k (as many pairs and keys read as a window of that size; DSA still caches
+        every key, see service.core.memory)."""
+        if self.dsa is not None:
+            return self.dsa.index_topk
+        return self.sliding_window_tokens
+
+    @property
+    def num_capped_layers(self) -> int:
+        """Layers whose attention span is capped at `capped_window` (DSA: every layer)."""
+        return self.num_attention_layers if self.dsa is not None else self.num_sliding_window_layers
 
     @property
     def query_width(self) -> int:
@@ -176,6 +207,10 @@ def validate_architecture(arch: ModelArchitecture) -> None:
     _validate_layer_mix(arch)
     _validate_moe(arch)
     _validate_sliding_window(arch)
+    if arch.dsa is not None and (arch.mla is None or arch.num_sliding_window_layers):
+        raise InvalidArchitecture(
+            "DSA sparse attention is priced on MLA layers without sliding windows", field="dsa"
+        )
 
 
 def _validate_layer_mix(arch: ModelArchitecture) -> None:

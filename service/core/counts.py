@@ -24,6 +24,13 @@ from dataclasses import dataclass
 from service.core.architecture import ModelArchitecture
 from service.core.graph import KernelNode
 from service.core.mixers import delta_net_shard, mamba_shard
+from service.core.mla import (
+    KV_UP_OPERAND,
+    AttentionDims,
+    cached_dims,
+    kv_up_shape,
+    prefill_dims,
+)
 from service.core.shards import ShardShapes
 from service.core.work import Work
 
@@ -55,7 +62,11 @@ class PassShape:
     """One forward pass: `tokens` query tokens over `sequences` sequences.
 
     `logit_rows` is how many positions get logits (one per sequence), `spans` the attention span
-    per attention variant (``full``/``sliding``).
+    per attention variant: ``full`` (prefilling sequences under full attention), ``decode``
+    (decoding sequences under full attention: one query token each, `new_tokens`; apart because
+    MLA attends them weight-absorbed, service.core.mla) and ``sliding`` (all sequences, each
+    query capped at the window or at DSA's top-k, service.core.dsa); a missing variant attends
+    nothing.
     """
 
     tokens: float
@@ -98,6 +109,16 @@ def gemm_work(
 def weight_gemm_work_of(
     node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape
 ) -> Work:
+    if node.operand == KV_UP_OPERAND and arch.mla is not None:
+        in_f, out_f, weights = kv_up_shape(arch.mla, s)
+        # two GEMMs (prefill's decompression, decode's absorption), the weight read once
+        decode_rows = p.sequences * _span(p, "decode").new_tokens
+        # DSA's sparse attention runs absorbed in prefill too: its query tokens, not its keys
+        full_keys = p.sequences * _span(p, "full").keys_read
+        prefill_rows = p.tokens - decode_rows if arch.dsa is not None else full_keys
+        prefill = gemm_work(prefill_rows, in_f, out_f, weights, s, p.tile_m)
+        decode = gemm_work(decode_rows, in_f, out_f, weights, s, p.tile_m)
+        return prefill.plus(decode._replace(weight_bytes=0.0))
     in_f, out_f, weights = _gemm_shape(node.operand, arch, s)
     work = gemm_work(p.tokens, in_f, out_f, weights, s, p.tile_m)
     if node.operand == "qkv" and arch.qkv_bias:
@@ -116,10 +137,15 @@ def _gemm_shape(
         if arch.mla is not None:
             mla = arch.mla
             q_out = s.heads * (mla.qk_nope_head_dim + mla.qk_rope_head_dim)
-            kv_up = s.heads * (mla.qk_nope_head_dim + mla.v_head_dim)
+            # q_a, kv_a (latent + k_pe) and q_b; kv_b_proj is its own node (service.core.mla)
             weights = h * (mla.q_lora_rank + s.kv_proj_width) + mla.q_lora_rank * q_out
-            weights += mla.kv_lora_rank * kv_up
-            return h, q_out + s.kv_proj_width, weights
+            out = q_out + s.kv_proj_width
+            if arch.dsa is not None:  # the indexer's wq_b, wk, weights_proj (replicated)
+                index_q = arch.dsa.index_n_heads * arch.dsa.index_head_dim
+                extra = arch.dsa.index_head_dim + arch.dsa.index_n_heads
+                weights += mla.q_lora_rank * index_q + h * extra
+                out += index_q + extra
+            return h, out, weights
         out = s.query_width * (2 if arch.attention_output_gate else 1) + s.kv_proj_width
         return h, out, h * out
     if operand == "o":
@@ -184,19 +210,33 @@ def rope_work_of(node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: P
     )
 
 
-def _attention_parts(s: ShardShapes, p: PassShape, span: AttentionSpan) -> tuple[Work, Work, Work]:
-    """(scores, softmax, context) work; fused flash attention is their sum minus the scores' trip
-    through memory."""
+_NO_SPAN = AttentionSpan(0.0, 0.0, 0.0)
+
+
+def _span(p: PassShape, variant: str) -> AttentionSpan:
+    return p.spans.get(variant, _NO_SPAN)
+
+
+def _attention_parts(
+    s: ShardShapes, p: PassShape, span: AttentionSpan, tokens: float, d: AttentionDims
+) -> tuple[Work, Work, Work]:
+    """(scores, softmax, context) work of `tokens` query tokens over `span`, with widths `d`;
+    fused flash attention is their sum minus the scores' trip through memory."""
     scores = p.sequences * s.heads * span.pairs
-    reads_k = p.sequences * span.keys_read * s.k_cache_width * s.kv_bytes
-    reads_v = p.sequences * span.keys_read * (s.v_cache_width or s.k_cache_width) * s.kv_bytes
+    reads_k = p.sequences * span.keys_read * d.key_read * d.read_bytes
+    reads_v = p.sequences * span.keys_read * (d.value_read or d.key_read) * d.read_bytes
+    cache_k, act_k = (reads_k, 0.0) if d.from_cache else (0.0, reads_k)
+    cache_v, act_v = (reads_v, 0.0) if d.from_cache else (0.0, reads_v)
     qk = Work(
-        tensor_flops=2.0 * scores * s.qk_head_dim,
-        padded_tensor_flops=2.0 * scores * s.qk_head_dim,
-        activation_read_bytes=p.tokens * s.heads * s.qk_head_dim * s.activation_bytes,
+        tensor_flops=2.0 * scores * d.qk,
+        padded_tensor_flops=2.0 * scores * d.qk,
+        activation_read_bytes=tokens * s.heads * d.qk * s.activation_bytes + act_k,
         activation_write_bytes=scores * s.activation_bytes,
-        kv_cache_read_bytes=reads_k,
-        kv_cache_write_bytes=p.sequences * span.new_tokens * s.kv_cache_width * s.kv_bytes,
+        kv_cache_read_bytes=cache_k,
+        kv_cache_write_bytes=p.sequences
+        * span.new_tokens
+        * (s.k_cache_width + s.v_cache_width)  # DSA's index keys: the indexer writes them
+        * s.kv_bytes,
     )
     softmax = Work(
         cuda_core_ops=_SOFTMAX_OPS * scores,
@@ -205,21 +245,38 @@ def _attention_parts(s: ShardShapes, p: PassShape, span: AttentionSpan) -> tuple
         activation_write_bytes=scores * s.activation_bytes,
     )
     sv = Work(
-        tensor_flops=2.0 * scores * s.v_head_dim,
-        padded_tensor_flops=2.0 * scores * s.v_head_dim,
-        activation_read_bytes=scores * s.activation_bytes,
-        activation_write_bytes=p.tokens * s.heads * s.v_head_dim * s.activation_bytes,
-        kv_cache_read_bytes=reads_v,
+        tensor_flops=2.0 * scores * d.v,
+        padded_tensor_flops=2.0 * scores * d.v,
+        activation_read_bytes=scores * s.activation_bytes + act_v,
+        activation_write_bytes=tokens * s.heads * d.v * s.activation_bytes,
+        kv_cache_read_bytes=cache_v,
     )
     return qk, softmax, sv
 
 
-def attention_work_of(
+def _attended(
     node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape
+) -> list[tuple[AttentionSpan, float, AttentionDims]]:
+    """(span, query tokens, widths) of each group of sequences `node` attends for: a sliding
+    kernel all of them; a full kernel the prefilling sequences (MLA: un-absorbed) and the
+    decoding ones (MLA: absorbed over the latent), service.core.mla."""
+    if node.operand == "sliding":
+        return [(_span(p, "sliding"), p.tokens, cached_dims(s))]
+    decode = _span(p, "decode")
+    decode_tokens = p.sequences * decode.new_tokens
+    prefill = cached_dims(s) if arch.mla is None else prefill_dims(arch.mla, s)
+    return [
+        (_span(p, "full"), p.tokens - decode_tokens, prefill),
+        (decode, decode_tokens, cached_dims(s)),
+    ]
+
+
+def _fused_attention(
+    s: ShardShapes, p: PassShape, span: AttentionSpan, tokens: float, d: AttentionDims
 ) -> Work:
-    qk, softmax, sv = _attention_parts(s, p, p.spans[node.operand])
+    qk, softmax, sv = _attention_parts(s, p, span, tokens, d)
     fused = qk.plus(softmax).plus(sv)
-    if s.v_cache_width == 0:  # MLA: the fused kernel reads the latent once, for keys and values
+    if d.value_read == 0:  # MLA's latent: the fused kernel reads it once, for keys and values
         fused = fused.minus(Work(kv_cache_read_bytes=sv.kv_cache_read_bytes))
     score_bytes = softmax.activation_read_bytes  # scores stay on chip in a fused kernel
     return fused.minus(
@@ -227,11 +284,23 @@ def attention_work_of(
     )
 
 
+def attention_work_of(
+    node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape
+) -> Work:
+    total = Work()
+    for span, tokens, dims in _attended(node, arch, s, p):
+        total = total.plus(_fused_attention(s, p, span, tokens, dims))
+    return total
+
+
 def attention_piece(
     index: int,
 ) -> Callable[[KernelNode, ModelArchitecture, ShardShapes, PassShape], Work]:
     def piece(node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape) -> Work:
-        return _attention_parts(s, p, p.spans[node.operand])[index]
+        total = Work()
+        for span, tokens, dims in _attended(node, arch, s, p):
+            total = total.plus(_attention_parts(s, p, span, tokens, dims)[index])
+        return total
 
     return piece
 

@@ -138,11 +138,6 @@ def validate_workload(arch: ModelArchitecture, workload: Workload) -> None:
 
 def _warnings(arch: ModelArchitecture, deployment: Deployment) -> tuple[str, ...]:
     warnings = []
-    if arch.mla is not None:
-        warnings.append(
-            "multi-head latent attention is approximated: weight-absorbed attention over the "
-            "latent KV cache, projections as low-rank GEMMs"
-        )
     group = deployment.parallelism.gpus_per_stage
     if arch.mla is None and group > arch.num_key_value_heads:
         warnings.append(

@@ -98,7 +98,7 @@ class WorkloadEstimates:
     def _phase_sums(self) -> tuple[FloatArray, FloatArray]:
         """[2, N, BASIS] terms summed over each phase's executions: (real, padded rows). Only
         counts need them (features, the verbose breakdown), so they are summed on demand."""
-        return self.terms.phase_sums(self.plan.arch.sliding_window_tokens)
+        return self.terms.phase_sums(self.plan.arch.capped_window)
 
     def totals(self) -> FloatArray:
         """[2, N, kernels, WORK_FIELDS] counts summed over executions and all GPUs."""

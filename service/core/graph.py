@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from service.core.architecture import ModelArchitecture
+from service.core.mla import INDEXER, KV_UP_OPERAND
 
 KERNEL_KINDS: tuple[str, ...] = (
     "norm",
@@ -159,8 +160,13 @@ def _add_attention_block(
     roped = qkv
     if arch.position == "rope":
         roped = b.add(KernelNode("rope", "rope", layers), qkv)
+    if arch.mla is not None:  # kv_b_proj: decompresses in prefill, absorbs in decode
+        qkv = b.add(KernelNode("kv_b_proj", "gemm", layers, KV_UP_OPERAND), qkv)
+    if arch.dsa is not None:  # DSA's lightning indexer picks the keys attention reads
+        qkv = b.add(KernelNode("dsa_indexer", "attention", layers, INDEXER), roped, qkv)
+    sparse = arch.dsa is not None
     attention_outputs = [
-        _add_attention(b, variant, count, flash_attention, roped, qkv)
+        _add_attention(b, variant, count, flash_attention, roped, qkv, sparse)
         for variant, count in _attention_variants(arch)
     ]
     return b.add(KernelNode("o_proj", "gemm", layers, "o"), *attention_outputs)
@@ -212,15 +218,15 @@ def _add_mlp_block(
 
 
 def _attention_variants(arch: ModelArchitecture) -> list[tuple[str, int]]:
-    sliding = arch.num_sliding_window_layers
+    sliding = arch.num_capped_layers  # DSA's top-k attention is priced as a window of k keys
     variants = [("full", arch.num_attention_layers - sliding), ("sliding", sliding)]
     return [(variant, layers) for variant, layers in variants if layers > 0]
 
 
 def _add_attention(
-    b: _GraphBuilder, variant: str, layers: int, flash: bool, roped: int, qkv: int
+    b: _GraphBuilder, variant: str, layers: int, flash: bool, roped: int, qkv: int, sparse: bool
 ) -> int:
-    suffix = "" if variant == "full" else "_sliding"
+    suffix = "" if variant == "full" else ("_sparse" if sparse else "_sliding")
     if flash:
         return b.add(KernelNode(f"attention{suffix}", "attention", layers, variant), roped, qkv)
     scores = b.add(

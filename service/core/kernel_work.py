@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from service.core import counts, moe, recurrent
+from service.core import counts, dsa, moe, recurrent
 from service.core.architecture import ModelArchitecture
 from service.core.counts import PassShape
 from service.core.graph import KernelNode
+from service.core.mla import INDEXER
 from service.core.shards import ShardShapes
 from service.core.work import Work
 
@@ -44,4 +45,6 @@ def kernel_work(
     node: KernelNode, arch: ModelArchitecture, shapes: ShardShapes, shape: PassShape
 ) -> Work:
     """Counts of one execution of `node` on one GPU in a pass of `shape`."""
+    if node.operand == INDEXER:  # DSA's indexer: an attention-kind kernel of its own
+        return dsa.indexer_work(node, arch, shapes, shape)
     return COUNTERS[node.kind](node, arch, shapes, shape)

@@ -22,6 +22,10 @@ def attention_weight_elements(arch: ModelArchitecture) -> float:
         q = h * m.q_lora_rank + m.q_lora_rank * heads * (m.qk_nope_head_dim + m.qk_rope_head_dim)
         kv = h * (m.kv_lora_rank + m.qk_rope_head_dim)
         kv += m.kv_lora_rank * heads * (m.qk_nope_head_dim + m.v_head_dim)
+        if arch.dsa is not None:  # the indexer's wq_b, wk and weights_proj
+            d = arch.dsa
+            q += m.q_lora_rank * d.index_n_heads * d.index_head_dim
+            q += h * (d.index_head_dim + d.index_n_heads)
         return q + kv + heads * m.v_head_dim * h
     return h * (arch.q_proj_width + 2 * arch.kv_width) + arch.query_width * h
 

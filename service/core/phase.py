@@ -95,7 +95,7 @@ def _decode_attention_s(
     if pieces == 1:  # no sliding kernel: one growing piece each
         lo[..., 0], hi[..., 0] = first, last
     else:
-        window = float(plan.arch.sliding_window_tokens or 0)
+        window = float(plan.arch.capped_window or 0)
         cap = np.where(sliding, window, last)  # [N, A]
         lines_a[:, :, 1] = a + cap[..., None] * b
         lines_b[:, :, 1] = 0.0

@@ -1,12 +1,14 @@
 """A request-independent plan of a model on a deployment: every kernel's counts as linear
 functions of a few workload terms, turned into seconds per unit of each term.
 
-Every count of every kernel is linear in eleven terms (the `BASIS`): a constant, the query
+Every count of every kernel is linear in fourteen terms (the `BASIS`): a constant, the query
 tokens T, the logit rows R, per attention variant the query-key pairs, cached keys read and new
-keys written, each summed over sequences, and the routed experts' rows and touched experts
+keys written, each summed over sequences (full attention's decoding sequences apart from its
+prefilling ones: MLA attends them weight-absorbed, service.core.mla), and the routed experts'
+rows and touched experts
 (service.core.terms.expert_terms_many, nonlinear in T but computed per request in closed
 form).
-Probing each kernel's counter at unit values of the first nine terms, and the expert GEMMs'
+Probing each kernel's counter at unit values of the first twelve terms, and the expert GEMMs'
 closed-form counts per row and per expert, yields the coefficients once per (model, deployment,
 coefficients); pricing a request is then a few small matrix products. GEMM rows are padded for
 compute time by evaluating the tensor-core row at padded T, R and expert rows.
@@ -45,10 +47,13 @@ BASIS: tuple[str, ...] = (
     "pairs_sliding",
     "keys_sliding",
     "new_sliding",
+    "pairs_decode",
+    "keys_decode",
+    "new_decode",
     "expert_rows",
     "experts_touched",
 )
-PROBED_TERMS = 9
+PROBED_TERMS = 12
 """The first PROBED_TERMS basis terms are found by probing every counter; the expert terms are
 set by the expert GEMMs alone."""
 ATTENTION_TERMS = slice(3, PROBED_TERMS)
@@ -123,7 +128,7 @@ def seconds_per_count(rates: UnitRates, *, streaming: bool) -> FloatArray:
 def _probe_shape(term: str) -> PassShape:
     """A pass in which `term` is 1 and every other basis term 0 (tile 1: no padding)."""
     zero = AttentionSpan(0.0, 0.0, 0.0)
-    spans = {"full": zero, "sliding": zero}
+    spans = {"full": zero, "sliding": zero, "decode": zero}
     tokens = 1.0 if term == "tokens" else 0.0
     logit_rows = 1.0 if term == "logit_rows" else 0.0
     sequences = 0.0
@@ -133,6 +138,11 @@ def _probe_shape(term: str) -> PassShape:
         spans[variant] = AttentionSpan(values["pairs"], values["keys"], values["new"])
         sequences = 1.0  # counters multiply span values by sequences
     return PassShape(tokens, sequences, logit_rows, spans, 1)
+
+
+def _context_variant(node: KernelNode) -> str:
+    """The basis terms a context-dependent kernel's decode context grows."""
+    return "sliding" if node.operand == "sliding" else "decode"
 
 
 _PROBES = tuple(_probe_shape(term) for term in BASIS[:PROBED_TERMS])
@@ -188,13 +198,14 @@ def cost_plan(
         axis=2,
     )
     attention = tuple(i for i in range(len(nodes)) if np.any(work[i][:, ATTENTION_TERMS] != 0.0))
+    # Decode's context grows the sliding terms of sliding kernels, the decode terms of the rest.
     context_columns = {
         variant: [
             offset + BASIS.index(f"{quantity}_{variant}")
             for quantity in ("pairs", "keys")
             for offset in (0, len(BASIS))
         ]
-        for variant in ("full", "sliding")
+        for variant in ("decode", "sliding")
     }
     return CostPlan(
         arch=arch,
@@ -220,7 +231,11 @@ def cost_plan(
         layers=np.array([node.layers for node in nodes], dtype=np.float64),
         attention=attention,
         seconds_per_context_key={
-            i: tuple(seconds_per_unit[i][:, context_columns[nodes[i].operand]].sum(axis=1).tolist())
+            i: tuple(
+                seconds_per_unit[i][:, context_columns[_context_variant(nodes[i])]]
+                .sum(axis=1)
+                .tolist()
+            )
             for i in attention
         },
         weight_bytes_per_gpu=weight_bytes_per_gpu(arch, shapes, par.pipeline),

@@ -114,7 +114,7 @@ class RequestEstimate:
         total_s: prefill plus decode wall-clock time [s].
         time_per_output_token_s: mean decode step time [s] (0 when there is no decode step).
         memory: weights and the KV cache held while the request runs, per GPU.
-        warnings: approximations the estimate made (e.g. MLA approximated).
+        warnings: approximations the estimate made (e.g. KV heads replicated).
     """
 
     prefill: PhaseCost

@@ -42,11 +42,13 @@ class ShardShapes:
     embedding_bytes: float
     expert_stream_bytes: float
     unfused_norms: bool = False
+    index_cache_bytes: float = 0.0
 
     @property
-    def kv_cache_width(self) -> int:
-        """KV-cache elements per token per layer on one GPU (keys + values, or MLA latent)."""
-        return self.k_cache_width + self.v_cache_width
+    def kv_cache_width(self) -> float:
+        """KV-cache elements per token per layer on one GPU (keys + values, or MLA latent; DSA's
+        index keys, `index_cache_bytes` replicated on every GPU, counted at `kv_bytes` each)."""
+        return self.k_cache_width + self.v_cache_width + self.index_cache_bytes / self.kv_bytes
 
 
 def shard_shapes(arch: ModelArchitecture, deployment: Deployment) -> ShardShapes:
@@ -94,6 +96,7 @@ def shard_shapes(arch: ModelArchitecture, deployment: Deployment) -> ShardShapes
         embedding_bytes=bytes_per_element(sixteen_bit),
         expert_stream_bytes=expert_stream_bytes(arch, precision.weights),
         unfused_norms=deployment.unfused_norms,
+        index_cache_bytes=arch.dsa.key_bytes if arch.dsa is not None else 0.0,
     )
 
 

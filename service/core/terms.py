@@ -22,8 +22,12 @@ from service.core.steady_state import PassMix
 
 FloatArray = npt.NDArray[np.float64]
 _COLUMN = {name: i for i, name in enumerate(BASIS)}
-# The pairs and keys-read columns of each attention variant, in the real and the padded half.
-_FULL_SPAN = [_COLUMN[f"{q}_full"] + half for half in (0, len(BASIS)) for q in ("pairs", "keys")]
+# The pairs and keys-read columns decode's growing context adds to, in the real and the padded
+# half: full attention's decoding-sequence terms and the sliding terms.
+_DECODE_SPAN = [
+    _COLUMN[f"{q}_decode"] + half for half in (0, len(BASIS)) for q in ("pairs", "keys")
+]
+_EXPERT_ROWS = _COLUMN["expert_rows"]
 _SLIDING_SPAN = [
     _COLUMN[f"{q}_sliding"] + half for half in (0, len(BASIS)) for q in ("pairs", "keys")
 ]
@@ -70,7 +74,7 @@ class WorkloadTerms:
         # Decode's pairs and keys read grow by one per step: summed over the contexts.
         contexts = sum_affine_many(0.0, 1.0, first, last)
         windowed = contexts if window is None else capped_sum(first, last, window)
-        sums[1][:, _FULL_SPAN] += (self.batch * contexts)[:, None]
+        sums[1][:, _DECODE_SPAN] += (self.batch * contexts)[:, None]
         sums[1][:, _SLIDING_SPAN] += (self.batch * windowed)[:, None]
         sums *= (self.share * self.repeats)[..., None]
         width = len(BASIS)
@@ -120,14 +124,15 @@ def workload_terms(
     floats; `repeats`: [N] waves each runs). A pass of p prompts of N computed tokens over K
     cached ones and d decoding sequences has T = d + p N query tokens and d + p logit rows;
     each prompt scores N K + N (N + 1) / 2 query-key pairs (causal flash; unfused: N P),
-    reads the K, V of all P prompt tokens and writes N new ones."""
+    reads the K, V of all P prompt tokens and writes N new ones (the full terms); the d
+    decoding sequences' full-attention context and new keys are the decode terms."""
     n, width = prompt.shape[0], len(BASIS)
     both = np.zeros((2, n, 2 * width))
     basis = both[..., :width]
     new = mix.new_tokens
     cached = prompt - new
     full = cached * new + new * (new + 1.0) / 2.0 if flash else new * prompt
-    window = arch.sliding_window_tokens
+    window = arch.capped_window
     p, d = mix.prefilling, mix.decoding  # [2, N]
     tokens = d + p * new
     # A continuous prefill pass is priced whole: its decoding sequences' mean contexts are
@@ -136,7 +141,9 @@ def workload_terms(
     baked[0] = d[0] * mix.mean_context
     basis[..., 0] = 1.0
     basis[..., 1], basis[..., 2] = tokens, d + p
-    basis[..., 3], basis[..., 4], basis[..., 5] = p * full + baked, p * prompt + baked, tokens
+    basis[..., 3], basis[..., 4], basis[..., 5] = p * full, p * prompt, p * new
+    decode = slice(_COLUMN["pairs_decode"], _COLUMN["new_decode"] + 1)
+    basis[..., decode] = np.stack([baked, baked, d], axis=-1)
     basis[1, :, 8] = tokens[1]
     if window is not None:
         sliding = capped_sum(cached + 1.0, prompt, window) if flash else new * prompt
@@ -149,14 +156,17 @@ def workload_terms(
     if arch.is_moe:
         for phase in (0, 1):
             expert_rows, padded_experts, touched = expert_terms_many(arch, s, tokens[phase], tile_m)
-            basis[phase, :, 9], basis[phase, :, 10] = expert_rows, touched
+            basis[phase, :, _EXPERT_ROWS], basis[phase, :, _EXPERT_ROWS + 1] = expert_rows, touched
             expert_padded.append(padded_experts)
     padded = both[..., width:]
     padded[...] = basis
     # Token and logit rows of both phases padded to the GEMM tile at once.
     padded[..., 1:3] = padded_rows_many(basis[..., 1:3], tile_m)
+    # MLA's kv_b_proj GEMM rows: prefill's decompressed keys, decode's absorbed tokens
+    for column in (_COLUMN["keys_full"], _COLUMN["new_decode"]):
+        padded[..., column] = padded_rows_many(basis[..., column], tile_m)
     for phase, padded_experts in enumerate(expert_padded):
-        padded[phase, :, 9] = padded_experts
+        padded[phase, :, _EXPERT_ROWS] = padded_experts
     return WorkloadTerms(
         both, mix.steps, prompt + 1.0, prompt + output - 1.0, d[1], repeats, mix.share
     )

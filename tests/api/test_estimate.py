@@ -262,3 +262,16 @@ def test_legacy_engine_uses_its_own_host_overheads(client: TestClient) -> None:
     )
     tpot = {e: b["latency"]["time_per_output_token_s"] for e, b in bodies.items()}
     assert_allclose(tpot["vllm-v0"] - tpot["vllm-v1"], expected, rtol=1e-6)
+
+
+def test_deepseek_v3_is_quoted_with_exact_mla(client: TestClient) -> None:
+    body = example_body(
+        model="deepseek-ai/DeepSeek-V3", hardware={"gpu": "H200-SXM-141GB", "count": 8}
+    )
+    response = client.post("/v1/estimate", json=body)
+    assert response.status_code == 200, response.text
+    # MLA is priced phase by phase now: the approximation warning is gone (the catalogue's
+    # note on the latent KV cache stays)
+    warnings = response.json()["warnings"]
+    assert not [w for w in warnings if "latent attention is approximated" in w]
+    assert any(w.startswith("multi-head latent attention: KV cache holds") for w in warnings)

@@ -127,3 +127,20 @@ def test_a_hybrid_mamba_config_is_quoted(client: TestClient) -> None:
     assert breakdown["kv_cache_bytes_per_gpu"] == pytest.approx(8 * (attention_kv + states))
     kinds = {k["kind"] for k in breakdown["kernels"]}
     assert {"causal_conv1d", "ssd_scan", "gated_norm"} <= kinds
+
+
+def test_a_deepseek_v32_config_is_quoted_with_its_sparse_attention(client: TestClient) -> None:
+    # DeepSeek-V3.2-Exp's config.json: DeepSeek-V3's with the indexer keys
+    # (https://huggingface.co/deepseek-ai/DeepSeek-V3.2-Exp/blob/main/config.json)
+    v3 = _CONFIGS["deepseek-ai/DeepSeek-V3"]["config"]
+    v32 = {**v3, "model_type": "deepseek_v32", "index_n_heads": 64, "index_head_dim": 128}
+    body = example_body(
+        architecture={**v32, "index_topk": 2048},
+        hardware={"gpu": "H200-SXM-141GB", "count": 8},
+        workload={"batch_size": 1, "prompt_tokens": 32768, "output_tokens": 256},
+    )
+    del body["model"]
+    sparse = client.post("/v1/estimate", json=body, params={"verbose": "true"})
+    assert sparse.status_code == 200, sparse.text
+    names = {k["kernel"] for k in sparse.json()["breakdown"]["kernels"]}
+    assert {"dsa_indexer", "attention_sparse"} <= names

@@ -68,7 +68,6 @@ def test_a_bad_key_is_named(config: dict[str, Any], field: str) -> None:
         ("mamba", "state-space"),
         ("kimi_linear", "linear attention"),
         ("minimax", "lightning attention"),
-        ("deepseek_v32", "sparse attention"),
     ],
 )
 def test_layers_the_cost_model_cannot_price_are_refused_by_model_type(

@@ -113,7 +113,7 @@ def reference(
     window = arch.sliding_window_tokens or 10**9
     for context in range(p + 1, p + w.output_tokens):
         spans = {
-            "full": AttentionSpan(context, context, 1.0),
+            "decode": AttentionSpan(context, context, 1.0),  # decoding sequences' full span
             "sliding": AttentionSpan(min(context, window), min(context, window), 1.0),
         }
         step = PassShape(float(b), b, b, spans, roofline.gemm_tile_m)

@@ -46,13 +46,13 @@ COEFFS = CostModelCoefficients("test", IDEAL_ROOFLINE, POWER, EnergyInterval(1, 
 CTX = PricingContext(GPU, COEFFS)
 
 
-def _table(stem: str, **columns: list[Any]) -> KernelTable:
-    file = KernelTableFile(f"x/{stem}.parquet", "h100_sxm", "op", "vllm", "0", stem)
+def _table(stem: str, engine: str = "vllm", **columns: list[Any]) -> KernelTable:
+    file = KernelTableFile(f"x/{stem}.parquet", "h100_sxm", "op", engine, "0", stem)
     return KernelTable(file, dict(columns))
 
 
-def _calls(stem: str, **row: Any) -> tuple[str, list[KernelCall], float]:
-    table = _table(stem, **{k: [v] for k, v in row.items()})
+def _calls(stem: str, engine: str = "vllm", **row: Any) -> tuple[str, list[KernelCall], float]:
+    table = _table(stem, engine, **{k: [v] for k, v in row.items()})
     mapped = MAPPERS[stem](table, 0, CTX)
     assert not isinstance(mapped, str), mapped
     return mapped
@@ -105,6 +105,27 @@ def test_generation_attention_reads_isl_plus_step_keys() -> None:
     assert label == "generation attention"
     assert work.tensor_flops == 2 * (2 * 4 * 8 * 16 * 64)  # 16 keys per sequence
     assert work.kv_cache_read_bytes == 4 * 16 * 2 * 128 * 1  # fp8 cache: 1 B per element
+
+
+def test_mla_context_row_is_unabsorbed_except_sglangs() -> None:
+    row = dict(batch_size=2, isl=4, step=0, num_heads=16, kv_cache_dtype="bfloat16")
+    label, calls, _ = _calls("context_mla_perf", **row)
+    assert label == "mla context"
+    # 2 sequences x 16 heads x 10 causal pairs = 320 scores; QK 192 + V 128 per head
+    assert calls[0].work.tensor_flops == 2 * 320 * (192 + 128) == 204_800
+    # SGLang's collector times the absorbed layout on Hopper: QK 576 + V 512
+    _, calls, _ = _calls("context_mla_perf", "sglang", **row)
+    assert calls[0].work.tensor_flops == 2 * 320 * (576 + 512) == 696_320
+
+
+def test_mla_generation_row_is_absorbed_over_the_latent() -> None:
+    row = dict(batch_size=4, isl=1, step=15, num_heads=16, kv_cache_dtype="bfloat16")
+    label, calls, _ = _calls("generation_mla_perf", **row)
+    work = calls[0].work
+    assert label == "mla generation"
+    # 4 sequences x 16 heads x 16 keys = 1,024 scores over the 576 / 512 latent
+    assert work.tensor_flops == 2 * 1024 * (576 + 512) == 2_228_224
+    assert work.kv_cache_read_bytes == 4 * 16 * 576 * 2  # the latent read once, bf16
 
 
 def test_sliding_window_prefill_caps_each_query_at_the_window() -> None:
@@ -208,3 +229,30 @@ def test_command_writes_the_report_for_a_subset(tmp_path: Path) -> None:
     assert "| all-reduce | h200_sxm | trtllm |" in text
     power = text.split("## Power")[1].split("## Not priced")[0]
     assert "| gemm bfloat16 | h200_sxm | vllm | 0.22.0 |" in power  # only 0.22.0 measured power
+
+
+def test_dsa_module_row_is_the_attention_block_with_the_indexer() -> None:
+    row = dict(
+        batch_size=1, isl=1, step=4095, num_heads=16, kv_cache_dtype="bfloat16",
+        gemm_type="bfloat16", model="deepseek-ai/DeepSeek-V3.2",
+    )  # fmt: skip
+    label, calls, _ = _calls("dsa_generation_module_perf", **row)
+    assert label == "dsa module generation"
+    flops = [c.work.tensor_flops for c in calls]
+    assert len(calls) == 6  # qkv_proj, rope, kv_b_proj, indexer, sparse attention, o_proj
+    # the indexer scores all 4,096 keys: 2 x 64 heads x 128 x 4,096 = 67,108,864 FLOP
+    assert 67_108_864 in flops
+    # attention reads the top 2,048 absorbed: 2 x 16 heads x 2,048 x (576 + 512) = 71,303,168
+    assert 71_303_168 in flops
+    # GLM-5's DSA rows have other shapes: not priced
+    assert (
+        MAPPERS["dsa_generation_module_perf"](
+            _table(
+                "dsa_generation_module_perf",
+                **{k: [v] for k, v in {**row, "model": "zai-org/GLM-5"}.items()},
+            ),
+            0,
+            CTX,
+        )
+        == "dsa module of zai-org/GLM-5"
+    )

@@ -72,6 +72,7 @@ TEXT_READERS: dict[str, Reader] = {
     "llama4_text": moe.read_llama4_text,
     "deepseek_v2": mla.read_deepseek_v2,
     "deepseek_v3": mla.read_deepseek_v3,
+    "deepseek_v32": mla.read_deepseek_v32,
     "kimi_k2": mla.read_deepseek_v3,
     "nemotron_h": hybrid.read_nemotron_h,
     "granitemoehybrid": hybrid.read_granitemoehybrid,

@@ -1,13 +1,14 @@
-"""Readers of DeepSeek's multi-head latent attention decoders (DeepSeek-V2, V3, R1, V3.1, and
-Kimi K2, which ships DeepSeek-V3's config class): MLA ranks, shared and routed experts, dense
-first layers. MLA is priced as the cost model approximates it today (see core.estimate)."""
+"""Readers of DeepSeek's multi-head latent attention decoders (DeepSeek-V2, V3, R1, V3.1, V3.2
+with DSA sparse attention, and Kimi K2, which ships DeepSeek-V3's config class): MLA ranks,
+shared and routed experts, dense first layers, DSA's indexer. MLA is priced exactly,
+un-absorbed in prefill and absorbed in decode (service.core.mla, service.core.dsa)."""
 
 from __future__ import annotations
 
 from service.catalog.hf_config.layers import set_experts
 from service.catalog.hf_config.reading import ClassDefaults, Reading, read_decoder
 from service.catalog.hf_config.view import ConfigView
-from service.core.architecture import MlaShape
+from service.core.architecture import DsaShape, MlaShape
 from service.core.cost_model_errors import UnsupportedArchitecture
 
 DEEPSEEK_V2 = ClassDefaults(102400, 4096, 11008, 30, 32, 32, 2048, False)
@@ -67,6 +68,21 @@ def read_deepseek_v2(view: ConfigView) -> Reading:
     """DeepseekV2Config: no experts unless `n_routed_experts` is given (the class default is
     None), moe_intermediate_size 1407, no dense first layers by default."""
     return _read_mla(view, DEEPSEEK_V2, moe_width=1407, shared=0, routed=0, top_k=0, first_dense=0)
+
+
+def read_deepseek_v32(view: ConfigView) -> Reading:
+    """DeepseekV32Config (DeepSeek-V3.2-Exp, V3.2): DeepSeek-V3's layers with DSA sparse
+    attention; the indexer's shapes default as the published config.json states them
+    (https://huggingface.co/deepseek-ai/DeepSeek-V3.2-Exp/blob/main/config.json: index_n_heads
+    64, index_head_dim 128, index_topk 2048)."""
+    reading = read_deepseek_v3(view)
+    dsa = DsaShape(
+        index_n_heads=view.size("index_n_heads", 64),
+        index_head_dim=view.size("index_head_dim", 128),
+        index_topk=view.size("index_topk", 2048),
+    )
+    reading.set("dsa", dsa, "index_topk")
+    return reading
 
 
 def read_deepseek_v3(view: ConfigView) -> Reading:

@@ -18,7 +18,6 @@ REFUSED_MODEL_TYPES: dict[str, str] = {
     "minimax": "lightning attention, " + _LINEAR,
     "rwkv": _LINEAR,
     "recurrent_gemma": "RG-LRU recurrent layers",
-    "deepseek_v32": "DeepSeek sparse attention (DSA, a lightning indexer choosing the keys)",
     "gemma3n": "per-layer embeddings, AltUp and activation sparsity",
     "mllama": "cross-attention layers over image tokens",
     "nemotron-nas": "layers of differing shapes (neural architecture search)",
