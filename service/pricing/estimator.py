@@ -230,9 +230,10 @@ class Estimator:
         return self.model_family(CUSTOM_MODEL_ID if resolved.is_custom else resolved.model_id)
 
     def model_family(self, model_id: str) -> str:
-        """The catalogue family of `model_id`; "custom" when it is not in the catalogue."""
+        """The catalogue family of `model_id`, or of the catalogued model it is a variant of
+        (a quantised or instruct repo id, as `resolve` prices it); "custom" when neither."""
         try:
-            return self.models.get(model_id).family
+            return self.models.find(model_id)[0].family
         except UnknownModel:
             return CUSTOM_MODEL_ID
 
