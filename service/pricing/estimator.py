@@ -105,7 +105,8 @@ class Estimator:
         self.model_version = model_version(self.coefficients, regressor)
         self._contexts: dict[str, ResolvedRequest] = {}
         self.intervals = intervals or load_intervals()
-        self._evidence: dict[Case, Evidence] = {}  # a few hundred cases at most
+        # by case and whether the quote joins a running server: a few hundred at most
+        self._evidence: dict[tuple[Case, bool], Evidence] = {}
 
     @classmethod
     def from_catalogues(cls, regressor: EnergyRegressor | None = None) -> Estimator:
@@ -238,7 +239,8 @@ class Estimator:
             return CUSTOM_MODEL_ID
 
     def evidence_of(self, resolved: ResolvedRequest) -> Evidence:
-        """The evidence level behind `resolved`'s case, its intervals and validation."""
+        """The evidence level behind `resolved`'s case, its intervals and validation (a
+        request joining a running server bounds its prefill by time to first token under load)."""
         case = Case(
             gpu=resolved.gpu.id,
             vendor=str(resolved.gpu.raw.get("vendor", "")),
@@ -246,9 +248,11 @@ class Estimator:
             precision=resolved.deployment.precision.weights.value,
             family=self.family_of(resolved),
         )
-        known = self._evidence.get(case)
+        serving = resolved.workload.concurrent_sequences is not None
+        known = self._evidence.get((case, serving))
         if known is None:
-            known = self._evidence[case] = case_evidence(case, self.intervals)
+            known = case_evidence(case, self.intervals, serving)
+            self._evidence[(case, serving)] = known
         return known
 
     def _groups(

@@ -13,8 +13,7 @@ from offline.fitting.held_out_rows import HeldOutRow
 from offline.fitting.intervals import intervals_document
 from offline.fitting.silicon_rows import _request as silicon_request
 from offline.fitting.silicon_rows import _rows as silicon_rows_of
-from offline.fitting.silicon_rows import point_estimator
-from offline.fitting.silicon_rows import _unpriceable, engine_of
+from offline.fitting.silicon_rows import _unpriceable, engine_of, point_estimator
 
 SILICON_ROW = {
     "silicon_data_source": "db-dump/2026-04-27; config_id=81; silicon_concurrency=16; x=1",
@@ -74,7 +73,7 @@ def test_the_file_states_each_levels_quantiles_or_its_fallbacks() -> None:
     scores = [round(-0.39 + 0.02 * i, 2) for i in range(40)]
     rows = [
         HeldOutRow("family", "llama", q, "test", f"r{i}", math.exp(s), 1.0, "g", "e", "bf16", "f")
-        for q in ("energy", "prefill", "tpot", "total")
+        for q in ("energy", "prefill", "ttft", "tpot", "total")
         for i, s in enumerate(scores)
     ]
     sets = {"vendor": frozenset({"NVIDIA"}), "gpu": frozenset({"g"})}
