@@ -6,6 +6,13 @@ k_lo = floor((n + 1) q_lo) and k_hi = ceil((n + 1) q_hi): the finite-sample spli
 order statistics, so that a new exchangeable score falls inside with probability at least
 q_hi - q_lo. A level with fewer than MIN_ROWS rows or MIN_GROUPS groups takes the quantiles of
 the next level in its fallback chain (wider levels first, then narrower).
+
+Rows of one group (a family, a GPU) are not exchangeable with another group's: bounds at the
+nominal quantiles cover a group never seen at another rate than nominal. So the order
+statistics' quantiles are chosen by leave-one-group-out within the rows they are fitted on
+(`group_quantile`): the symmetric pair, among SCORE_QUANTILES, whose bounds fitted without
+each group cover that group's rows (pooled) closest to the nominal share; with fewer than
+three groups (no pair of groups to learn the spread from) the nominal pair.
 """
 
 from __future__ import annotations
@@ -19,8 +26,11 @@ from offline.fitting.held_out_rows import HeldOutRow
 from service.catalog.intervals import LevelInterval
 from service.pricing.evidence import LEVELS
 
-MIN_ROWS = 30
+MIN_ROWS = 20  # at 0.1 / 0.9 each bound is then at least the 2nd score from its end
 MIN_GROUPS = 1  # one vendor is all the data has; nested coverage still leaves it out
+MIN_GROUPS_TO_CHOOSE = 3
+SCORE_QUANTILES = (0.01, 0.025, 0.05, 0.075, 0.1, 0.125, 0.15, 0.2, 0.25)
+"""Lower order-statistic quantiles `group_quantile` chooses among (the upper is 1 - it)."""
 
 
 def conformal_bounds(
@@ -34,6 +44,36 @@ def conformal_bounds(
         return None
     ordered = sorted(scores)
     return ordered[k_lo - 1], ordered[k_hi - 1]
+
+
+def inside_bounds(score: float, bounds: tuple[float, float]) -> bool:
+    """Whether a score lies inside `bounds` widened to bracket the estimate (score 0)."""
+    return min(bounds[0], 0.0) <= score <= max(bounds[1], 0.0)
+
+
+def group_coverage(rows: Sequence[HeldOutRow], lower_q: float) -> float | None:
+    """The share of `rows` inside the bounds at (lower_q, 1 - lower_q) fitted on the other
+    groups' rows, each group left out in turn; None when some group's bounds do not exist."""
+    inside = 0
+    for group in {r.group for r in rows}:
+        others = [r.log_ratio for r in rows if r.group != group]
+        bounds = conformal_bounds(others, lower_q, 1.0 - lower_q)
+        if bounds is None:
+            return None
+        inside += sum(inside_bounds(r.log_ratio, bounds) for r in rows if r.group == group)
+    return inside / len(rows)
+
+
+def group_quantile(rows: Sequence[HeldOutRow], lower_q: float, upper_q: float) -> float:
+    """The lower order-statistic quantile whose leave-one-group-out coverage of `rows` is
+    closest to the nominal upper_q - lower_q (ties: nearest the nominal `lower_q`); the
+    nominal `lower_q` itself with fewer than MIN_GROUPS_TO_CHOOSE groups (module doc)."""
+    if len({r.group for r in rows}) < MIN_GROUPS_TO_CHOOSE:
+        return lower_q
+    nominal = upper_q - lower_q
+    scored = [(group_coverage(rows, q), q) for q in SCORE_QUANTILES]
+    ranked = [(abs(c - nominal), abs(q - lower_q), q) for c, q in scored if c is not None]
+    return min(ranked)[2] if ranked else lower_q
 
 
 def fallback_chain(level: str) -> list[str]:
@@ -55,7 +95,8 @@ def fit_level(
         groups = len({r.group for r in chosen})
         if len(chosen) < MIN_ROWS or groups < MIN_GROUPS:
             continue
-        bounds = conformal_bounds([r.log_ratio for r in chosen], lower_q, upper_q)
+        score_q = group_quantile(chosen, lower_q, upper_q)
+        bounds = conformal_bounds([r.log_ratio for r in chosen], score_q, 1.0 - score_q)
         if bounds is None:
             continue
         relative = [abs(r.predicted - r.measured) / r.measured for r in chosen]
@@ -67,6 +108,7 @@ def fit_level(
             len(chosen),
             groups,
             100.0 * float(np.mean(relative)),
+            score_q,
         )
     return None
 
@@ -88,7 +130,6 @@ def nested_inside(
             if fitted is None:
                 out.append((r, False))
                 continue
-            low = r.predicted * min(fitted.lower_ratio, 1.0)
-            high = r.predicted * max(fitted.upper_ratio, 1.0)
-            out.append((r, low <= r.measured <= high))
+            bounds = (math.log(fitted.lower_ratio), math.log(fitted.upper_ratio))
+            out.append((r, inside_bounds(r.log_ratio, bounds)))
     return out

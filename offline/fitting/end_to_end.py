@@ -143,27 +143,37 @@ def end_to_end_rows(
     for p in phases:
         if p.power_capped:
             continue  # derived from the uncapped rows, not measured
-        if p.prefill_s < _peak_prefill_s(p, models, gpus):
-            skipped.append(f"{p.row_refs[0]}: prefill faster than the GPUs' dense peak allows")
+        inputs = splitwise_inputs(p, models, gpus)
+        if isinstance(inputs, str):
+            skipped.append(inputs)
             continue
-        record = models.get(p.model_id)
-        inputs = RequestInputs(
-            arch=record.require_architecture(),
-            workload=Workload(p.batch_size, p.prompt_tokens, p.output_tokens),
-            deployment=Deployment(
-                gpus.get(p.gpu_id).spec,
-                Parallelism(tensor=p.tensor_parallel),
-                Precision(DType.FP16, DType.FP16, DType.FP16),
-            ),
-            engine=ENGINE_OF_SOURCE["splitwise"],
-            model_id=record.id,
-            family=record.family,
-        )
         try:
             rows.append(_row("splitwise", inputs, zero, p.decode_step_s, p.prefill_s, None))
         except CostModelError as error:
             skipped.append(f"{p.row_refs[0]}: {error}")
     return rows, skipped
+
+
+def splitwise_inputs(
+    p: PhaseTimeMeasurement, models: ModelCatalog, gpus: GpuCatalog
+) -> RequestInputs | str:
+    """A Splitwise configuration as a static fp16 batch on its own harness's profile, or why
+    it cannot be used (a prefill faster than the GPUs' dense peak allows)."""
+    if p.prefill_s < _peak_prefill_s(p, models, gpus):
+        return f"{p.row_refs[0]}: prefill faster than the GPUs' dense peak allows"
+    record = models.get(p.model_id)
+    return RequestInputs(
+        arch=record.require_architecture(),
+        workload=Workload(p.batch_size, p.prompt_tokens, p.output_tokens),
+        deployment=Deployment(
+            gpus.get(p.gpu_id).spec,
+            Parallelism(tensor=p.tensor_parallel),
+            Precision(DType.FP16, DType.FP16, DType.FP16),
+        ),
+        engine=ENGINE_OF_SOURCE["splitwise"],
+        model_id=record.id,
+        family=record.family,
+    )
 
 
 def step_overhead_s(r: EndToEndRow, overheads: Overheads) -> float:

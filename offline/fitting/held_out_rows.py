@@ -1,11 +1,15 @@
-"""Held-out residuals of the cost model on ML.ENERGY: each row priced with coefficients refitted
-without its group, as the service quotes it (one request joining round(avg batch) running
-sequences, README prompt lengths: serving_validation's `continuous` reading).
+"""Held-out residuals of the cost model on the sources it is fitted on, each row priced with
+coefficients refitted without its group:
+- ML.ENERGY energy and TPOT, as the service quotes a row (one request joining round(avg batch)
+  running sequences, README prompt lengths: serving_validation's `continuous` reading);
+- Splitwise static prefill: a batch's prompt phase alone (`prefill_s` of a static quote), the
+  residual a static quote's prefill interval is fitted on. Priced on the harness's own profile,
+  whose prefill overhead is the one every engine shares (so the served engines' prefill).
 
 Two groupings, both the fit machinery of `cross_validation.refit_without`:
-- model family held out (`family_folds.fit_without`, every family in turn);
+- model family held out (`family_folds.fit_without`, every family of either source in turn);
 - GPU held out: Vidur samples, Splitwise and ML.ENERGY rows of one GPU left out of every fit,
-  the held-out GPU's ML.ENERGY v2 rows priced (v3 ran on H100 only, so without H100 no
+  its ML.ENERGY v2 and Splitwise rows priced (v3 ran on H100 only, so without H100 no
   vllm-v1 profile is fitted and v3 rows cannot be priced).
 """
 
@@ -17,8 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from offline.fitting.cross_validation import Refit
-from offline.fitting.datasets import EnergyMeasurement
-from offline.fitting.end_to_end import EndToEndRow
+from offline.fitting.datasets import EnergyMeasurement, PhaseTimeMeasurement
+from offline.fitting.end_to_end import EndToEndRow, splitwise_inputs
 from offline.fitting.family_folds import FoldData, fit_without, fit_without_group
 from offline.fitting.request_inputs import RequestInputs, mlenergy_inputs
 from offline.fitting.serving_validation import README_PROMPT_TOKENS
@@ -32,7 +36,8 @@ class HeldOutRow:
     """One measured quantity of one row and the estimate made without the row's group.
 
     `quantity` is "energy" (per-sequence GPU energy [J]), "tpot" (time per output token [s]),
-    "prefill" (prefill time / TTFT [s]) or "total" (whole request [s]); `gpu`, `engine`,
+    "prefill" (a static batch's prompt phase [s]), "ttft" (time to first token of a request
+    joining a loaded server [s]) or "total" (whole request [s]); `gpu`, `engine`,
     `precision` (weights) and `family` describe the measured case."""
 
     level: str
@@ -53,22 +58,55 @@ class HeldOutRow:
         return float(np.log(self.measured / self.predicted))
 
 
-def mlenergy_held_out(data: FoldData, tick: Callable[[str], None]) -> list[HeldOutRow]:
+def refit_held_out(data: FoldData, tick: Callable[[str], None]) -> list[HeldOutRow]:
     """Family-held-out and GPU-held-out rows (see the module doc); `tick` after each refit."""
     inputs = [(m, mlenergy_inputs(m, data.models, data.gpus)) for m in data.energy]
     # mlenergy_inputs answers a str (why not) for a row it cannot represent
     representable = [(m, i) for m, i in inputs if not isinstance(i, str)]
+    static = [(p, splitwise_inputs(p, data.models, data.gpus)) for p in data.phases]
+    prefills = [(p, i) for p, i in static if not p.power_capped and not isinstance(i, str)]
     rows: list[HeldOutRow] = []
-    for family in sorted({i.family for _, i in representable}):
+    families = {i.family for _, i in representable} | {i.family for _, i in prefills}
+    for family in sorted(families):
         fold = fit_without(data, family)
         chosen = [(m, i) for m, i in representable if i.family == family]
         rows += _priced_rows("family", family, fold, chosen)
+        rows += _prefill_rows(
+            "family", family, fold, [x for x in prefills if x[1].family == family]
+        )
         tick(f"family {family}")
-    for gpu in sorted({m.gpu_id for m, _ in representable if m.source == "mlenergy-v2"}):
+    gpus = {m.gpu_id for m, _ in representable if m.source == "mlenergy-v2"}
+    for gpu in sorted(gpus | {p.gpu_id for p, _ in prefills}):
         refit = _fit_without_gpu(data, gpu)
-        chosen = [(m, i) for m, i in representable if m.gpu_id == gpu]
+        chosen = [(m, i) for m, i in representable if m.gpu_id == gpu and gpu in gpus]
         rows += _priced_rows("gpu", gpu, refit, chosen)
+        rows += _prefill_rows("gpu", gpu, refit, [x for x in prefills if x[0].gpu_id == gpu])
         tick(f"gpu {gpu}")
+    return rows
+
+
+def _prefill_rows(
+    level: str,
+    group: str,
+    fold: Refit,
+    chosen: list[tuple[PhaseTimeMeasurement, RequestInputs]],
+) -> list[HeldOutRow]:
+    """Splitwise configurations' measured prompt phase against a static quote's `prefill_s`."""
+    rows: list[HeldOutRow] = []
+    for p, i in chosen:
+        if i.engine not in fold.model.overheads:
+            continue  # the fold left no Splitwise row to fit the harness's profile on
+        coefficients = fold.model.coefficients(fold.coefficients, i.engine)
+        try:
+            estimate = estimate_request(i.arch, i.workload, i.deployment, coefficients)
+        except CostModelError:
+            continue  # does not fit in memory: the service refuses it too
+        case = (p.gpu_id, i.engine, "fp16", i.family)
+        ref = p.row_refs[0]
+        predicted = estimate.prefill.time_s
+        rows.append(
+            HeldOutRow(level, group, "prefill", "splitwise", ref, p.prefill_s, predicted, *case)
+        )
     return rows
 
 

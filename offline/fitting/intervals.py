@@ -3,11 +3,12 @@ their nested coverage.
 
     python -m offline.fitting.intervals --data ../shared/data
         # writes service/catalog/data/intervals.json and bench/results/interval_coverage.md
-        # (~10 min: one cost-model refit per model family and per ML.ENERGY v2 GPU)
+        # (~12 min: one cost-model refit per model family and per GPU held out)
 
-Held-out rows (offline/fitting/held_out_rows.py, silicon_rows.py): ML.ENERGY with the model
-family held out and with the GPU held out (energy, TPOT); aiconfigurator's serving runs, which
-no fit has seen, placed at the level the service gives their case (TTFT, TPOT, total);
+Held-out rows (offline/fitting/held_out_rows.py, silicon_rows.py): ML.ENERGY (energy, TPOT)
+and Splitwise (a static batch's prefill) with the model family held out and with the GPU held
+out; aiconfigurator's serving runs, which no fit has seen, placed at the level the service
+gives their case (TTFT under load, TPOT, total);
 Argonne's MI250 runs as the vendor held out (total; argonne_rows.py). Each
 level's quantiles: conformal.fit_level on all of its rows; coverage: conformal.nested_inside.
 """
@@ -31,7 +32,7 @@ from offline.fitting.conformal import MIN_GROUPS, MIN_ROWS, fit_level
 from offline.fitting.datasets import DEFAULT_DATA_DIR, data_source_digests
 from offline.fitting.datasets_common import sha256_file
 from offline.fitting.family_folds import FoldData
-from offline.fitting.held_out_rows import HeldOutRow, mlenergy_held_out
+from offline.fitting.held_out_rows import HeldOutRow, refit_held_out
 from offline.fitting.interval_report import coverage_report
 from offline.fitting.request_inputs import mlenergy_inputs
 from offline.fitting.silicon_rows import SILICON_CSV, silicon_held_out
@@ -63,22 +64,19 @@ def held_out(
     data_dir: Path, cache: Path | None
 ) -> tuple[list[HeldOutRow], Counter[str], dict[str, frozenset[str]]]:
     """Every held-out row, the silicon runs left out by reason, and the fitted-on sets. The
-    ML.ENERGY rows (the slow part: the refits) are read from `cache` when it exists, else
-    computed and, with `cache` given, written there."""
+    ML.ENERGY and Splitwise rows (the slow part: the refits) are read from `cache` when it
+    exists, else computed and, with `cache` given, written there."""
     data = FoldData.load(data_dir)
     if cache is not None and cache.exists():
         rows = read_rows(cache)
     else:
-        inputs = [mlenergy_inputs(m, data.models, data.gpus) for m in data.energy]
-        families = {i.family for i in inputs if not isinstance(i, str)}
-        v2_gpus = {m.gpu_id for m in data.energy if m.source == "mlenergy-v2"}
-        with tqdm(total=len(families) + len(v2_gpus), desc="refits", file=sys.stderr) as bar:
+        with tqdm(desc="refits", unit="refit", file=sys.stderr) as bar:
 
             def tick(name: str) -> None:
                 bar.set_postfix_str(name)
                 bar.update()
 
-            rows = mlenergy_held_out(data, tick)
+            rows = refit_held_out(data, tick)
         if cache is not None:
             write_rows(cache, rows)
     sets = fitted_on(data)
@@ -103,6 +101,7 @@ def intervals_document(
             values["lower_ratio"] = round(values["lower_ratio"], 4)
             values["upper_ratio"] = round(values["upper_ratio"], 4)
             values["mape_pct"] = round(values["mape_pct"], 1)
+            values["score_quantile"] = round(values["score_quantile"], 4)
             levels[level][quantity] = values
     backing: dict[str, dict[str, dict[str, int]]] = {}
     seen = {(r.row_ref, r.gpu, r.engine, r.precision, r.family, r.source) for r in rows}
@@ -113,7 +112,8 @@ def intervals_document(
         backing[dimension] = {k: dict(sorted(v.items())) for k, v in sorted(counts.items())}
     return {
         "description": "Split-conformal quantiles of ln(measured/predicted) per evidence level "
-        "and quantity (offline/fitting/conformal.py); min rows per level "
+        "and quantity, the order statistics' quantile (score_quantile) chosen by leaving groups "
+        "out (offline/fitting/conformal.py); min rows per level "
         f"{MIN_ROWS}, min groups {MIN_GROUPS}, else the next level of the fallback chain.",
         "lower_quantile": QUANTILES[0],
         "upper_quantile": QUANTILES[1],
@@ -159,13 +159,14 @@ def main(argv: list[str] | None = None) -> int:
         "--rows", type=Path, default=None, help="also write every held-out row (CSV)"
     )
     parser.add_argument(
-        "--mlenergy-rows",
+        "--refit-rows",
         type=Path,
         default=None,
-        help="CSV of the ML.ENERGY held-out rows: read if it exists, else written (skips refits)",
+        help="CSV of the refitted sources' held-out rows: read if it exists, else written "
+        "(skips the refits)",
     )
     args = parser.parse_args(argv)
-    rows, skipped, sets = held_out(args.data, args.mlenergy_rows)
+    rows, skipped, sets = held_out(args.data, args.refit_rows)
     digests = data_source_digests(args.data)
     for extra in (SILICON_CSV, ARGONNE_CSV):
         digests[extra] = sha256_file(args.data / extra)

@@ -6,7 +6,8 @@ Each aggregated row is one request (batch 1) joining a server at the row's concu
 SGLang and TensorRT-LLM rows are priced as vllm-v1, which is what `engine held out` measures.
 Left out, and counted: disaggregated rows, attention data parallelism > 1 and expert
 parallelism (the request has no data-parallel degree), models or layouts the service refuses.
-Measured TTFT is compared with `prefill_s`, TPOT with `time_per_output_token_s`, and
+Measured TTFT (queueing included) is compared with `prefill_s` as quantity `ttft`, the one a
+serving quote's prefill is bounded by; TPOT with `time_per_output_token_s`, and
 TTFT + (osl - 1) x TPOT with `total_s`.
 """
 
@@ -59,7 +60,7 @@ def point_estimator(gpus: GpuCatalog | None = None) -> Estimator:
 def silicon_held_out(
     data_dir: Path, fitted_on: dict[str, frozenset[str]]
 ) -> tuple[list[HeldOutRow], Counter[str]]:
-    """Held-out rows (prefill, tpot, total) of every priceable aggregated run, priced by
+    """Held-out rows (ttft, tpot, total) of every priceable aggregated run, priced by
     `point_estimator`, and the count of runs left out by reason."""
     estimator = point_estimator()
     skipped: Counter[str] = Counter()
@@ -143,9 +144,9 @@ def _rows(
     total_s = ttft_s + (int(row["osl"]) - 1) * tpot_s
     ref = f"{SILICON_CSV}:{line}"
     case_values = (case.gpu, case.engine, case.precision, case.family)
-    measured = {"prefill": ttft_s, "tpot": tpot_s, "total": total_s}
+    measured = {"ttft": ttft_s, "tpot": tpot_s, "total": total_s}
     predicted = {
-        "prefill": latency["prefill_s"],
+        "ttft": latency["prefill_s"],
         "tpot": latency["time_per_output_token_s"],
         "total": latency["total_s"],
     }

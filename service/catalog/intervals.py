@@ -15,8 +15,10 @@ from typing import Any
 from service.catalog.lookup import DATA_DIR
 
 INTERVALS_PATH = DATA_DIR / "intervals.json"
-QUANTITIES = ("energy", "prefill", "tpot", "total")
-"""Per-sequence GPU energy, prefill time (TTFT), time per output token, whole request time."""
+QUANTITIES = ("energy", "prefill", "ttft", "tpot", "total")
+"""Per-sequence GPU energy, a static batch's prefill time (its prompt phase alone), time to first
+token of a request joining a loaded server (queueing included), time per output token, whole
+request time."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,7 +27,9 @@ class LevelInterval:
 
     `level` is the evidence level asked for; `fitted_level` the one whose residuals gave the
     ratios (a wider one when `level` had too few rows); `rows`/`groups` counted there;
-    `mape_pct` the held-out mean absolute percentage error there [%]."""
+    `mape_pct` the held-out mean absolute percentage error there [%]; `score_quantile` the
+    lower quantile of the order statistics taken (the upper is 1 - it), chosen so that groups
+    held out of the rows are covered at the nominal rate (offline/fitting/conformal.py)."""
 
     level: str
     fitted_level: str
@@ -34,6 +38,7 @@ class LevelInterval:
     rows: int
     groups: int
     mape_pct: float
+    score_quantile: float = 0.1
 
 
 @dataclass(frozen=True, slots=True)

@@ -105,7 +105,8 @@ class Estimator:
         self.model_version = model_version(self.coefficients, regressor)
         self._contexts: dict[str, ResolvedRequest] = {}
         self.intervals = intervals or load_intervals()
-        self._evidence: dict[Case, Evidence] = {}  # a few hundred cases at most
+        # by case and whether the quote joins a running server: a few hundred at most
+        self._evidence: dict[tuple[Case, bool], Evidence] = {}
 
     @classmethod
     def from_catalogues(cls, regressor: EnergyRegressor | None = None) -> Estimator:
@@ -230,14 +231,16 @@ class Estimator:
         return self.model_family(CUSTOM_MODEL_ID if resolved.is_custom else resolved.model_id)
 
     def model_family(self, model_id: str) -> str:
-        """The catalogue family of `model_id`; "custom" when it is not in the catalogue."""
+        """The catalogue family of `model_id`, or of the catalogued model it is a variant of
+        (a quantised or instruct repo id, as `resolve` prices it); "custom" when neither."""
         try:
-            return self.models.get(model_id).family
+            return self.models.find(model_id)[0].family
         except UnknownModel:
             return CUSTOM_MODEL_ID
 
     def evidence_of(self, resolved: ResolvedRequest) -> Evidence:
-        """The evidence level behind `resolved`'s case, its intervals and validation."""
+        """The evidence level behind `resolved`'s case, its intervals and validation (a
+        request joining a running server bounds its prefill by time to first token under load)."""
         case = Case(
             gpu=resolved.gpu.id,
             vendor=str(resolved.gpu.raw.get("vendor", "")),
@@ -245,9 +248,11 @@ class Estimator:
             precision=resolved.deployment.precision.weights.value,
             family=self.family_of(resolved),
         )
-        known = self._evidence.get(case)
+        serving = resolved.workload.concurrent_sequences is not None
+        known = self._evidence.get((case, serving))
         if known is None:
-            known = self._evidence[case] = case_evidence(case, self.intervals)
+            known = case_evidence(case, self.intervals, serving)
+            self._evidence[(case, serving)] = known
         return known
 
     def _groups(

@@ -59,10 +59,23 @@ class Evidence:
     upper_quantile: float
 
 
-def case_evidence(case: Case, known: EvidenceIntervals) -> Evidence:
-    """The evidence behind `case`: the level's intervals and the measurements backing it."""
+QUOTED = ("energy", "prefill", "tpot", "total")
+"""The quantities a quote bounds: energy, `prefill_s`, `time_per_output_token_s` and
+`decode_s`, `total_s`."""
+
+
+def quoted_quantity(quantity: str, serving: bool) -> str:
+    """The intervals file's quantity whose residuals bound a quote's `quantity`: a quote of a
+    request joining a running server (`serving.concurrent_sequences` given) bounds its prefill
+    with the measured time to first token under load; a static batch with its prompt phase."""
+    return "ttft" if serving and quantity == "prefill" else quantity
+
+
+def case_evidence(case: Case, known: EvidenceIntervals, serving: bool = False) -> Evidence:
+    """The evidence behind `case`, a static batch or (`serving`) a request joining a running
+    server: the level's intervals and the measurements backing it."""
     level = evidence_level(case, known.fitted_on)
-    intervals = {q: known.interval(level, q) for q in QUANTITIES}
+    intervals = {q: known.interval(level, quoted_quantity(q, serving)) for q in QUOTED}
     backing = {
         "gpu": _backed(known, "gpu", case.gpu),
         "engine": _backed(known, "engine", case.engine),

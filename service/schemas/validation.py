@@ -69,7 +69,8 @@ class ValidationOut(BaseModel):
     precision: BackingOut
     model_family: BackingOut
     held_out: dict[str, HeldOutErrorOut] = Field(
-        description="By quantity: energy, prefill, tpot (time per output token), total."
+        description="By quantity: energy, prefill (of a static batch, or time to first token "
+        "under load for a request joining a running server), tpot (time per output token), total."
     )
 
 
@@ -90,4 +91,7 @@ class GpuValidationOut(BaseModel):
     fitted_on: bool
     level: str
     measured_rows: dict[str, int]
-    held_out: dict[str, HeldOutErrorOut]
+    held_out: dict[str, HeldOutErrorOut] = Field(
+        description="By quantity: energy, prefill (a static batch's), ttft (time to first token "
+        "of a request joining a loaded server), tpot, total."
+    )

@@ -33,3 +33,13 @@ def test_one_gpu_carries_its_levels_held_out_error(client: TestClient) -> None:
         "lower_ratio": tpot.lower_ratio,
         "upper_ratio": tpot.upper_ratio,
     }
+
+
+def test_a_gpu_shows_static_prefill_and_ttft_under_load_apart(client: TestClient) -> None:
+    held_out = client.get("/v1/gpus/H100-SXM5-80GB").json()["validation"]["held_out"]
+    assert set(held_out) == {"energy", "prefill", "ttft", "tpot", "total"}
+    for quantity in ("prefill", "ttft"):
+        stored = load_intervals().interval("family", quantity)
+        assert held_out[quantity]["upper_ratio"] == stored.upper_ratio
+    # TTFT under load includes queueing, which a static batch's prefill does not
+    assert held_out["ttft"]["lower_ratio"] > held_out["prefill"]["upper_ratio"]

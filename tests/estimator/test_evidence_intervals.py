@@ -9,9 +9,16 @@ from typing import Any
 import orjson
 import pytest
 
-from service.catalog.intervals import INTERVALS_PATH, QUANTITIES, LevelInterval, load_intervals
+from offline.fitting.conformal import MIN_ROWS
+from service.catalog.intervals import (
+    INTERVALS_PATH,
+    QUANTITIES,
+    EvidenceIntervals,
+    LevelInterval,
+    load_intervals,
+)
 from service.pricing.estimator import Estimator
-from service.pricing.evidence import LEVELS, Case, bounds, evidence_level
+from service.pricing.evidence import LEVELS, Case, bounds, case_evidence, evidence_level
 from service.schemas.estimate_request import EstimateRequest
 
 FITTED = {
@@ -67,7 +74,7 @@ def test_the_file_states_every_level_and_quantity_with_provenance(stored: dict[s
         assert set(by_quantity) == set(QUANTITIES)
         for fitted in by_quantity.values():
             assert 0.0 < fitted["lower_ratio"] < fitted["upper_ratio"]
-            assert fitted["rows"] >= 30 and fitted["groups"] >= 1
+            assert fitted["rows"] >= MIN_ROWS and fitted["groups"] >= 1
     assert stored["provenance"]["data_sha256"]
     assert stored["provenance"]["command"].startswith("python -m offline.fitting.intervals")
 
@@ -164,3 +171,40 @@ def test_the_loader_keys_intervals_by_level_and_quantity() -> None:
             interval = known.interval(level, quantity)
             assert interval.level == level
             assert interval.fitted_level in LEVELS
+
+
+def test_a_static_prefill_and_a_serving_ttft_take_their_own_residuals() -> None:
+    # prefill of a static batch held out within x0.8..x1.25, TTFT under load x2..x10 (queueing);
+    # the other quantities x0.9..x1.1. A 0.5 s prefill: static 0.4..0.625 s; serving 0.5..5 s
+    # (x2 widened to x1: bounds bracket the estimate).
+    ratios = {"prefill": (0.8, 1.25), "ttft": (2.0, 10.0)}
+    intervals = {
+        (level, q): LevelInterval(level, level, *ratios.get(q, (0.9, 1.1)), 40, 2, 10.0)
+        for level in LEVELS
+        for q in QUANTITIES
+    }
+    known = EvidenceIntervals(0.1, 0.9, FITTED, intervals, {})
+    case = Case("H100-SXM5-80GB", "NVIDIA", "vllm-v1", "bf16", "llama")
+    static, serving = case_evidence(case, known), case_evidence(case, known, serving=True)
+    assert set(static.intervals) == set(serving.intervals) == {"energy", "prefill", "tpot", "total"}
+    assert bounds(0.5, static.intervals["prefill"]) == pytest.approx((0.4, 0.625))
+    assert bounds(0.5, serving.intervals["prefill"]) == pytest.approx((0.5, 5.0))
+    assert static.intervals["tpot"] == serving.intervals["tpot"]
+    assert serving.validation["held_out"]["prefill"]["upper_ratio"] == 10.0
+    assert static.validation["held_out"]["prefill"]["upper_ratio"] == 1.25
+
+
+def test_a_quote_joining_a_server_bounds_prefill_by_ttft_under_load(
+    estimator: Estimator, stored: dict[str, Any]
+) -> None:
+    body: dict[str, Any] = {
+        "model": "meta-llama/Llama-3.1-8B-Instruct",
+        "hardware": {"gpu": "H100-SXM5-80GB"},
+        "workload": workload(),
+    }
+    static = quote(estimator, body)["latency"]
+    serving = quote(estimator, {**body, "serving": {"concurrent_sequences": 32}})["latency"]
+    family = stored["levels"]["family"]
+    for latency, quantity in ((static, "prefill"), (serving, "ttft")):
+        high = latency["prefill_s"] * max(family[quantity]["upper_ratio"], 1)
+        assert latency["prefill_s_high"] == pytest.approx(high)

@@ -12,6 +12,8 @@ from offline.fitting.conformal import (
     conformal_bounds,
     fallback_chain,
     fit_level,
+    group_coverage,
+    group_quantile,
     nested_inside,
 )
 from offline.fitting.held_out_rows import HeldOutRow
@@ -67,3 +69,24 @@ def test_nested_coverage_leaves_the_rows_own_group_out() -> None:
     inside = nested_inside(rows, "family", "tpot", 0.1, 0.9)
     by_group = {g: [ok for r, ok in inside if r.group == g] for g in "abc"}
     assert by_group == {"a": [True] * 30, "b": [False] * 30, "c": [True] * 30}
+
+
+def test_the_order_statistics_cover_a_group_left_out_at_the_nominal_rate() -> None:
+    # Three groups, each with scores -0.20, -0.19, ..., 0.19 (40 rows). Leaving one out, the
+    # other 80 scores hold each value twice: the i-th smallest is -0.20 + (ceil(i / 2) - 1) / 100.
+    # q = 0.1: k = floor(81 x 0.1) = 8 -> -0.17, ceil(81 x 0.9) = 73 -> 0.16: 34 of 40 inside.
+    # q = 0.125: k = 10 -> -0.16, 71 -> 0.15: 32 of 40 inside, the nominal 80 %.
+    # q = 0.075: 6 -> -0.18, 75 -> 0.17: 36 of 40; q = 0.15: 12 -> -0.15, 69 -> 0.14: 30 of 40.
+    rows = [row("family", g, (j - 20) / 100, f"{g}{j}") for g in "abc" for j in range(40)]
+    assert group_coverage(rows, 0.1) == pytest.approx(34 / 40)
+    assert group_coverage(rows, 0.075) == pytest.approx(36 / 40)
+    assert group_coverage(rows, 0.15) == pytest.approx(30 / 40)
+    assert group_quantile(rows, 0.1, 0.9) == 0.125
+    # Bounds on all 120 scores (each value thrice) at 0.125: k = floor(121 x 0.125) = 15 ->
+    # -0.20 + (5 - 1) / 100 = -0.16; ceil(121 x 0.875) = 106 -> -0.20 + 35 / 100 = 0.15.
+    fitted = fit_level(rows, "family", "tpot", 0.1, 0.9)
+    assert fitted is not None and fitted.score_quantile == 0.125
+    assert fitted.lower_ratio == pytest.approx(math.exp(-0.16))
+    assert fitted.upper_ratio == pytest.approx(math.exp(0.15))
+    # With two groups there is no pair to learn the spread from: the nominal quantiles.
+    assert group_quantile([r for r in rows if r.group != "c"], 0.1, 0.9) == 0.1

@@ -12,7 +12,8 @@ from offline.fitting.argonne_rows import gpus_with_mi250
 from offline.fitting.held_out_rows import HeldOutRow
 from offline.fitting.intervals import intervals_document
 from offline.fitting.silicon_rows import _request as silicon_request
-from offline.fitting.silicon_rows import _unpriceable, engine_of
+from offline.fitting.silicon_rows import _rows as silicon_rows_of
+from offline.fitting.silicon_rows import _unpriceable, engine_of, point_estimator
 
 SILICON_ROW = {
     "silicon_data_source": "db-dump/2026-04-27; config_id=81; silicon_concurrency=16; x=1",
@@ -72,7 +73,7 @@ def test_the_file_states_each_levels_quantiles_or_its_fallbacks() -> None:
     scores = [round(-0.39 + 0.02 * i, 2) for i in range(40)]
     rows = [
         HeldOutRow("family", "llama", q, "test", f"r{i}", math.exp(s), 1.0, "g", "e", "bf16", "f")
-        for q in ("energy", "prefill", "tpot", "total")
+        for q in ("energy", "prefill", "ttft", "tpot", "total")
         for i, s in enumerate(scores)
     ]
     sets = {"vendor": frozenset({"NVIDIA"}), "gpu": frozenset({"g"})}
@@ -86,3 +87,33 @@ def test_the_file_states_each_levels_quantiles_or_its_fallbacks() -> None:
         )
     assert document["backing"]["gpu"] == {"g": {"test": 40}}
     assert document["fitted_on"]["gpu"] == ["g"]
+
+
+def test_a_quantised_variant_counts_under_its_catalogued_family() -> None:
+    # aiconfigurator names NVIDIA's and Qwen's FP8 repos; the service prices them as variants
+    # of Llama-3.1-8B-Instruct and Qwen3-235B-A22B, so their rows back those families.
+    estimator = point_estimator()
+    assert estimator.model_family("nvidia/Llama-3.1-8B-Instruct-FP8") == "llama"
+    assert estimator.model_family("Qwen/Qwen3-235B-A22B-FP8") == "qwen"
+    assert estimator.model_family("zhipuai/GLM-5") == "custom"  # not catalogued
+    row = {
+        **SILICON_ROW,
+        "backend": "vllm",
+        "system": "h100_sxm",
+        "precision": "fp8",
+        "model_path": "Qwen/Qwen3-235B-A22B-FP8",
+        "silicon_ttft_ms": "200",
+        "silicon_tpot_ms": "20",
+    }
+    latency = {"prefill_s": 0.1, "time_per_output_token_s": 0.01, "total_s": 5.0}
+    fitted_on = {
+        "vendor": frozenset({"NVIDIA"}),
+        "gpu": frozenset({"H100-SXM5-80GB"}),
+        "engine": frozenset({"vllm-v1"}),
+        "precision": frozenset({"fp8"}),
+        "family": frozenset({"qwen"}),
+    }
+    rows = silicon_rows_of(7, row, latency, estimator, fitted_on)
+    assert {(r.level, r.group, r.family) for r in rows} == {("family", "qwen", "qwen")}
+    # total = TTFT + (osl - 1) x TPOT = 0.2 + 511 x 0.02 = 10.42 s
+    assert {r.quantity: r.measured for r in rows}["total"] == pytest.approx(10.42)
