@@ -57,6 +57,8 @@ def gpu_spec_from_entry(entry: Mapping[str, Any]) -> GpuSpec:
         interconnect_bandwidth_bytes_per_s=float(entry["interconnect_bandwidth_bytes_per_s"]),
         tdp_w=float(entry["tdp_w"]),
         idle_w=float(entry["idle_w"]),
+        interconnect_domain_gpus=int(entry["interconnect_domain_gpus"]),
+        scale_out_bandwidth_bytes_per_s=float(entry["scale_out_bandwidth_bytes_per_s"]),
     )
 
 

@@ -167,8 +167,8 @@ def cost_plan(
     validate_architecture(arch)
     shapes = shard_shapes(arch, deployment)
     compute_key = gemm_compute_key(deployment.precision.weights, deployment.precision.activations)
-    rates = unit_rates(deployment.gpu, compute_key, roofline)
     par = deployment.parallelism
+    rates = unit_rates(deployment.gpu, compute_key, roofline, par.gpus_per_stage)
     graph = build_kernel_graph(
         arch,
         flash_attention=deployment.flash_attention,

@@ -46,8 +46,11 @@ class UnitRates:
     collective_step_latency_s: float
 
 
-def unit_rates(gpu: GpuSpec, compute_key: str, coeffs: RooflineCoefficients) -> UnitRates:
-    """Peaks of `gpu` scaled by the achievable fractions in `coeffs`."""
+def unit_rates(
+    gpu: GpuSpec, compute_key: str, coeffs: RooflineCoefficients, group: int = 1
+) -> UnitRates:
+    """Peaks of `gpu` scaled by the achievable fractions in `coeffs`; the network rate is that
+    of collectives over `group` GPUs (GpuSpec.collective_bandwidth_bytes_per_s)."""
     return UnitRates(
         tensor_flops_per_s=gpu.gemm_peak_flops_per_s(compute_key) * coeffs.tensor_efficiency,
         cuda_core_ops_per_s=gpu.cuda_core_fp32_flops_per_s * coeffs.cuda_core_efficiency,
@@ -56,7 +59,7 @@ def unit_rates(gpu: GpuSpec, compute_key: str, coeffs: RooflineCoefficients) -> 
         memory_bytes_per_s=gpu.memory_bandwidth_bytes_per_s * coeffs.memory_efficiency,
         elementwise_memory_bytes_per_s=gpu.memory_bandwidth_bytes_per_s
         * coeffs.elementwise_memory_efficiency,
-        network_bytes_per_s=gpu.interconnect_bandwidth_bytes_per_s * coeffs.network_efficiency,
+        network_bytes_per_s=gpu.collective_bandwidth_bytes_per_s(group) * coeffs.network_efficiency,
         collective_step_latency_s=coeffs.collective_step_latency_s,
     )
 
