@@ -7,6 +7,7 @@ from typing import Any
 
 from service.catalog.engines import DEFAULT_ENGINE, unfused_norms
 from service.catalog.facilities import FacilityCatalog, load_facility_catalog
+from service.catalog.gpu_spec import gpu_from_spec
 from service.catalog.gpus import GpuCatalog, GpuRecord, UnknownGpu
 from service.catalog.hf_config import read_config
 from service.catalog.models import ModelCatalog, UnknownModel
@@ -19,7 +20,12 @@ from service.core.dtypes import DType
 from service.core.workload import Deployment, Parallelism, Precision, Workload
 from service.errors import FieldError, UnknownName
 from service.pricing.carbon_accounting import CarbonInputs, resolve_carbon_inputs
-from service.schemas.estimate_request import ArchitectureIn, EstimateRequest, HfConfigIn
+from service.schemas.estimate_request import (
+    ArchitectureIn,
+    EstimateRequest,
+    HardwareIn,
+    HfConfigIn,
+)
 
 CUSTOM_MODEL_ID = "custom"
 
@@ -59,6 +65,42 @@ def unknown_model(error: UnknownModel) -> UnknownName:
     )
 
 
+def unknown_gpu(error: UnknownGpu) -> UnknownName:
+    """An unknown GPU id's 422: near matches, and the two ways to price it anyway."""
+    detail = (
+        f"{error}; to price a GPU the catalogue lacks, describe it inline as `hardware.spec` "
+        "(peaks per precision, memory size and bandwidth, interconnect, TDP; the rest is filled "
+        "from the nearest catalogued GPU), or add it for every tenant with POST /v1/gpus "
+        "(operator key)"
+    )
+    return UnknownName(
+        detail,
+        errors=[FieldError("hardware.gpu", detail)],
+        extra={"suggestions": error.suggestions},
+    )
+
+
+def resolve_gpu(
+    hardware: HardwareIn, gpus: GpuCatalog, defaulted: dict[str, Any]
+) -> tuple[GpuRecord, list[str]]:
+    """The GPU `hardware` names (or describes inline in `spec`) and the notes saying what was
+    filled in; raises UnknownName for an unknown id."""
+    if hardware.spec is not None:
+        described = gpu_from_spec(gpus, hardware.spec.model_dump())
+        if described.filled:
+            defaulted["hardware.spec"] = {
+                "filled_from": described.filled_from,
+                "fields": list(described.filled),
+            }
+        return described.record, [described.note("hardware.spec")]
+    assert hardware.gpu is not None  # guaranteed by HardwareIn's validator
+    try:
+        gpu = gpus.get(hardware.gpu)
+    except UnknownGpu as error:
+        raise unknown_gpu(error) from None
+    return gpu, [str(note) for note in gpu.raw.get("notes", ())]
+
+
 def variant_precision(
     requested: str, base_id: str, variant: Variant, published: DType, notes: list[str]
 ) -> DType:
@@ -90,10 +132,7 @@ def resolve_request(
     `registered` is the caller's tenant's registered model the request names, if it does."""
     defaulted: dict[str, Any] = {}
     notes: list[str] = []
-    try:
-        gpu = gpus.get(request.hardware.gpu)
-    except UnknownGpu as error:
-        raise unknown_name("hardware.gpu", error) from None
+    gpu, gpu_notes = resolve_gpu(request.hardware, gpus, defaulted)
     if registered is not None:
         model_id, architecture = registered.id, registered.architecture
         published, notes = registered.published_precision, list(registered.notes)
@@ -115,6 +154,7 @@ def resolve_request(
         assert request.architecture is not None  # guaranteed by EstimateRequest's validator
         model_id, published = CUSTOM_MODEL_ID, DType.BF16
         architecture = custom_architecture(request.architecture, defaulted)
+    notes.extend(gpu_notes)
     hardware = request.hardware
     if "count" not in hardware.model_fields_set:
         defaulted["hardware.count"] = hardware.count
