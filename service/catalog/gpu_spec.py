@@ -65,7 +65,11 @@ def nearest_gpu(
     """The catalogued GPU a spec's missing figures are taken from (see the module doc)."""
     records = [r for r in catalog.records if not r.raw.get("registered")]
     pools = [
-        [r for r in records if _same(r, "vendor", vendor) and _same(r, "architecture", architecture)],
+        [
+            r
+            for r in records
+            if _same(r, "vendor", vendor) and _same(r, "architecture", architecture)
+        ],
         [r for r in records if _same(r, "vendor", vendor)],
         records,
     ]

@@ -239,11 +239,9 @@ def _precision(
                 f"weights published in {published.value} are served in {sixteen_bit.value} on "
                 f"{gpu.id}"
             )
-    # Published FP8 checkpoints run W8A8 on GPUs with fp8 tensor cores, weight-only elsewhere.
-    fp8_native = weights is DType.FP8 and "fp8" in gpu.spec.tensor_dense_flops_per_s
     fallback = {
         "weights": weights,
-        "activations": DType.FP8 if fp8_native else sixteen_bit,
+        "activations": _default_activations(weights, gpu, sixteen_bit, given, notes),
         "kv_cache": sixteen_bit,
     }
     chosen: dict[str, DType] = {}
@@ -255,6 +253,30 @@ def _precision(
         else:
             chosen[name] = DType(value)
     return Precision(**chosen)
+
+
+# Weight formats whose published checkpoints run weights x activations natively (W8A8 FP8,
+# W4A4 NVFP4) on GPUs with tensor cores of that format, and weight-only elsewhere.
+_NATIVE_ACTIVATIONS = {DType.FP8: "fp8", DType.NVFP4: "fp4"}
+
+
+def _default_activations(
+    weights: DType, gpu: GpuRecord, sixteen_bit: DType, given: dict[str, Any], notes: list[str]
+) -> DType:
+    """The activations' precision when the request names none: the weights' own where the GPU
+    has tensor cores for it (FP8 on Hopper/Ada/Blackwell, NVFP4 on Blackwell), else 16-bit,
+    the weights dequantised in the kernel (said in `notes`)."""
+    key = _NATIVE_ACTIVATIONS.get(weights)
+    if key is None:
+        return sixteen_bit
+    if key in gpu.spec.tensor_dense_flops_per_s:
+        return weights
+    if given.get("activations") is None:
+        notes.append(
+            f"{gpu.id} has no {key} tensor cores: {weights.value} weights run weight-only, "
+            f"dequantised to {sixteen_bit.value} in the GEMM kernels"
+        )
+    return sixteen_bit
 
 
 def _engine(request: EstimateRequest, defaulted: dict[str, Any]) -> str:

@@ -27,8 +27,8 @@ from service.errors import Conflict, IdempotencyMismatch, ServiceError
 from service.metrics import Metrics
 from service.pricing.priced import PricedRequest
 from service.quotes.calibration_registry import CalibrationRegistry
-from service.quotes.idempotency import InFlightGuard, fingerprint
 from service.quotes.gpu_registry import gpus_named
+from service.quotes.idempotency import InFlightGuard, fingerprint
 from service.quotes.model_registry import Registered, registered_for
 from service.quotes.pricing_thread import PricingThread
 from service.quotes.quote_sink import QuoteSink
@@ -74,6 +74,7 @@ class QuoteTimings:
 ADDED_FIELD_DEFAULTS = (
     ("workload", "cached_prompt_tokens", 0),
     ("serving", "concurrent_sequences", None),
+    ("hardware", "spec", None),
 )
 
 
@@ -264,9 +265,7 @@ class QuoteService:
             estimator.learn_gpus(found)
             return items
         return [
-            found
-            if not isinstance(item, ServiceError) and item.hardware.gpu in names
-            else item
+            found if not isinstance(item, ServiceError) and item.hardware.gpu in names else item
             for item in items
         ]
 

@@ -19,7 +19,7 @@ from pydantic import (
 from service.schemas.common import example
 from service.schemas.gpu_spec import GpuSpecIn
 
-DTypeName = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "mxfp4"]
+DTypeName = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "mxfp4", "nvfp4"]
 Degree = Annotated[StrictInt, Field(ge=1, le=64)]
 Tokens = Annotated[StrictInt, Field(ge=1, le=1_000_000)]
 Size = Annotated[StrictInt, Field(ge=1, le=10_000_000)]

@@ -61,6 +61,6 @@ class RegisterGpuIn(GpuSpecIn):
     )
 
     id: Annotated[str, Field(min_length=1, max_length=100, pattern=GPU_ID_PATTERN)]
-    sources: dict[Annotated[str, Field(max_length=100)], Annotated[str, Field(max_length=1000)]] = (
-        {}
-    )
+    sources: dict[
+        Annotated[str, Field(max_length=100)], Annotated[str, Field(max_length=1000)]
+    ] = {}

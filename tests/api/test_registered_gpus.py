@@ -163,3 +163,28 @@ def test_a_fresh_app_on_the_same_database_prices_a_registered_gpu(
     with running_client(database_url) as other:
         response = _estimate(other, keys["gateway"], {"gpu": "acme-x2", "count": 1})
         assert response.status_code == 200, response.text
+
+
+def test_nvfp4_runs_w4a4_on_blackwell_and_weight_only_on_hopper(
+    client: TestClient, keys: dict[str, str]
+) -> None:
+    model = "nvidia/Llama-3.1-8B-Instruct-NVFP4"  # a variant: its suffix sets the weights
+    body = example_body(model=model, hardware={"gpu": "B200", "count": 1})
+    blackwell = _verbose(client, keys["gateway"], body)
+    assert _defaulted(blackwell)["precision.weights"] == "nvfp4"
+    assert _defaulted(blackwell)["precision.activations"] == "nvfp4"
+    body["hardware"] = {"gpu": "H100-SXM5-80GB", "count": 1}
+    hopper = _verbose(client, keys["gateway"], body)
+    assert _defaulted(hopper)["precision.activations"] == "bf16"
+    assert any("no fp4 tensor cores" in w for w in hopper["warnings"])
+
+
+def _verbose(client: TestClient, key: str, body: dict[str, Any]) -> Any:
+    response = client.post("/v1/estimate?verbose=true", json=body, headers=bearer(key))
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def _defaulted(quote: dict[str, Any]) -> dict[str, Any]:
+    defaulted: dict[str, Any] = quote["breakdown"]["defaulted_inputs"]
+    return defaulted

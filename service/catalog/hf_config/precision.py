@@ -10,12 +10,9 @@ from service.catalog.hf_config.view import ConfigView
 from service.core.cost_model_errors import UnsupportedPrecision
 from service.core.dtypes import DType, parse_dtype
 
-# NVFP4 (FP4 E2M1 elements, one FP8 scale per 16: 4.5 bits; NVIDIA, "Introducing NVFP4", 2025)
-# has no DType of its own yet; mxfp4 (4.25 bits, same elements) is the nearest one priced.
-NVFP4_NOTE = (
-    "NVFP4 weights priced as mxfp4, the nearest precision this service prices (same FP4 E2M1 "
-    "elements; NVFP4 adds an FP8 scale per 16 elements, 4.5 bits against 4.25)"
-)
+# FP4 (E2M1) weights with one scale per this many elements: NVFP4's FP8 scale per 16, MXFP4's
+# E8M0 scale per 32 (compressed-tensors writes the block as the weights' `group_size`).
+_FP4_BY_GROUP = {16: DType.NVFP4, 32: DType.MXFP4}
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +75,7 @@ def _quantized(q: ConfigView) -> PublishedPrecision | None:
         algo = q.text("quant_algo", "").upper()
         if algo == "FP8":
             return PublishedPrecision(DType.FP8)
-        return PublishedPrecision(DType.MXFP4, notes=(NVFP4_NOTE,)) if algo == "NVFP4" else None
+        return PublishedPrecision(DType.NVFP4) if algo == "NVFP4" else None
     if method == "compressed-tensors":
         return _compressed_tensors(q)
     return None
@@ -104,6 +101,7 @@ def _compressed_tensors(q: ConfigView) -> PublishedPrecision | None:
                 DType.FP8, fp8_block_scaled=weights.raw.get("block_structure") is not None
             )
         if kind == "float" and bits == 4:
-            return PublishedPrecision(DType.MXFP4, notes=(NVFP4_NOTE,))
+            fp4 = _FP4_BY_GROUP.get(weights.count("group_size", 16))
+            return None if fp4 is None else PublishedPrecision(fp4)
         return _integer(bits) if kind == "int" else None
     return None
