@@ -78,6 +78,10 @@ ADDED_FIELD_DEFAULTS = (
 )
 
 
+INLINE_GPU_LABEL = "hardware.spec"
+"""The metrics' GPU label of quotes on a GPU described inline (its id is the caller's)."""
+
+
 def request_json(request: EstimateRequest, *, exclude_none: bool = False) -> dict[str, Any]:
     """The request as JSON-ready data, without the added fields left at their defaults."""
     data = request.model_dump(mode="json", exclude_none=exclude_none)
@@ -207,7 +211,9 @@ class QuoteService:
                 results.append(answer)
                 continue
             assert isinstance(item, tuple)
-            total = totals[answer.model_id, answer.gpu_id]
+            # a GPU described inline is named by its caller: one label for all (bounded series)
+            gpu_label = INLINE_GPU_LABEL if item[0].hardware.spec is not None else answer.gpu_id
+            total = totals[answer.model_id, gpu_label]
             total[0] += 1
             total[1] += answer.gpu_j
             total[2] += answer.total_g

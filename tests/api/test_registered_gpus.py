@@ -188,3 +188,13 @@ def _verbose(client: TestClient, key: str, body: dict[str, Any]) -> Any:
 def _defaulted(quote: dict[str, Any]) -> dict[str, Any]:
     defaulted: dict[str, Any] = quote["breakdown"]["defaulted_inputs"]
     return defaulted
+
+
+def test_inline_gpus_share_one_metrics_label(client: TestClient, keys: dict[str, str]) -> None:
+    """Callers name inline GPUs freely: the metrics count them under one GPU label."""
+    for name in ("caller-named-1", "caller-named-2"):
+        spec = {"id": name, "vendor": "NVIDIA", "architecture": "Hopper"}
+        assert _estimate(client, keys["gateway"], {"spec": spec}).status_code == 200
+    metrics = client.get("/metrics").text
+    assert "caller-named" not in metrics
+    assert 'gpu="hardware.spec"' in metrics
