@@ -18,7 +18,7 @@ from service.catalog.variants import Variant
 from service.core.architecture import ModelArchitecture, default_head_dim
 from service.core.dtypes import DType
 from service.core.workload import Deployment, Parallelism, Precision, Workload
-from service.errors import FieldError, UnknownName
+from service.errors import FieldError, InvalidRequest, UnknownName
 from service.pricing.carbon_accounting import CarbonInputs, resolve_carbon_inputs
 from service.schemas.estimate_request import (
     ArchitectureIn,
@@ -86,6 +86,13 @@ def resolve_gpu(
     """The GPU `hardware` names (or describes inline in `spec`) and the notes saying what was
     filled in; raises UnknownName for an unknown id."""
     if hardware.spec is not None:
+        if gpus.has(hardware.spec.id):
+            # a catalogued GPU's name would lend the spec that GPU's evidence and calibration
+            detail = (
+                f"hardware.spec.id {hardware.spec.id!r} names a catalogued GPU: give it as "
+                "`hardware.gpu`, or name the described GPU otherwise"
+            )
+            raise InvalidRequest(detail, errors=[FieldError("hardware.spec.id", detail)])
         described = gpu_from_spec(gpus, hardware.spec.model_dump())
         if described.filled:
             defaulted["hardware.spec"] = {

@@ -109,6 +109,15 @@ def test_spec_and_gpu_together_are_refused(client: TestClient, keys: dict[str, s
     assert response.status_code == 422
 
 
+def test_a_spec_may_not_borrow_a_catalogued_gpus_name(
+    client: TestClient, keys: dict[str, str]
+) -> None:
+    """Its evidence level and calibration would be that GPU's."""
+    response = _estimate(client, keys["gateway"], {"spec": {"id": "h100", "tdp_w": 300}})
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["loc"] == "hardware.spec.id"
+
+
 def test_an_unknown_gpu_names_near_matches_and_both_ways_to_price_it(
     client: TestClient, keys: dict[str, str]
 ) -> None:
