@@ -40,7 +40,10 @@ FP8_BLOCK_ELEMENTS = 128 * 128
 
 
 def int4_bytes_per_weight(group_size: int = INT4_GROUP_SIZE) -> float:
-    """Bytes per int4 weight with its group's fp16 scale and packed 4-bit zero point [B]."""
+    """Bytes per int4 weight with its group's fp16 scale and packed 4-bit zero point [B];
+    `group_size` 0: one scale per output channel (thousands of weights), counted as none."""
+    if group_size <= 0:
+        return 4.0 / 8.0
     return (4.0 + (16.0 + 4.0) / group_size) / 8.0
 
 
@@ -88,11 +91,15 @@ def bytes_per_element(dtype: DType) -> float:
     return BYTES_PER_ELEMENT[dtype]
 
 
-def weight_bytes_per_element(dtype: DType, *, fp8_block_scaled: bool = False) -> float:
+def weight_bytes_per_element(
+    dtype: DType, *, fp8_block_scaled: bool = False, int4_group_size: int = INT4_GROUP_SIZE
+) -> float:
     """Storage bytes per weight in `dtype` [B], with the fp32 block scales of a block-scaled
-    FP8 checkpoint when `fp8_block_scaled`."""
+    FP8 checkpoint when `fp8_block_scaled`, and int4's group scales at `int4_group_size`."""
     if fp8_block_scaled and dtype is DType.FP8:
         return BYTES_PER_ELEMENT[dtype] + 4.0 / FP8_BLOCK_ELEMENTS
+    if dtype is DType.INT4:
+        return int4_bytes_per_weight(int4_group_size)
     return BYTES_PER_ELEMENT[dtype]
 
 

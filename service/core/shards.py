@@ -89,7 +89,9 @@ def shard_shapes(arch: ModelArchitecture, deployment: Deployment) -> ShardShapes
         local_experts=max(1, arch.num_experts // par.expert),
         vocab=arch.vocab_size / group,
         weight_bytes=weight_bytes_per_element(
-            precision.weights, fp8_block_scaled=arch.fp8_block_scaled
+            precision.weights,
+            fp8_block_scaled=arch.fp8_block_scaled,
+            int4_group_size=arch.int4_group_size,
         ),
         activation_bytes=bytes_per_element(precision.activations),
         kv_bytes=bytes_per_element(precision.kv_cache),
@@ -115,7 +117,7 @@ def expert_stream_bytes(arch: ModelArchitecture, weights: DType) -> float:
     """
     if arch.fp8_block_scaled and weights is DType.FP8:
         return bytes_per_element(DType.BF16)
-    return weight_bytes_per_element(weights)
+    return weight_bytes_per_element(weights, int4_group_size=arch.int4_group_size)
 
 
 def _check_divides(arch: ModelArchitecture, tensor: int, expert: int, pipeline: int) -> None:

@@ -10,6 +10,7 @@ import pytest
 from core_support import catalog_arch, catalog_gpu
 from numpy.testing import assert_allclose
 
+from service.catalog.hf_config import read_config
 from service.catalog.hf_config.precision import published_precision
 from service.catalog.hf_config.view import ConfigView
 from service.core.cost_model_errors import UnsupportedPrecision
@@ -120,3 +121,43 @@ def test_compressed_tensors_4_bit_schemes_are_told_apart(
 def test_modelopt_nvfp4_is_nvfp4() -> None:
     view = ConfigView({"quantization_config": {"quant_method": "modelopt", "quant_algo": "NVFP4"}})
     assert published_precision(view, view).weights is DType.NVFP4
+
+
+@pytest.mark.parametrize(
+    ("quantization", "group_size", "bits_per_weight"),
+    [
+        ({"quant_method": "awq", "bits": 4, "group_size": 128}, 128, 4 + 20 / 128),
+        ({"quant_method": "gptq", "bits": 4, "group_size": 32}, 32, 4 + 20 / 32),
+        ({"quant_method": "gptq", "bits": 4, "group_size": -1}, 0, 4.0),  # per output channel
+        ({"quant_method": "awq", "bits": 4}, 128, 4 + 20 / 128),  # AutoAWQ's default
+    ],
+)
+def test_an_int4_checkpoints_group_size_sets_its_bytes(
+    quantization: dict[str, object], group_size: int, bits_per_weight: float
+) -> None:
+    view = ConfigView({"quantization_config": quantization})
+    published = published_precision(view, view)
+    assert published.weights is DType.INT4 and published.int4_group_size == group_size
+    arch = dataclasses.replace(
+        catalog_arch("meta-llama/Llama-3.1-8B-Instruct"), int4_group_size=group_size
+    )
+    int4 = Deployment(catalog_gpu("H100-SXM5-80GB"), Parallelism(), Precision(weights=DType.INT4))
+    assert shard_shapes(arch, int4).weight_bytes == pytest.approx(bits_per_weight / 8)
+
+
+def test_a_config_json_carries_its_int4_group_size_into_the_architecture() -> None:
+    config = {
+        "model_type": "llama",
+        "hidden_size": 2048,
+        "num_hidden_layers": 16,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "intermediate_size": 8192,
+        "vocab_size": 128256,
+        "max_position_embeddings": 131072,
+        "torch_dtype": "float16",
+        "quantization_config": {"quant_method": "gptq", "bits": 4, "group_size": 32},
+    }
+    read = read_config(config)
+    assert read.published_precision is DType.INT4
+    assert read.architecture.int4_group_size == 32
