@@ -69,6 +69,26 @@ class GpuSpec:
             return self.interconnect_bandwidth_bytes_per_s
         return min(self.scale_out_bandwidth_bytes_per_s, self.interconnect_bandwidth_bytes_per_s)
 
+    def pipeline_hop_bandwidth_bytes_per_s(self, stage_gpus: int, stages: int) -> float:
+        """Per-GPU bandwidth per direction [B/s] of one pipeline hand-off, averaged over the
+        `stages` - 1 hops of a pass (a harmonic mean: their times add). Stages of `stage_gpus`
+        GPUs sit one after another on consecutive GPUs, rank j of a stage sending to rank j of
+        the next; a hop between different interconnect domains runs at the network's rate."""
+        if stages <= 1:
+            return self.interconnect_bandwidth_bytes_per_s
+        domain = self.interconnect_domain_gpus
+        network = self.collective_bandwidth_bytes_per_s(domain + 1)
+        seconds_per_byte = 0.0
+        for stage in range(stages - 1):
+            first = stage * stage_gpus
+            crosses = any(
+                (first + j) // domain != (first + j + stage_gpus) // domain
+                for j in range(stage_gpus)
+            )
+            rate = network if crosses else self.interconnect_bandwidth_bytes_per_s
+            seconds_per_byte += 1.0 / rate
+        return (stages - 1) / seconds_per_byte
+
     def ridge_point_flops_per_byte(self, compute_key: str) -> float:
         """Arithmetic intensity [FLOP/B] above which a GEMM at `compute_key` is compute-bound."""
         return self.gemm_peak_flops_per_s(compute_key) / self.memory_bandwidth_bytes_per_s

@@ -58,3 +58,28 @@ def test_catalogue_domains_price_hgx_and_nvl72_apart() -> None:
     assert b200.collective_bandwidth_bytes_per_s(8) == gb200.collective_bandwidth_bytes_per_s(16)
     assert b200.collective_bandwidth_bytes_per_s(16) == pytest.approx(50e9)  # 400 Gb/s NIC
     assert gb200.collective_bandwidth_bytes_per_s(72) == pytest.approx(900e9)
+
+
+def pipeline_send_network_s(tensor: int, pipeline: int) -> float:
+    dep = deployment(NODE, tensor=tensor, pipeline=pipeline)
+    table = estimate(SIXTEEN_HEADS_TWO_LAYERS, 1, 4, 1, dep, IDEAL).prefill.table
+    i = [node.name for node in table.nodes].index("pipeline_send")
+    return float(table.network_s[i])
+
+
+SIXTEEN_HEADS_TWO_LAYERS = dataclasses.replace(SIXTEEN_HEADS, num_layers=2)
+
+
+def test_pipeline_hand_off_between_two_nodes_runs_at_network_speed() -> None:
+    # TP8 x PP2 on two 8-GPU nodes: each rank sends its 4 x 2048 / 8 x 2 B = 2,048 B share of
+    # the activations to the next node, once per pass: 2,048 / 25e9
+    assert_allclose(pipeline_send_network_s(8, 2), 2_048 / 25e9, rtol=1e-9)
+    # TP4 x PP2 inside one node: the hand-off stays on the 300 GB/s links (4,096 B per rank)
+    assert_allclose(pipeline_send_network_s(4, 2), 4_096 / 300e9, rtol=1e-9)
+
+
+def test_hops_inside_and_between_domains_add_their_times() -> None:
+    # TP4 x PP4 over two 8-GPU nodes: hops 0->1 and 2->3 stay inside a node, 1->2 crosses:
+    # the three hops' times add, 2 / 300e9 + 1 / 25e9 seconds per byte
+    rate = NODE.pipeline_hop_bandwidth_bytes_per_s(4, 4)
+    assert_allclose(3 / rate, 2 / 300e9 + 1 / 25e9, rtol=1e-12)
