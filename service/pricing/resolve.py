@@ -246,9 +246,12 @@ def _precision(
                 f"weights published in {published.value} are served in {sixteen_bit.value} on "
                 f"{gpu.id}"
             )
+    # The activations follow the weights served, given or published: an fp8 or nvfp4 model
+    # runs W8A8 / W4A4 where the GPU has those tensor cores, as engines quantising it do.
+    served = DType(given["weights"]) if given.get("weights") is not None else weights
     fallback = {
         "weights": weights,
-        "activations": _default_activations(weights, gpu, sixteen_bit, given, notes),
+        "activations": _default_activations(served, gpu, sixteen_bit, given, notes),
         "kv_cache": sixteen_bit,
     }
     chosen: dict[str, DType] = {}
@@ -262,8 +265,9 @@ def _precision(
     return Precision(**chosen)
 
 
-# Weight formats whose published checkpoints run weights x activations natively (W8A8 FP8,
-# W4A4 NVFP4) on GPUs with tensor cores of that format, and weight-only elsewhere.
+# Weight formats served with activations of their own format (W8A8 FP8, W4A4 NVFP4) on GPUs
+# with tensor cores for it, and weight-only elsewhere. int8 stays weight-only by default
+# (GPTQ-Int8, bitsandbytes); W8A8 int8 is `precision.activations: int8`.
 _NATIVE_ACTIVATIONS = {DType.FP8: "fp8", DType.NVFP4: "fp4"}
 
 
