@@ -6,15 +6,24 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field, StrictFloat, StrictInt
+from pydantic import BaseModel, BeforeValidator, Field, StrictFloat, StrictInt
 
 from service.schemas.common import example
 
 TensorKey = Literal["tf32", "bf16", "fp16", "fp8", "int8", "int4", "fp4"]
 # Bounds: a typo of three orders of magnitude is refused, every real card passes.
-FlopsPerS = Annotated[StrictFloat | StrictInt, Field(gt=1e11, lt=1e18)]
-BytesPerS = Annotated[StrictFloat | StrictInt, Field(gt=1e8, lt=1e14)]
+# StrictFloat takes JSON integers too; a strings-as-numbers body is refused.
+FlopsPerS = Annotated[StrictFloat, Field(gt=1e11, lt=1e18, allow_inf_nan=False)]
+BytesPerS = Annotated[StrictFloat, Field(gt=1e8, lt=1e14, allow_inf_nan=False)]
 GPU_ID_PATTERN = r"^[A-Za-z0-9._-]+$"
+
+
+def _whole_number(value: object) -> object:
+    """128.0 is the integer 128 in JSON (and its schema); 128.5 and "128" stay refused."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+DomainGpus = Annotated[StrictInt, BeforeValidator(_whole_number), Field(ge=1, le=1024)]
 
 SPEC_EXAMPLE = {
     "id": "acme-accel-2",
@@ -42,14 +51,16 @@ class GpuSpecIn(BaseModel):
         None
     )
     cuda_core_fp32_flops_per_s: FlopsPerS | None = None
-    memory_bytes: Annotated[StrictFloat | StrictInt, Field(gt=1e9, lt=1e13)] | None = None
+    memory_bytes: Annotated[StrictFloat, Field(gt=1e9, lt=1e13, allow_inf_nan=False)] | None = None
     memory_bandwidth_bytes_per_s: BytesPerS | None = None
     interconnect_bandwidth_bytes_per_s: BytesPerS | None = None
-    interconnect_domain_gpus: Annotated[StrictInt, Field(ge=1, le=1024)] | None = None
+    interconnect_domain_gpus: DomainGpus | None = None
     scale_out_bandwidth_bytes_per_s: BytesPerS | None = None
-    tdp_w: Annotated[StrictFloat | StrictInt, Field(gt=1, lt=10_000)] | None = None
-    idle_w: Annotated[StrictFloat | StrictInt, Field(gt=0, lt=5_000)] | None = None
-    embodied_kg_co2e: Annotated[StrictFloat | StrictInt, Field(ge=0, lt=10_000)] | None = None
+    tdp_w: Annotated[StrictFloat, Field(gt=1, lt=10_000, allow_inf_nan=False)] | None = None
+    idle_w: Annotated[StrictFloat, Field(gt=0, lt=5_000, allow_inf_nan=False)] | None = None
+    embodied_kg_co2e: Annotated[StrictFloat, Field(ge=0, lt=10_000, allow_inf_nan=False)] | None = (
+        None
+    )
 
 
 class RegisterGpuIn(GpuSpecIn):
