@@ -27,6 +27,7 @@ from service.api.routes import (
     catalog,
     docs,
     estimate,
+    gpus,
     health,
     models,
     probes,
@@ -214,7 +215,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_rate_limits(app, settings)
     app.add_middleware(RequestIdMiddleware)  # outermost: every log line of a request has its id
     install_tracing(app, settings)
-    for module in (estimate, quotes, calibrations, catalog, models, health, probes, docs):
+    for module in (estimate, quotes, calibrations, catalog, gpus, models, health, probes, docs):
         app.include_router(module.router)
     return app
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -57,6 +58,8 @@ def gpu_spec_from_entry(entry: Mapping[str, Any]) -> GpuSpec:
         interconnect_bandwidth_bytes_per_s=float(entry["interconnect_bandwidth_bytes_per_s"]),
         tdp_w=float(entry["tdp_w"]),
         idle_w=float(entry["idle_w"]),
+        interconnect_domain_gpus=int(entry["interconnect_domain_gpus"]),
+        scale_out_bandwidth_bytes_per_s=float(entry["scale_out_bandwidth_bytes_per_s"]),
     )
 
 
@@ -79,6 +82,18 @@ class GpuCatalog:
     @property
     def records(self) -> list[GpuRecord]:
         return list(self._records.values())
+
+    def has(self, name: str) -> bool:
+        """Whether `name` is an id or alias here."""
+        return normalise(name) in self._index
+
+    def with_records(self, records: Iterable[GpuRecord]) -> GpuCatalog:
+        """A copy of this catalogue with `records` added (GPUs registered with POST /v1/gpus,
+        ids the catalogue does not hold)."""
+        extended = copy.copy(self)
+        extended._records = {**self._records, **{r.id: r for r in records}}
+        extended._index = {**self._index, **{normalise(r.id): r.id for r in records}}
+        return extended
 
     def get(self, name: str) -> GpuRecord:
         """The entry for `name` (id or alias); raises UnknownGpu with near matches."""

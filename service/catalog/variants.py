@@ -13,7 +13,6 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from service.catalog.hf_config.precision import NVFP4_NOTE
 from service.core.dtypes import DType
 
 # Quantisation suffixes (lower case, as a run of trailing '-'/'_'-separated tokens), each with
@@ -42,8 +41,8 @@ QUANT_SUFFIXES: dict[tuple[str, ...], tuple[DType | None, str]] = {
     ("quantized.w8a16",): (DType.INT8, ""),
     ("quantized.w4a16",): (DType.INT4, ""),
     ("mxfp4",): (DType.MXFP4, ""),
-    ("nvfp4",): (DType.MXFP4, NVFP4_NOTE),
-    ("fp4",): (DType.MXFP4, NVFP4_NOTE),
+    ("nvfp4",): (DType.NVFP4, ""),
+    ("fp4",): (DType.NVFP4, ""),  # NVIDIA's -FP4 checkpoints are NVFP4
     ("gguf",): (None, "GGUF (llama.cpp) quantisations are not priced"),
     ("exl2",): (None, "EXL2 (ExLlamaV2) quantisations are not priced"),
     ("mlx",): (None, "MLX (Apple silicon) checkpoints are not priced as such"),

@@ -51,7 +51,9 @@ class ModelArchitecture:
     `num_sliding_window_layers` attend only to the last `sliding_window_tokens` tokens.
     `fp8_block_scaled` marks a checkpoint whose FP8 weights carry one scale per 128 x 128 block
     (Hugging Face `quantization_config.weight_block_size`), which serving engines run with
-    block-scaled kernels of their own (see `shards.expert_stream_bytes`).
+    block-scaled kernels of their own (see `shards.expert_stream_bytes`). `int4_group_size` is
+    the weights per scale of an int4 (AWQ/GPTQ) checkpoint (`quantization_config.group_size`;
+    0: one scale per output channel), which sets the scale bytes stored beside int4 weights.
     `sandwich_norms` marks layers that also normalise each sub-layer's output before its
     residual add (Gemma 2 and 3: post_attention_layernorm and post_feedforward_layernorm beside
     the two pre-norms), 4 norms per layer instead of 2. `norm_unit_offset` marks an RMSNorm that
@@ -94,6 +96,7 @@ class ModelArchitecture:
     shared_expert_intermediate_size: int | None = None
     mla: MlaShape | None = None
     fp8_block_scaled: bool = False
+    int4_group_size: int = 128
     sandwich_norms: bool = False
     norm_unit_offset: bool = False
     mamba: MambaShape | None = None

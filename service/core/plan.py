@@ -112,15 +112,17 @@ class CostPlan:
         return result
 
 
-def seconds_per_count(rates: UnitRates, *, streaming: bool) -> FloatArray:
-    """Matrix (WORK_FIELDS x units) turning a row of counts into per-unit seconds."""
+def seconds_per_count(rates: UnitRates, *, streaming: bool, hand_off: bool = False) -> FloatArray:
+    """Matrix (WORK_FIELDS x units) turning a row of counts into per-unit seconds; a pipeline
+    `hand_off` moves its bytes at the pipeline rate."""
     memory_rate = rates.memory_bytes_per_s if streaming else rates.elementwise_memory_bytes_per_s
     matrix = np.zeros((len(WORK_FIELDS), 5))
     matrix[1, 0] = 1.0 / rates.tensor_flops_per_s  # padded tensor FLOPs set compute time
     matrix[2, 1] = 1.0 / rates.cuda_core_ops_per_s
     matrix[3, 2] = 1.0 / rates.special_function_ops_per_s
     matrix[4:9, 3] = 1.0 / memory_rate
-    matrix[9, 4] = 1.0 / rates.network_bytes_per_s
+    link = rates.pipeline_network_bytes_per_s if hand_off else rates.network_bytes_per_s
+    matrix[9, 4] = 1.0 / link
     matrix[10, 4] = rates.collective_step_latency_s
     return matrix
 
@@ -177,8 +179,8 @@ def cost_plan(
     validate_architecture(arch)
     shapes = shard_shapes(arch, deployment)
     compute_key = gemm_compute_key(deployment.precision.weights, deployment.precision.activations)
-    rates = unit_rates(deployment.gpu, compute_key, roofline)
     par = deployment.parallelism
+    rates = unit_rates(deployment.gpu, compute_key, roofline, par.gpus_per_stage, par.pipeline)
     graph = build_kernel_graph(
         arch,
         flash_attention=deployment.flash_attention,
@@ -186,10 +188,14 @@ def cost_plan(
         pipeline_stages=par.pipeline,
     )
     nodes = graph.nodes + graph.step_nodes
-    per_count = {flag: seconds_per_count(rates, streaming=flag) for flag in (True, False)}
-    streaming = [node.kind in STREAMING_KINDS for node in nodes]
+    per_count = {
+        (flag, hand_off): seconds_per_count(rates, streaming=flag, hand_off=hand_off)
+        for flag in (True, False)
+        for hand_off in (True, False)
+    }
+    kinds = [(node.kind in STREAMING_KINDS, node.kind == "send_recv") for node in nodes]
     work = np.array([_node_work_per_unit(node, arch, shapes) for node in nodes])
-    seconds = np.einsum("kfb,kfu->kub", work, np.array([per_count[s] for s in streaming]))
+    seconds = np.einsum("kfb,kfu->kub", work, np.array([per_count[k] for k in kinds]))
     seconds_per_unit = np.concatenate(
         [
             seconds * np.array([0.0, 1, 1, 1, 1])[:, None],

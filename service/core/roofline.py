@@ -43,7 +43,9 @@ Seconds = TypeVar("Seconds", float, npt.NDArray[np.float64])
 
 @dataclass(frozen=True, slots=True)
 class UnitRates:
-    """Achievable rates of one GPU for one GEMM precision [op/s, B/s]."""
+    """Achievable rates of one GPU for one GEMM precision [op/s, B/s]: `network_bytes_per_s`
+    of the tensor group's collectives, `pipeline_network_bytes_per_s` of the hand-offs between
+    pipeline stages."""
 
     tensor_flops_per_s: float
     cuda_core_ops_per_s: float
@@ -52,10 +54,19 @@ class UnitRates:
     elementwise_memory_bytes_per_s: float
     network_bytes_per_s: float
     collective_step_latency_s: float
+    pipeline_network_bytes_per_s: float
 
 
-def unit_rates(gpu: GpuSpec, compute_key: str, coeffs: RooflineCoefficients) -> UnitRates:
-    """Peaks of `gpu` scaled by the achievable fractions in `coeffs`."""
+def unit_rates(
+    gpu: GpuSpec,
+    compute_key: str,
+    coeffs: RooflineCoefficients,
+    group: int = 1,
+    pipeline: int = 1,
+) -> UnitRates:
+    """Peaks of `gpu` scaled by the achievable fractions in `coeffs`; the network rate is that
+    of collectives over `group` GPUs (GpuSpec.collective_bandwidth_bytes_per_s), the pipeline
+    rate that of hand-offs between `pipeline` stages of `group` GPUs."""
     return UnitRates(
         tensor_flops_per_s=gpu.gemm_peak_flops_per_s(compute_key) * coeffs.tensor_efficiency,
         cuda_core_ops_per_s=gpu.cuda_core_fp32_flops_per_s * coeffs.cuda_core_efficiency,
@@ -64,8 +75,10 @@ def unit_rates(gpu: GpuSpec, compute_key: str, coeffs: RooflineCoefficients) -> 
         memory_bytes_per_s=gpu.memory_bandwidth_bytes_per_s * coeffs.memory_efficiency,
         elementwise_memory_bytes_per_s=gpu.memory_bandwidth_bytes_per_s
         * coeffs.elementwise_memory_efficiency,
-        network_bytes_per_s=gpu.interconnect_bandwidth_bytes_per_s * coeffs.network_efficiency,
+        network_bytes_per_s=gpu.collective_bandwidth_bytes_per_s(group) * coeffs.network_efficiency,
         collective_step_latency_s=coeffs.collective_step_latency_s,
+        pipeline_network_bytes_per_s=gpu.pipeline_hop_bandwidth_bytes_per_s(group, pipeline)
+        * coeffs.network_efficiency,
     )
 
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from service.core.architecture import ModelArchitecture
 from service.core.cost_model_errors import InvalidParallelism
-from service.core.dtypes import DType, bytes_per_element
+from service.core.dtypes import DType, bytes_per_element, weight_bytes_per_element
 from service.core.workload import Deployment
 
 
@@ -90,7 +90,11 @@ def shard_shapes(arch: ModelArchitecture, deployment: Deployment) -> ShardShapes
         shared_width=arch.shared_expert_width / group,
         local_experts=max(1, arch.num_experts // par.expert),
         vocab=arch.vocab_size / group,
-        weight_bytes=bytes_per_element(precision.weights),
+        weight_bytes=weight_bytes_per_element(
+            precision.weights,
+            fp8_block_scaled=arch.fp8_block_scaled,
+            int4_group_size=arch.int4_group_size,
+        ),
         activation_bytes=bytes_per_element(precision.activations),
         kv_bytes=bytes_per_element(precision.kv_cache),
         embedding_bytes=bytes_per_element(sixteen_bit),
@@ -116,7 +120,7 @@ def expert_stream_bytes(arch: ModelArchitecture, weights: DType) -> float:
     """
     if arch.fp8_block_scaled and weights is DType.FP8:
         return bytes_per_element(DType.BF16)
-    return bytes_per_element(weights)
+    return weight_bytes_per_element(weights, int4_group_size=arch.int4_group_size)
 
 
 def _check_divides(arch: ModelArchitecture, tensor: int, expert: int, pipeline: int) -> None:

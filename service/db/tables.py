@@ -190,6 +190,18 @@ class RegisteredModel(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utc_now)
 
 
+class RegisteredGpu(Base):
+    """A GPU added for every tenant (POST /v1/gpus, operator key): its figures as posted, each
+    with its source; what they leave out is filled from the nearest catalogued GPU when read."""
+
+    __tablename__ = "registered_gpus"
+
+    gpu_id: Mapped[str] = mapped_column(String(100), primary_key=True)
+    spec: Mapped[dict[str, Any]] = mapped_column(JSON)
+    sources: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utc_now)
+
+
 class RateLimitWindow(Base):
     """Requests counted for one API key under one rate-limit policy in one fixed window, shared
     by every replica on PostgreSQL (service/db/rate_limit_windows.py).

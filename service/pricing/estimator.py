@@ -18,7 +18,7 @@ from typing import Any
 
 from service.catalog.engines import DEFAULT_ENGINE, load_engine_coefficients
 from service.catalog.facilities import FacilityCatalog, load_facility_catalog
-from service.catalog.gpus import GpuCatalog, load_gpu_catalog
+from service.catalog.gpus import GpuCatalog, GpuRecord, load_gpu_catalog
 from service.catalog.intervals import EvidenceIntervals, load_intervals
 from service.catalog.models import ModelCatalog, UnknownModel, load_model_catalog
 from service.catalog.regions import RegionCatalog, load_region_catalog
@@ -119,6 +119,11 @@ class Estimator:
             load_engine_coefficients(),
             regressor=regressor,
         )
+
+    def learn_gpus(self, records: Sequence[GpuRecord]) -> None:
+        """Price `records` (GPUs registered with POST /v1/gpus, read from the database) like
+        catalogue GPUs from now on: they are never replaced or removed, so they are kept."""
+        self.gpus = self.gpus.with_records(records)
 
     def estimate(
         self,

@@ -7,6 +7,7 @@ from typing import Any
 
 from service.catalog.engines import DEFAULT_ENGINE, unfused_norms
 from service.catalog.facilities import FacilityCatalog, load_facility_catalog
+from service.catalog.gpu_spec import gpu_from_spec
 from service.catalog.gpus import GpuCatalog, GpuRecord, UnknownGpu
 from service.catalog.hf_config import read_config
 from service.catalog.models import ModelCatalog, UnknownModel
@@ -17,9 +18,14 @@ from service.catalog.variants import Variant
 from service.core.architecture import ModelArchitecture, default_head_dim
 from service.core.dtypes import DType
 from service.core.workload import Deployment, Parallelism, Precision, Workload
-from service.errors import FieldError, UnknownName
+from service.errors import FieldError, InvalidRequest, UnknownName
 from service.pricing.carbon_accounting import CarbonInputs, resolve_carbon_inputs
-from service.schemas.estimate_request import ArchitectureIn, EstimateRequest, HfConfigIn
+from service.schemas.estimate_request import (
+    ArchitectureIn,
+    EstimateRequest,
+    HardwareIn,
+    HfConfigIn,
+)
 
 CUSTOM_MODEL_ID = "custom"
 
@@ -59,6 +65,49 @@ def unknown_model(error: UnknownModel) -> UnknownName:
     )
 
 
+def unknown_gpu(error: UnknownGpu) -> UnknownName:
+    """An unknown GPU id's 422: near matches, and the two ways to price it anyway."""
+    detail = (
+        f"{error}; to price a GPU the catalogue lacks, describe it inline as `hardware.spec` "
+        "(peaks per precision, memory size and bandwidth, interconnect, TDP; the rest is filled "
+        "from the nearest catalogued GPU), or add it for every tenant with POST /v1/gpus "
+        "(operator key)"
+    )
+    return UnknownName(
+        detail,
+        errors=[FieldError("hardware.gpu", detail)],
+        extra={"suggestions": error.suggestions},
+    )
+
+
+def resolve_gpu(
+    hardware: HardwareIn, gpus: GpuCatalog, defaulted: dict[str, Any]
+) -> tuple[GpuRecord, list[str]]:
+    """The GPU `hardware` names (or describes inline in `spec`) and the notes saying what was
+    filled in; raises UnknownName for an unknown id."""
+    if hardware.spec is not None:
+        if gpus.has(hardware.spec.id):
+            # a catalogued GPU's name would lend the spec that GPU's evidence and calibration
+            detail = (
+                f"hardware.spec.id {hardware.spec.id!r} names a catalogued GPU: give it as "
+                "`hardware.gpu`, or name the described GPU otherwise"
+            )
+            raise InvalidRequest(detail, errors=[FieldError("hardware.spec.id", detail)])
+        described = gpu_from_spec(gpus, hardware.spec.model_dump())
+        if described.filled:
+            defaulted["hardware.spec"] = {
+                "filled_from": described.filled_from,
+                "fields": list(described.filled),
+            }
+        return described.record, [described.note("hardware.spec")]
+    assert hardware.gpu is not None  # guaranteed by HardwareIn's validator
+    try:
+        gpu = gpus.get(hardware.gpu)
+    except UnknownGpu as error:
+        raise unknown_gpu(error) from None
+    return gpu, [str(note) for note in gpu.raw.get("notes", ())]
+
+
 def variant_precision(
     requested: str, base_id: str, variant: Variant, published: DType, notes: list[str]
 ) -> DType:
@@ -90,10 +139,7 @@ def resolve_request(
     `registered` is the caller's tenant's registered model the request names, if it does."""
     defaulted: dict[str, Any] = {}
     notes: list[str] = []
-    try:
-        gpu = gpus.get(request.hardware.gpu)
-    except UnknownGpu as error:
-        raise unknown_name("hardware.gpu", error) from None
+    gpu, gpu_notes = resolve_gpu(request.hardware, gpus, defaulted)
     if registered is not None:
         model_id, architecture = registered.id, registered.architecture
         published, notes = registered.published_precision, list(registered.notes)
@@ -115,6 +161,7 @@ def resolve_request(
         assert request.architecture is not None  # guaranteed by EstimateRequest's validator
         model_id, published = CUSTOM_MODEL_ID, DType.BF16
         architecture = custom_architecture(request.architecture, defaulted)
+    notes.extend(gpu_notes)
     hardware = request.hardware
     if "count" not in hardware.model_fields_set:
         defaulted["hardware.count"] = hardware.count
@@ -199,11 +246,12 @@ def _precision(
                 f"weights published in {published.value} are served in {sixteen_bit.value} on "
                 f"{gpu.id}"
             )
-    # Published FP8 checkpoints run W8A8 on GPUs with fp8 tensor cores, weight-only elsewhere.
-    fp8_native = weights is DType.FP8 and "fp8" in gpu.spec.tensor_dense_flops_per_s
+    # The activations follow the weights served, given or published: an fp8 or nvfp4 model
+    # runs W8A8 / W4A4 where the GPU has those tensor cores, as engines quantising it do.
+    served = DType(given["weights"]) if given.get("weights") is not None else weights
     fallback = {
         "weights": weights,
-        "activations": DType.FP8 if fp8_native else sixteen_bit,
+        "activations": _default_activations(served, gpu, sixteen_bit, given, notes),
         "kv_cache": sixteen_bit,
     }
     chosen: dict[str, DType] = {}
@@ -215,6 +263,31 @@ def _precision(
         else:
             chosen[name] = DType(value)
     return Precision(**chosen)
+
+
+# Weight formats served with activations of their own format (W8A8 FP8, W4A4 NVFP4) on GPUs
+# with tensor cores for it, and weight-only elsewhere. int8 stays weight-only by default
+# (GPTQ-Int8, bitsandbytes); W8A8 int8 is `precision.activations: int8`.
+_NATIVE_ACTIVATIONS = {DType.FP8: "fp8", DType.NVFP4: "fp4"}
+
+
+def _default_activations(
+    weights: DType, gpu: GpuRecord, sixteen_bit: DType, given: dict[str, Any], notes: list[str]
+) -> DType:
+    """The activations' precision when the request names none: the weights' own where the GPU
+    has tensor cores for it (FP8 on Hopper/Ada/Blackwell, NVFP4 on Blackwell), else 16-bit,
+    the weights dequantised in the kernel (said in `notes`)."""
+    key = _NATIVE_ACTIVATIONS.get(weights)
+    if key is None:
+        return sixteen_bit
+    if key in gpu.spec.tensor_dense_flops_per_s:
+        return weights
+    if given.get("activations") is None:
+        notes.append(
+            f"{gpu.id} has no {key} tensor cores: {weights.value} weights run weight-only, "
+            f"dequantised to {sixteen_bit.value} in the GEMM kernels"
+        )
+    return sixteen_bit
 
 
 def _engine(request: EstimateRequest, defaulted: dict[str, Any]) -> str:

@@ -27,6 +27,7 @@ from service.errors import Conflict, IdempotencyMismatch, ServiceError
 from service.metrics import Metrics
 from service.pricing.priced import PricedRequest
 from service.quotes.calibration_registry import CalibrationRegistry
+from service.quotes.gpu_registry import gpus_named
 from service.quotes.idempotency import InFlightGuard, fingerprint
 from service.quotes.model_registry import Registered, registered_for
 from service.quotes.pricing_thread import PricingThread
@@ -73,7 +74,12 @@ class QuoteTimings:
 ADDED_FIELD_DEFAULTS = (
     ("workload", "cached_prompt_tokens", 0),
     ("serving", "concurrent_sequences", None),
+    ("hardware", "spec", None),
 )
+
+
+INLINE_GPU_LABEL = "hardware.spec"
+"""The metrics' GPU label of quotes on a GPU described inline (its id is the caller's)."""
 
 
 def request_json(request: EstimateRequest, *, exclude_none: bool = False) -> dict[str, Any]:
@@ -205,7 +211,9 @@ class QuoteService:
                 results.append(answer)
                 continue
             assert isinstance(item, tuple)
-            total = totals[answer.model_id, answer.gpu_id]
+            # a GPU described inline is named by its caller: one label for all (bounded series)
+            gpu_label = INLINE_GPU_LABEL if item[0].hardware.spec is not None else answer.gpu_id
+            total = totals[answer.model_id, gpu_label]
             total[0] += 1
             total[1] += answer.gpu_j
             total[2] += answer.total_g
@@ -222,6 +230,7 @@ class QuoteService:
     ) -> list[tuple[EstimateRequest, RegisteredArchitecture | None] | ServiceError]:
         """Each valid item with the tenant's registered model it names (read from the
         database only for names the catalogue lacks), or the error that lookup answered."""
+        items = await self._with_registered_gpus(items)
         requests = [item for item in items if not isinstance(item, ServiceError)]
         models = self.pricer.estimator.models
         lookup: list[Registered] = [None] * len(requests)
@@ -240,6 +249,31 @@ class QuoteService:
                 registered if isinstance(registered, ServiceError) else (request, registered)
             )
         return paired
+
+    async def _with_registered_gpus(
+        self, items: Sequence[EstimateRequest | ServiceError]
+    ) -> Sequence[EstimateRequest | ServiceError]:
+        """The items, once the GPUs registered under names the catalogue lacks are known to the
+        estimator (read from the database only for such names); with the database away, a
+        request naming one of them gets its 503."""
+        estimator = self.pricer.estimator
+        names = {
+            item.hardware.gpu
+            for item in items
+            if not isinstance(item, ServiceError)
+            and item.hardware.gpu is not None
+            and not estimator.gpus.has(item.hardware.gpu)
+        }
+        if not names:
+            return items
+        found = await run_in_threadpool(gpus_named, self.store.database, estimator.gpus, names)
+        if not isinstance(found, ServiceError):
+            estimator.learn_gpus(found)
+            return items
+        return [
+            found if not isinstance(item, ServiceError) and item.hardware.gpu in names else item
+            for item in items
+        ]
 
     async def _store(
         self,

@@ -57,10 +57,14 @@ class GpuOut(BaseModel):
 
 
 class GpuList(BaseModel):
-    model_config = open_example({"version": "2026.11.1", "items": []})
+    """The catalogue's GPUs, then those added with POST /v1/gpus; `warnings` says when those
+    could not be read."""
+
+    model_config = open_example({"version": "2026.11.2", "items": [], "warnings": []})
 
     version: str
     items: list[GpuOut]
+    warnings: list[str] = []
 
 
 class ModelOut(BaseModel):

@@ -17,8 +17,9 @@ from pydantic import (
 )
 
 from service.schemas.common import example
+from service.schemas.gpu_spec import GpuSpecIn
 
-DTypeName = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "mxfp4"]
+DTypeName = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "mxfp4", "nvfp4"]
 Degree = Annotated[StrictInt, Field(ge=1, le=64)]
 Tokens = Annotated[StrictInt, Field(ge=1, le=1_000_000)]
 Size = Annotated[StrictInt, Field(ge=1, le=10_000_000)]
@@ -73,13 +74,22 @@ class ParallelismIn(BaseModel):
 
 
 class HardwareIn(BaseModel):
-    """GPU id (or alias) from GET /v1/gpus and how many; by default tensor parallelism = count."""
+    """GPU id (or alias) from GET /v1/gpus, or instead `spec`, a GPU described inline (what it
+    leaves out is filled from the nearest catalogued GPU, and the quote says so); and how many;
+    by default tensor parallelism = count."""
 
     model_config = example({"gpu": "H100-SXM5-80GB", "count": 2})
 
-    gpu: Annotated[str, Field(min_length=1, max_length=100)]
+    gpu: Annotated[str, Field(min_length=1, max_length=100)] | None = None
+    spec: GpuSpecIn | None = None
     count: Degree = 1
     parallelism: ParallelismIn | None = None
+
+    @model_validator(mode="after")
+    def _one_gpu(self) -> Self:
+        if (self.gpu is None) == (self.spec is None):
+            raise ValueError("give either `gpu` (an id from GET /v1/gpus) or `spec`, not both")
+        return self
 
     @model_validator(mode="after")
     def _degrees_multiply_to_count(self) -> Self:

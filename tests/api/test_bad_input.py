@@ -178,7 +178,7 @@ def test_not_found_and_method_not_allowed(client: TestClient) -> None:
     assert_problem(client.get("/v1/gpus/H100-SXM9"), 404)
     assert_problem(client.get("/v1/models/meta-llama/Llama-9"), 404)
     assert_problem(client.put("/v1/estimate", json=example_body()), 405)
-    assert_problem(client.post("/v1/gpus", json={}), 405)
+    assert_problem(client.put("/v1/gpus", json={}), 405)
 
 
 def test_bodies_over_the_limit_are_413_on_every_write(database_url: str) -> None:

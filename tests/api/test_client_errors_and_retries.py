@@ -34,7 +34,7 @@ from llm_energy_quotes_client import (
 
 def test_catalogues_and_health_are_read_into_documents(quotes: QuotesClient) -> None:
     gpus = quotes.gpus()
-    assert len(gpus.items) == 14
+    assert len(gpus.items) == 24
     h100 = quotes.gpu("H100-SXM5-80GB")
     assert (h100.tdp_w, h100.memory_bytes) == (700.0, 8.0e10)
     assert h100.tensor_dense_flops_per_s["bf16"] == 9.894e14

@@ -26,6 +26,16 @@ REQUIRED_IDS = {
     "L40S",
     "V100-SXM2-32GB",
     "MI300X",
+    "B300",
+    "GB200",
+    "GB300",
+    "GH200",
+    "MI250",
+    "RTX-4090",
+    "RTX-PRO-6000",
+    "H20",
+    "MI325X",
+    "Gaudi3",
 }
 
 # Every numeric field must have an entry of the same name in the GPU's ``sources`` map.
@@ -46,7 +56,11 @@ NUMERIC_FIELDS = (
     "transistor_count",
     "release_year",
     "embodied_kg_co2e",
+    "interconnect_domain_gpus",
+    "scale_out_bandwidth_bytes_per_s",
 )
+# Figures a vendor may not publish: null, with a source that says "not published".
+UNPUBLISHED_ALLOWED = frozenset({"die_area_mm2", "transistor_count"})
 STRING_FIELDS = (
     "id",
     "name",
@@ -86,6 +100,8 @@ RANGES = {
     "transistor_count": (1e9, 1e12),
     "release_year": (2015, 2027),
     "embodied_kg_co2e": (0, 2000),
+    "interconnect_domain_gpus": (0, 600),
+    "scale_out_bandwidth_bytes_per_s": (1e9, 2.1e11),
 }
 TENSOR_RANGE = (1e12, 1e17)
 SFU_RESULTS_PER_CLOCK_PER_SM = 16
@@ -150,8 +166,11 @@ class TestGpuEntry:
             assert isinstance(gpu[field], str), field
             assert gpu[field].strip(), field
         for field in NUMERIC_FIELDS:
+            if gpu[field] is None and field in UNPUBLISHED_ALLOWED:
+                assert "not published" in gpu["sources"][field], field
+                continue
             assert _is_number(gpu[field]), f"{field} is not a number"
-        for field in ("sm_count", "release_year", "process_node_nm"):
+        for field in ("sm_count", "release_year", "process_node_nm", "interconnect_domain_gpus"):
             assert float(gpu[field]).is_integer(), field
         assert gpu["embodied_method"] in EMBODIED_METHODS
 
@@ -194,10 +213,14 @@ class TestGpuEntry:
 
     def test_units_plausible(self, gpu: dict) -> None:
         for field, (low, high) in RANGES.items():
+            if gpu[field] is None and field in UNPUBLISHED_ALLOWED:
+                continue
             assert low < gpu[field] < high, f"{field}={gpu[field]!r} outside ({low}, {high})"
         assert gpu["tdp_w"] > gpu["idle_w"] > 0
         # GPU-to-GPU fabric is never slower than the host PCIe link it can fall back to.
         assert gpu["interconnect_bandwidth_bytes_per_s"] >= gpu["pcie_bandwidth_bytes_per_s"]
+        # The network between domains is never faster than the links within one.
+        assert gpu["scale_out_bandwidth_bytes_per_s"] <= gpu["interconnect_bandwidth_bytes_per_s"]
         # FP32 vector peak must be consistent with SM count and clock (<= 512 FLOP/clk/SM).
         per_sm_clock = gpu["cuda_core_fp32_flops_per_s"] / (gpu["sm_count"] * gpu["boost_clock_hz"])
         assert 60 < per_sm_clock < 520, per_sm_clock
@@ -237,7 +260,20 @@ def test_precision_support_matches_hardware() -> None:
             assert "fp4" not in keys(gpu["id"]), gpu["id"]
         if gpu["architecture"] in ("Volta", "Turing"):
             assert "bf16" not in keys(gpu["id"]), gpu["id"]
-    assert "fp4" in keys("B200")
+    for gpu_id in ("B200", "B300", "GB200", "GB300", "RTX-PRO-6000"):
+        assert "fp4" in keys(gpu_id), gpu_id
+    assert "fp8" not in keys("MI250")  # CDNA 2: no FP8 matrix cores
+
+
+def test_interconnect_domains() -> None:
+    """NVLink domains as built: 8 GPUs on an HGX baseboard, 72 in an NVL72 rack."""
+    for gpu_id in ("H100-SXM5-80GB", "H200-SXM-141GB", "B200", "B300", "A100-SXM4-80GB"):
+        assert BY_ID[gpu_id]["interconnect_domain_gpus"] == 8, gpu_id
+    for gpu_id in ("GB200", "GB300"):
+        assert BY_ID[gpu_id]["interconnect_domain_gpus"] == 72, gpu_id
+    # 400 Gb/s ConnectX-7 per H100, 800 Gb/s ConnectX-8 per B300: 50 and 100 GB/s per direction.
+    assert BY_ID["H100-SXM5-80GB"]["scale_out_bandwidth_bytes_per_s"] == pytest.approx(50e9)
+    assert BY_ID["B300"]["scale_out_bandwidth_bytes_per_s"] == pytest.approx(100e9)
 
 
 def test_known_anchor_figures() -> None:

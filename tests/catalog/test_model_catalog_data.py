@@ -15,7 +15,7 @@ import pytest
 
 CATALOG_PATH = Path(__file__).resolve().parents[2] / "service" / "catalog" / "data" / "models.json"
 
-PRECISIONS = {"fp32", "bf16", "fp16", "fp8", "int8", "int4", "mxfp4"}
+PRECISIONS = {"fp32", "bf16", "fp16", "fp8", "int8", "int4", "mxfp4", "nvfp4"}
 ENTRY_KEYS = {
     "id",
     "aliases",

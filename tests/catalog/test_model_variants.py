@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pytest
 
-from service.catalog.hf_config.precision import NVFP4_NOTE
 from service.catalog.models import UnknownModel, load_model_catalog
 from service.core.dtypes import DType
 
@@ -28,7 +27,7 @@ Q30_2507 = "Qwen/Qwen3-30B-A3B-Instruct-2507"
          DType.FP8),
         ("RedHatAI/Meta-Llama-3.1-8B-Instruct-quantized.w8a8", L8, DType.INT8),
         ("neuralmagic/Meta-Llama-3.1-8B-Instruct-W4A16", L8, DType.INT4),
-        ("nvidia/Llama-3.1-8B-Instruct-NVFP4", L8, DType.MXFP4),
+        ("nvidia/Llama-3.1-8B-Instruct-NVFP4", L8, DType.NVFP4),
         ("openai/gpt-oss-20b-MXFP4", "openai/gpt-oss-20b", DType.MXFP4),
         # an alias of a catalogued fp8 entry under another organisation: that entry as it is
         ("RedHatAI/Meta-Llama-3.1-405B-Instruct-FP8", "meta-llama/Llama-3.1-405B-Instruct-FP8",
@@ -71,7 +70,7 @@ def test_releases_built_from_their_own_config_are_entries(repo_id: str) -> None:
 
 def test_formats_not_priced_as_such_are_noted() -> None:
     _, nvfp4 = load_model_catalog().find("nvidia/Llama-3.1-8B-Instruct-NVFP4")
-    assert nvfp4 is not None and nvfp4.notes == (NVFP4_NOTE,)
+    assert nvfp4 is not None and nvfp4.notes == ()  # NVFP4 is priced as itself
     _, gguf = load_model_catalog().find("google/gemma-2-9b-it-GGUF")
     assert gguf is not None and gguf.weights is None
     assert gguf.notes == ("GGUF (llama.cpp) quantisations are not priced",)

@@ -70,6 +70,8 @@ A100_1_5TB = GpuSpec(
     interconnect_bandwidth_bytes_per_s=300e9,
     tdp_w=400.0,
     idle_w=50.0,
+    interconnect_domain_gpus=8,
+    scale_out_bandwidth_bytes_per_s=25e9,
 )
 """An A100 as in the seed case: 312 TFLOP/s dense fp16/bf16, 1.5 TB/s."""
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
 from core_support import BF16, catalog_arch, catalog_gpu, column_sum, deployment, estimate
 from numpy.testing import assert_allclose
 
@@ -78,15 +79,18 @@ def test_block_scaled_fp8_experts_are_read_at_the_16_bit_size() -> None:
     assert_allclose(_decode_expert_bytes_per_step(block, BF16), MIXTRAL_EXPERT_BYTES_16_BIT)
 
 
-def test_block_scaled_fp8_keeps_its_1_byte_storage() -> None:
+def test_block_scaled_fp8_stores_1_byte_and_its_block_scales() -> None:
     plain = catalog_arch("mistralai/Mixtral-8x7B-Instruct-v0.1")
     block = replace(plain, fp8_block_scaled=True)
     dep = deployment(catalog_gpu(H200), precision=FP8)
-    assert shard_shapes(block, dep).weight_bytes == 1.0
+    # one fp32 scale per 128 x 128 block: 4 B per 16,384 weights
+    assert shard_shapes(block, dep).weight_bytes == pytest.approx(1 + 4 / 16384)
+    assert shard_shapes(plain, dep).weight_bytes == 1.0
     assert shard_shapes(block, dep).expert_stream_bytes == 2.0
     assert shard_shapes(plain, dep).expert_stream_bytes == 1.0
     footprint = estimate(block, 1, 64, 5, dep).memory.required_bytes_per_gpu
-    assert footprint == estimate(plain, 1, 64, 5, dep).memory.required_bytes_per_gpu
+    plain_footprint = estimate(plain, 1, 64, 5, dep).memory.required_bytes_per_gpu
+    assert plain_footprint < footprint < plain_footprint * (1 + 4 / 16384)
 
 
 def test_catalogue_marks_block_scaled_fp8_checkpoints() -> None:

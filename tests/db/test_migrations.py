@@ -34,6 +34,7 @@ TABLES = {
     "calibrations",
     "registered_models",
     "rate_limit_windows",
+    "registered_gpus",
 }
 
 

@@ -13,6 +13,7 @@ from service.catalog.models import ModelRecord, UnknownModel
 from service.errors import NotFound
 from service.pricing.estimator import Estimator
 from service.pricing.evidence import gpu_validation
+from service.quotes.gpu_registry import registered_gpu, registered_gpus
 from service.quotes.model_registry import tenant_model, tenant_models
 from service.schemas.catalog import GpuList, GpuOut, ModelList, ModelOut, RegionList, RegionOut
 
@@ -25,7 +26,7 @@ router = APIRouter(prefix="/v1", tags=["catalogues"], dependencies=[Depends(publ
 KEY_OPTIONAL: dict[str, Any] = {"security": [{}, {"HTTPBearer": []}]}
 
 
-def _gpu(record: GpuRecord, estimator: Estimator) -> GpuOut:
+def gpu_out(record: GpuRecord, estimator: Estimator) -> GpuOut:
     vendor = str(record.raw.get("vendor", ""))
     validation = gpu_validation(record.id, vendor, estimator.intervals)
     return GpuOut.model_validate({**record.raw, "validation": validation})
@@ -36,17 +37,29 @@ def _model(record: ModelRecord) -> ModelOut:
 
 
 @router.get("/gpus", response_model=GpuList, responses=problem_responses())
-def list_gpus(estimator: EstimatorDep) -> GpuList:
-    """Every GPU with its peak rates, memory, power, embodied carbon and sources."""
+def list_gpus(services: ServicesDep) -> GpuList:
+    """Every GPU with its peak rates, memory, power, embodied carbon and sources; after the
+    catalogue's, the GPUs added with POST /v1/gpus (`registered: true`)."""
+    estimator = services.estimator
     catalog = estimator.gpus
-    return GpuList(version=catalog.version, items=[_gpu(r, estimator) for r in catalog.records])
+    registered, warnings = registered_gpus(services.database, catalog)
+    catalogued = [r for r in catalog.records if not r.raw.get("registered")]
+    return GpuList(
+        version=catalog.version,
+        items=[gpu_out(r, estimator) for r in catalogued + registered],
+        warnings=warnings,
+    )
 
 
-@router.get("/gpus/{gpu_id}", response_model=GpuOut, responses=problem_responses(404, 422))
-def get_gpu(gpu_id: GpuId, estimator: EstimatorDep) -> GpuOut:
+@router.get("/gpus/{gpu_id}", response_model=GpuOut, responses=problem_responses(404, 422, 503))
+def get_gpu(gpu_id: GpuId, estimator: EstimatorDep, session: SessionDep) -> GpuOut:
+    """A GPU by id or alias, the catalogue's or one added with POST /v1/gpus."""
     try:
-        return _gpu(estimator.gpus.get(gpu_id), estimator)
+        return gpu_out(estimator.gpus.get(gpu_id), estimator)
     except UnknownGpu as error:
+        registered = registered_gpu(session, estimator.gpus, gpu_id)
+        if registered is not None:
+            return gpu_out(registered, estimator)
         raise NotFound(str(error), extra={"suggestions": error.suggestions}) from None
 
 

@@ -130,6 +130,10 @@ def read_config(raw: Mapping[str, Any]) -> ConfigArchitecture:
             field="model_type",
         )
     precision = published_precision(view, text)
-    arch = replace(reading.architecture(), fp8_block_scaled=precision.fp8_block_scaled)
+    arch = replace(
+        reading.architecture(),
+        fp8_block_scaled=precision.fp8_block_scaled,
+        int4_group_size=precision.int4_group_size,
+    )
     notes = (*reading.notes, *precision.notes)
     return ConfigArchitecture(model_type, arch, precision.weights, notes, dict(view.defaulted))

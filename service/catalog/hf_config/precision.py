@@ -8,23 +8,21 @@ from dataclasses import dataclass
 
 from service.catalog.hf_config.view import ConfigView
 from service.core.cost_model_errors import UnsupportedPrecision
-from service.core.dtypes import DType, parse_dtype
+from service.core.dtypes import INT4_GROUP_SIZE, DType, parse_dtype
 
-# NVFP4 (FP4 E2M1 elements, one FP8 scale per 16: 4.5 bits; NVIDIA, "Introducing NVFP4", 2025)
-# has no DType of its own yet; mxfp4 (4.25 bits, same elements) is the nearest one priced.
-NVFP4_NOTE = (
-    "NVFP4 weights priced as mxfp4, the nearest precision this service prices (same FP4 E2M1 "
-    "elements; NVFP4 adds an FP8 scale per 16 elements, 4.5 bits against 4.25)"
-)
+# FP4 (E2M1) weights with one scale per this many elements: NVFP4's FP8 scale per 16, MXFP4's
+# E8M0 scale per 32 (compressed-tensors writes the block as the weights' `group_size`).
+_FP4_BY_GROUP = {16: DType.NVFP4, 32: DType.MXFP4}
 
 
 @dataclass(frozen=True, slots=True)
 class PublishedPrecision:
-    """The weights' published precision, whether FP8 scales are per 128 x 128 block, and what
-    was assumed to get there."""
+    """The weights' published precision, whether FP8 scales are per 128 x 128 block, the int4
+    weights per scale (0: per output channel), and what was assumed to get there."""
 
     weights: DType
     fp8_block_scaled: bool = False
+    int4_group_size: int = INT4_GROUP_SIZE
     notes: tuple[str, ...] = ()
 
 
@@ -69,7 +67,7 @@ def _quantized(q: ConfigView) -> PublishedPrecision | None:
     if method == "mxfp4":
         return PublishedPrecision(DType.MXFP4)
     if method in ("awq", "gptq", "auto-round", "autoround"):
-        return _integer(q.count("bits", 4))
+        return _integer(q.count("bits", 4), _group_size(q))
     if method == "bitsandbytes":
         if q.flag("load_in_4bit", False):
             return PublishedPrecision(DType.INT4)
@@ -78,14 +76,25 @@ def _quantized(q: ConfigView) -> PublishedPrecision | None:
         algo = q.text("quant_algo", "").upper()
         if algo == "FP8":
             return PublishedPrecision(DType.FP8)
-        return PublishedPrecision(DType.MXFP4, notes=(NVFP4_NOTE,)) if algo == "NVFP4" else None
+        return PublishedPrecision(DType.NVFP4) if algo == "NVFP4" else None
     if method == "compressed-tensors":
         return _compressed_tensors(q)
     return None
 
 
-def _integer(bits: int) -> PublishedPrecision | None:
-    return {4: PublishedPrecision(DType.INT4), 8: PublishedPrecision(DType.INT8)}.get(bits)
+def _integer(bits: int, group_size: int = INT4_GROUP_SIZE) -> PublishedPrecision | None:
+    if bits == 4:
+        return PublishedPrecision(DType.INT4, int4_group_size=group_size)
+    return PublishedPrecision(DType.INT8) if bits == 8 else None
+
+
+def _group_size(q: ConfigView) -> int:
+    """Weights per int4 scale: `group_size` (AWQ's `q_group_size`), -1 (per channel) -> 0."""
+    for key in ("group_size", "q_group_size"):
+        value = q.raw.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return max(value, 0)
+    return INT4_GROUP_SIZE
 
 
 def _compressed_tensors(q: ConfigView) -> PublishedPrecision | None:
@@ -104,6 +113,7 @@ def _compressed_tensors(q: ConfigView) -> PublishedPrecision | None:
                 DType.FP8, fp8_block_scaled=weights.raw.get("block_structure") is not None
             )
         if kind == "float" and bits == 4:
-            return PublishedPrecision(DType.MXFP4, notes=(NVFP4_NOTE,))
-        return _integer(bits) if kind == "int" else None
+            fp4 = _FP4_BY_GROUP.get(weights.count("group_size", 16))
+            return None if fp4 is None else PublishedPrecision(fp4)
+        return _integer(bits, _group_size(weights)) if kind == "int" else None
     return None
