@@ -2,8 +2,8 @@
 
 `MAPPERS` maps a table's file stem to a function that turns row i into the cost model's kernel
 executions (`kernel_pricing.RowCalls`), or into the reason the row is not priced. A table whose
-stem is not in `MAPPERS` is listed in the report as not priced: adding an op type (say Mamba-2
-once the cost model counts its kernels) is one function and one entry here.
+stem is not in `MAPPERS` is listed in the report as not priced: adding an op type is one
+function and one entry here (the Mamba-2 and gated-DeltaNet rows: `recurrent_ops`).
 
 Row semantics, from aiconfigurator's collectors (``collector/<engine>/collect_*.py``):
 - GEMM: an ``m x k`` activation times a ``k x n`` weight, `gemm_dtype` the quantisation.
@@ -35,6 +35,7 @@ import numpy as np
 
 from offline.validation.kernel_pricing import KernelCall, PricingContext, RowCalls, shapes_of
 from offline.validation.kernel_tables import KernelTable
+from offline.validation.recurrent_ops import recurrent
 from service.catalog import load_model_catalog
 from service.core import counts, moe
 from service.core.architecture import DsaShape, ModelArchitecture
@@ -319,5 +320,7 @@ MAPPERS = {
     "moe_perf": moe_layer,
     "custom_allreduce_perf": custom_all_reduce,
     "nccl_perf": nccl,
+    "mamba2_perf": recurrent,
+    "gdn_perf": recurrent,
 }
 """Table file stem -> row mapper. Every other table is reported as not priced."""

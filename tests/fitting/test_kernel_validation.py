@@ -36,6 +36,8 @@ GPU = GpuSpec(
     memory_bytes=80e9,
     memory_bandwidth_bytes_per_s=2e12,
     interconnect_bandwidth_bytes_per_s=400e9,
+    interconnect_domain_gpus=8,  # the all-reduces below stay inside one domain
+    scale_out_bandwidth_bytes_per_s=50e9,
     tdp_w=700.0,
     idle_w=100.0,
 )

@@ -1,17 +1,16 @@
-"""The cost model's prices of aiconfigurator's linear-attention kernel rows
-(offline.fitting.recurrent_kernels): counts worked by hand, and the report's tables rewritten
-between their markers."""
+"""The Mamba-2 and gated-DeltaNet rows of aiconfigurator's kernel tables as the cost model's
+kernels (offline.validation.recurrent_ops): counts worked by hand, and the row mapper the
+kernel validation report prices them through."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-import pytest
-
-from offline.fitting.recurrent_kernels import row_power_w, row_time_s, row_work, write_report
+from offline.validation.kernel_ops import MAPPERS
+from offline.validation.kernel_pricing import KernelCall, PricingContext
+from offline.validation.kernel_tables import KernelTable, KernelTableFile
+from offline.validation.recurrent_ops import row_work
+from service.catalog import load_cost_model_coefficients
 from service.catalog.gpus import load_gpu_catalog
 
 # A gated-DeltaNet decode row: 4 sequences, 2 key heads and 4 value heads of 128.
@@ -45,28 +44,25 @@ def test_a_conv_row_is_the_tokens_of_all_sequences() -> None:
     assert work.kv_cache_read_bytes == 2 * 3 * 6144 * 2
 
 
-def test_time_and_power_are_positive_and_power_within_the_board() -> None:
-    assert row_time_s(GDN_DECODE, "h100_sxm") > 0
-    assert 81.0 <= row_power_w(GDN_DECODE, "h200_sxm") <= 700.0  # H200 idle to TDP
+def _table(stem: str, rows: list[dict[str, Any]]) -> KernelTable:
+    file = KernelTableFile(f"x/{stem}.parquet", "h100_sxm", "linear_attention", "vllm", "0", stem)
+    return KernelTable(file, {key: [row[key] for row in rows] for key in rows[0]})
 
 
-def test_the_report_tables_are_rewritten_between_their_markers(tmp_path: Path) -> None:
-    folder = tmp_path / "aiconfigurator/kernels/h100_sxm/linear_attention/vllm/0.24.0"
-    folder.mkdir(parents=True)
-    rows = [GDN_DECODE, {**GDN_DECODE, "batch_size": 8, "latency": 0.006}]
-    pq.write_table(pa.Table.from_pylist(rows), folder / "gdn_perf.parquet")
-    report = tmp_path / "report.md"
-    report.write_text("intro\n<!-- latency -->\nold\n<!-- /latency -->\nmid\n"
-                      "<!-- power -->\n<!-- /power -->\nend\n")  # fmt: skip
-    write_report(tmp_path, report)
-    text = report.read_text()
-    assert "old" not in text and text.startswith("intro") and text.endswith("end\n")
-    line = next(x for x in text.splitlines() if x.startswith("| gdn"))
-    assert line.split(" | ")[:6] == [
-        "| gdn", "fused_recurrent_gated_delta_rule_packed_decode", "generation", "h100_sxm",
-        "vllm 0.24.0", "2",
-    ]  # fmt: skip
-    measured = [0.005e-3, 0.006e-3]
-    predicted = [row_time_s(r, "h100_sxm") for r in rows]
-    mape = 100 * sum(abs(p - m) / m for p, m in zip(predicted, measured, strict=True)) / 2
-    assert float(line.split(" | ")[6]) == pytest.approx(mape, abs=0.05)
+def test_the_report_prices_both_tables_through_row_work_with_one_launch() -> None:
+    gpu = load_gpu_catalog().get("H100-SXM5-80GB").spec
+    ctx = PricingContext(gpu, load_cost_model_coefficients())
+    for stem, row in (("gdn_perf", GDN_DECODE), ("mamba2_perf", MAMBA_PREFILL)):
+        label, work, streaming = row_work(row, gpu)
+        assert MAPPERS[stem](_table(stem, [row]), 0, ctx) == (
+            label, [KernelCall(work, "bf16", streaming)], ctx.launch_s,
+        )  # fmt: skip
+
+
+def test_a_kernel_the_cost_model_does_not_count_is_a_reason() -> None:
+    gpu = load_gpu_catalog().get("H100-SXM5-80GB").spec
+    ctx = PricingContext(gpu, load_cost_model_coefficients())
+    row = {**GDN_DECODE, "kernel_source": "some_new_kernel"}
+    assert MAPPERS["gdn_perf"](_table("gdn_perf", [row]), 0, ctx) == (
+        "kernel some_new_kernel is not one the cost model counts"
+    )
