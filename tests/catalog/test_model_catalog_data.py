@@ -68,9 +68,10 @@ ENUMS = {
     "position": {"rope", "alibi", "learned", "none"},  # none: Nemotron-H (no positional code)
     "attention": {"mha", "gqa", "mqa", "mla"},
 }
-# The mixer fields of state-space and linear-attention layers (service.core.mixers): written by
-# the catalogue build for every entry it reads, absent from hand-made attention-only entries.
+# Fields the catalogue build writes for every entry it reads (the state-space and linear-attention
+# mixers of service.core.mixers, DSA's indexer), absent from the hand-made entries.
 MIXER_ARCH_KEYS = {
+    "dsa",
     "mamba",
     "delta_net",
     "num_mamba_layers",
