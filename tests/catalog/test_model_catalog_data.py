@@ -69,9 +69,11 @@ ENUMS = {
     "attention": {"mha", "gqa", "mqa", "mla"},
 }
 # Fields the catalogue build writes for every entry it reads (the state-space and linear-attention
-# mixers of service.core.mixers, DSA's indexer), absent from the hand-made entries.
+# mixers of service.core.mixers, DSA's indexer, AWQ/GPTQ's group size), absent from the
+# hand-made entries.
 MIXER_ARCH_KEYS = {
     "dsa",
+    "int4_group_size",
     "mamba",
     "delta_net",
     "num_mamba_layers",
