@@ -23,6 +23,7 @@ from service.catalog.engines import load_engine_coefficients
 from service.catalog.gpus import GpuCatalog
 from service.catalog.intervals import QUANTITIES, EvidenceIntervals, LevelInterval
 from service.catalog.regions import load_region_catalog
+from service.core.coefficients import CostModelCoefficients
 from service.errors import ServiceError
 from service.pricing.estimator import Estimator
 from service.pricing.evidence import LEVELS, Case, evidence_level
@@ -30,16 +31,20 @@ from service.schemas.estimate_request import EstimateRequest
 
 SILICON_CSV = "aiconfigurator/silicon_sample_h100_h200.csv"
 SOURCE = "aiconfigurator-silicon"
-_GPUS = {"h100_sxm": "H100-SXM5-80GB", "h200_sxm": "H200-SXM-141GB"}
+SILICON_GPUS = {"h100_sxm": "H100-SXM5-80GB", "h200_sxm": "H200-SXM-141GB"}
 # NVFP4 is not a precision the request takes; MXFP4 is the 4-bit float it has.
 _PRECISIONS = {"": "bf16", "fp8": "fp8", "fp4": "mxfp4", "int4": "int4"}
 _CONCURRENCY = re.compile(r"silicon_concurrency=(\d+)")
 
 
-def point_estimator(gpus: GpuCatalog | None = None) -> Estimator:
-    """The shipped estimator over the packaged catalogues (or `gpus`) and coefficients, with
-    intervals of ratio 1 at every level: only its point estimates are read here, so the
-    intervals being fitted never depend on the ones committed before."""
+def point_estimator(
+    gpus: GpuCatalog | None = None,
+    coefficients: dict[str, CostModelCoefficients] | None = None,
+) -> Estimator:
+    """The shipped estimator over the packaged catalogues (or `gpus`) and coefficients (or
+    `coefficients` per engine profile), with intervals of ratio 1 at every level: only its
+    point estimates are read here, so the intervals being fitted never depend on the ones
+    committed before."""
     none = {
         (level, q): LevelInterval(level, level, 1.0, 1.0, 0, 0, 0.0)
         for level in LEVELS
@@ -51,7 +56,7 @@ def point_estimator(gpus: GpuCatalog | None = None) -> Estimator:
         gpus or load_gpu_catalog(),
         load_model_catalog(),
         load_region_catalog(),
-        load_engine_coefficients(),
+        coefficients or load_engine_coefficients(),
         intervals=intervals,
     )
 
@@ -66,11 +71,11 @@ def silicon_held_out(
     chosen: list[tuple[int, dict[str, str], EstimateRequest]] = []
     with (data_dir / SILICON_CSV).open(newline="", encoding="utf-8") as handle:
         for line, row in enumerate(csv.DictReader(handle), start=2):
-            reason = _unpriceable(row)
+            reason = unpriceable(row)
             if reason:
                 skipped[reason] += 1
             else:
-                chosen.append((line, row, _request(row)))
+                chosen.append((line, row, silicon_request(row)))
     priced = estimator.price([request for _, _, request in chosen])
     rows: list[HeldOutRow] = []
     for (line, row, _), result in zip(chosen, priced, strict=True):
@@ -82,7 +87,8 @@ def silicon_held_out(
     return rows, skipped
 
 
-def _unpriceable(row: dict[str, str]) -> str:
+def unpriceable(row: dict[str, str]) -> str:
+    """Why the service cannot price aggregated run `row` ("" when it can)."""
     if row["mode"] != "agg":
         return "disaggregated serving"
     if int(row["attention_dp_size"] or 1) > 1:
@@ -92,7 +98,9 @@ def _unpriceable(row: dict[str, str]) -> str:
     return ""
 
 
-def _request(row: dict[str, str]) -> EstimateRequest:
+def silicon_request(row: dict[str, str], engine: str | None = None) -> EstimateRequest:
+    """The request that `row` answers (one request joining the row's concurrency), priced
+    with engine profile `engine` (None: the default)."""
     match = _CONCURRENCY.search(row["silicon_data_source"])
     running = int(match.group(1)) if match else int(row["batch_size"])
     tensor = int(row["tp_size"])
@@ -104,9 +112,9 @@ def _request(row: dict[str, str]) -> EstimateRequest:
                 "prompt_tokens": int(row["isl"]),
                 "output_tokens": int(row["osl"]),
             },
-            "hardware": {"gpu": _GPUS[row["system"]], "count": tensor},
+            "hardware": {"gpu": SILICON_GPUS[row["system"]], "count": tensor},
             "precision": {"weights": _PRECISIONS[row["precision"]]},
-            "serving": {"concurrent_sequences": max(1, running)},
+            "serving": {"concurrent_sequences": max(1, running), "engine": engine},
         }
     )
 
@@ -125,7 +133,7 @@ def _rows(
     fitted_on: dict[str, frozenset[str]],
 ) -> list[HeldOutRow]:
     case = Case(
-        gpu=_GPUS[row["system"]],
+        gpu=SILICON_GPUS[row["system"]],
         vendor="NVIDIA",
         engine=engine_of(row),
         precision=_PRECISIONS[row["precision"]],

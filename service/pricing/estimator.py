@@ -241,7 +241,7 @@ class Estimator:
         case = Case(
             gpu=resolved.gpu.id,
             vendor=str(resolved.gpu.raw.get("vendor", "")),
-            engine=resolved.engine,
+            engine=resolved.engine_evidence,
             precision=resolved.deployment.precision.weights.value,
             family=self.family_of(resolved),
         )

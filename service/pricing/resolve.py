@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from service.catalog.engines import DEFAULT_ENGINE, unfused_norms
+from service.catalog.engine_versions import EngineChoice, choose_profile
+from service.catalog.engines import DEFAULT_ENGINE, load_engine_versions, unfused_norms
 from service.catalog.facilities import FacilityCatalog, load_facility_catalog
 from service.catalog.gpus import GpuCatalog, GpuRecord, UnknownGpu
 from service.catalog.hf_config import read_config
@@ -38,6 +39,7 @@ class ResolvedRequest:
     defaulted: dict[str, Any] = field(default_factory=dict)
     is_custom: bool = False
     engine: str = DEFAULT_ENGINE
+    engine_evidence: str = DEFAULT_ENGINE
 
 
 def unknown_name(loc: str, error: UnknownGpu | UnknownModel | UnknownRegion) -> UnknownName:
@@ -140,7 +142,10 @@ def resolve_request(
         servers or load_server_catalog(),
         defaulted,
     )
-    engine = _engine(request, defaulted)
+    choice = _engine(request, defaulted)
+    engine = choice.profile
+    if choice.note:
+        notes.append(choice.note)
     deployment = Deployment(
         gpu=gpu.spec,
         parallelism=parallelism,
@@ -159,6 +164,7 @@ def resolve_request(
         defaulted,
         is_custom=request.model is None,
         engine=engine,
+        engine_evidence=choice.evidence,
     )
 
 
@@ -217,11 +223,17 @@ def _precision(
     return Precision(**chosen)
 
 
-def _engine(request: EstimateRequest, defaulted: dict[str, Any]) -> str:
-    if request.serving is None or request.serving.engine is None:
-        defaulted["serving.engine"] = DEFAULT_ENGINE
-        return DEFAULT_ENGINE
-    return request.serving.engine
+def _engine(request: EstimateRequest, defaulted: dict[str, Any]) -> EngineChoice:
+    """The profile of the request's engine and version (a version alone names a vLLM one)."""
+    serving = request.serving
+    version = serving.engine_version if serving is not None else None
+    if serving is None or serving.engine is None:
+        if version is None:
+            defaulted["serving.engine"] = DEFAULT_ENGINE
+            return EngineChoice(DEFAULT_ENGINE, DEFAULT_ENGINE)
+        defaulted["serving.engine"] = "vllm"
+        return choose_profile("vllm", version, load_engine_versions())
+    return choose_profile(serving.engine, version, load_engine_versions())
 
 
 def _flash_attention(request: EstimateRequest, defaulted: dict[str, Any]) -> bool:

@@ -103,15 +103,18 @@ class PrecisionIn(BaseModel):
 
 
 class ServingIn(BaseModel):
-    """How the model is served: fused attention, the engine whose host overheads apply
-    (`vllm-v1`: vLLM >= 0.8, the default; `vllm-v0`: vLLM <= 0.6), and the sequences running
+    """How the model is served: fused attention, the engine whose fitted profile applies
+    (`vllm`, `sglang`, `trtllm`, and the older vLLM profiles `vllm-v1`: vLLM >= 0.8, the
+    default, and `vllm-v0`: vLLM <= 0.6) at `engine_version` (a version never measured takes
+    the nearest profile and wider intervals, with a warning), and the sequences running
     on the replica while this request runs, its own included (`concurrent_sequences`, at least
     `batch_size`; omitted: a static batch of the request's own sequences alone)."""
 
     model_config = example({"flash_attention": True, "engine": "vllm-v1"})
 
     flash_attention: StrictBool | None = None
-    engine: Literal["vllm-v1", "vllm-v0"] | None = None
+    engine: Literal["vllm", "sglang", "trtllm", "vllm-v1", "vllm-v0"] | None = None
+    engine_version: Annotated[str, Field(min_length=1, max_length=50)] | None = None
     concurrent_sequences: Annotated[StrictInt, Field(ge=1, le=1_000_000)] | None = None
 
 
