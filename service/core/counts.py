@@ -315,10 +315,36 @@ def sampling_work_of(
 def send_recv_work_of(
     node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape
 ) -> Work:
+    if node.operand in ("expert_dispatch", "expert_combine"):
+        return expert_all_to_all_work(p.tokens, arch, s)
     size = p.tokens * s.hidden * s.activation_bytes / s.group
     return Work(
         activation_read_bytes=size,
         activation_write_bytes=size,
         network_bytes=size,
+        collective_steps=1.0,
+    )
+
+
+def expert_all_to_all_work(tokens: float, arch: ModelArchitecture, s: ShardShapes) -> Work:
+    """One direction (dispatch or combine) of the routed experts' all-to-all on one GPU, for
+    a pass of `tokens` tokens.
+
+    Each of the stage's `group` GPUs sends its 1/group share of the tokens (under attention
+    data parallelism its own tokens; under tensor-parallel attention, which leaves every GPU
+    the same tokens, a 1/group slice of them, as DeepEP-style layouts do): every token to its
+    `experts_per_token` experts, each a row of `hidden` activations, of which (EP - 1) / EP
+    live on other GPUs under uniform routing. The most loaded rank receives
+    `s.expert_imbalance` times the mean, and a collective ends with its slowest rank. One
+    collective step: the sends to all peers run concurrently.
+    """
+    if s.expert <= 1:
+        return Work()
+    size = tokens / s.group * arch.experts_per_token * s.hidden * s.activation_bytes
+    remote = (s.expert - 1) / s.expert
+    return Work(
+        activation_read_bytes=size,
+        activation_write_bytes=size,
+        network_bytes=size * remote * s.expert_imbalance,
         collective_steps=1.0,
     )

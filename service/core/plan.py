@@ -14,7 +14,7 @@ compute time by evaluating the tensor-core row at padded T, R and expert rows.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import numpy as np
@@ -28,7 +28,7 @@ from service.core.graph import KernelNode, build_kernel_graph
 from service.core.hardware import GpuSpec
 from service.core.kernel_work import kernel_work
 from service.core.memory import weight_bytes_per_gpu
-from service.core.moe import expert_gemm_per_unit
+from service.core.moe import expert_gemm_per_unit, expert_load_imbalance
 from service.core.roofline import STREAMING_KINDS, UnitRates, unit_rates
 from service.core.shards import ShardShapes, shard_shapes
 from service.core.work import WORK_FIELDS
@@ -165,15 +165,17 @@ def cost_plan(
     divide it, or a precision the GPU cannot run.
     """
     validate_architecture(arch)
-    shapes = shard_shapes(arch, deployment)
+    par = deployment.parallelism
+    imbalance = expert_load_imbalance(par.expert, roofline.expert_imbalance_per_doubling)
+    shapes = replace(shard_shapes(arch, deployment), expert_imbalance=imbalance)
     compute_key = gemm_compute_key(deployment.precision.weights, deployment.precision.activations)
     rates = unit_rates(deployment.gpu, compute_key, roofline)
-    par = deployment.parallelism
     graph = build_kernel_graph(
         arch,
         flash_attention=deployment.flash_attention,
         tensor_group=par.gpus_per_stage,
         pipeline_stages=par.pipeline,
+        expert_group=par.expert,
     )
     nodes = graph.nodes + graph.step_nodes
     per_count = {flag: seconds_per_count(rates, streaming=flag) for flag in (True, False)}

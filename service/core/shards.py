@@ -18,6 +18,8 @@ class ShardShapes:
     `expert` groups and each is sharded over `tensor` GPUs. `expert_stream_bytes` is the size a
     routed expert's weights are timed at (see `expert_stream_bytes`); their storage size is
     `weight_bytes`. `unfused_norms`: norms run as separate ops (`Deployment.unfused_norms`).
+    `expert_imbalance`: the most loaded expert-parallel rank's routed rows over the mean
+    (`moe.expert_load_imbalance`; 1 when routing is even or `expert` is 1).
     """
 
     group: int
@@ -42,6 +44,7 @@ class ShardShapes:
     embedding_bytes: float
     expert_stream_bytes: float
     unfused_norms: bool = False
+    expert_imbalance: float = 1.0
 
     @property
     def kv_cache_width(self) -> int:

@@ -244,6 +244,7 @@ class Estimator:
             engine=resolved.engine_evidence,
             precision=resolved.deployment.precision.weights.value,
             family=self.family_of(resolved),
+            profile="" if resolved.engine_evidence == resolved.engine else resolved.engine,
         )
         known = self._evidence.get(case)
         if known is None:

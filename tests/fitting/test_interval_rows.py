@@ -11,8 +11,7 @@ from offline.fitting.argonne_rows import _request as argonne_request
 from offline.fitting.argonne_rows import gpus_with_mi250
 from offline.fitting.held_out_rows import HeldOutRow
 from offline.fitting.intervals import intervals_document
-from offline.fitting.silicon_rows import _request as silicon_request
-from offline.fitting.silicon_rows import _unpriceable, engine_of
+from offline.fitting.silicon_rows import engine_of, silicon_request, unpriceable
 
 SILICON_ROW = {
     "silicon_data_source": "db-dump/2026-04-27; config_id=81; silicon_concurrency=16; x=1",
@@ -43,10 +42,10 @@ def test_a_silicon_run_is_one_request_joining_its_concurrency() -> None:
 
 
 def test_silicon_runs_the_request_cannot_say_are_left_out() -> None:
-    assert _unpriceable(SILICON_ROW) == ""
-    assert _unpriceable({**SILICON_ROW, "mode": "disagg"}) == "disaggregated serving"
-    assert _unpriceable({**SILICON_ROW, "attention_dp_size": "8"}) == "attention data parallelism"
-    assert _unpriceable({**SILICON_ROW, "moe_ep_size": "4"}) == "expert or pipeline parallelism"
+    assert unpriceable(SILICON_ROW) == ""
+    assert unpriceable({**SILICON_ROW, "mode": "disagg"}) == "disaggregated serving"
+    assert unpriceable({**SILICON_ROW, "attention_dp_size": "8"}) == "attention data parallelism"
+    assert unpriceable({**SILICON_ROW, "moe_ep_size": "4"}) == "expert or pipeline parallelism"
 
 
 def test_an_argonne_run_is_a_static_batch_on_mi250_cards() -> None:
