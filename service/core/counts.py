@@ -259,7 +259,7 @@ def all_reduce_work(tensor_elements: float, group: int, s: ShardShapes) -> Work:
 def all_reduce_work_of(
     node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape
 ) -> Work:
-    return all_reduce_work(p.tokens * s.hidden, s.group, s)
+    return all_reduce_work(p.tokens * s.hidden, s.attention_group, s)
 
 
 def embedding_work_of(
@@ -268,7 +268,7 @@ def embedding_work_of(
     elements = p.tokens * s.hidden
     return Work(
         cuda_core_ops=elements,  # vocab-parallel lookup masks rows outside this GPU's shard
-        weight_bytes=elements * s.embedding_bytes / s.group,
+        weight_bytes=elements * s.embedding_bytes / s.attention_group,
         activation_write_bytes=elements * s.activation_bytes,
     )
 
@@ -290,13 +290,14 @@ def lm_head_work_of(
 def all_gather_work_of(
     node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape
 ) -> Work:
-    share = (s.group - 1) / s.group
-    size = p.logit_rows * s.vocab * s.group * s.activation_bytes
+    group = s.attention_group
+    share = (group - 1) / group
+    size = p.logit_rows * s.vocab * group * s.activation_bytes
     return Work(
-        activation_read_bytes=size / s.group,
+        activation_read_bytes=size / group,
         activation_write_bytes=size,
         network_bytes=share * size,
-        collective_steps=float(s.group - 1),
+        collective_steps=float(group - 1),
     )
 
 
@@ -317,7 +318,7 @@ def send_recv_work_of(
 ) -> Work:
     if node.operand in ("expert_dispatch", "expert_combine"):
         return expert_all_to_all_work(p.tokens, arch, s)
-    size = p.tokens * s.hidden * s.activation_bytes / s.group
+    size = p.tokens * s.hidden * s.activation_bytes / s.attention_group
     return Work(
         activation_read_bytes=size,
         activation_write_bytes=size,

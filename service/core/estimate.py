@@ -143,7 +143,7 @@ def _warnings(arch: ModelArchitecture, deployment: Deployment) -> tuple[str, ...
             "multi-head latent attention is approximated: weight-absorbed attention over the "
             "latent KV cache, projections as low-rank GEMMs"
         )
-    group = deployment.parallelism.gpus_per_stage
+    group = deployment.parallelism.attention_group
     if arch.mla is None and group > arch.num_key_value_heads:
         warnings.append(
             f"{group} GPUs per stage exceed the {arch.num_key_value_heads} KV heads: KV heads "

@@ -67,28 +67,31 @@ def weight_bytes_per_gpu(arch: ModelArchitecture, s: ShardShapes, pipeline: int)
     per_layer_dense = attention_weight_elements(arch) + mlp_weight_elements(
         arch, arch.intermediate_size
     )
-    layer_bytes = dense_layers * per_layer_dense / s.group
+    layer_bytes = dense_layers * per_layer_dense / s.attention_group
     if arch.is_moe:
         experts = s.local_experts * mlp_weight_elements(arch, arch.expert_width) / s.tensor
-        shared = mlp_weight_elements(arch, arch.shared_expert_width) / s.group
-        attention = attention_weight_elements(arch) / s.group
+        shared = mlp_weight_elements(arch, arch.shared_expert_width) / s.attention_group
+        attention = attention_weight_elements(arch) / s.attention_group
         layer_bytes += arch.num_moe_layers * (experts + shared + attention)
     layers_on_stage = math.ceil(arch.num_layers / pipeline) / arch.num_layers
     tables = 1 if (pipeline > 1 or arch.tie_word_embeddings) else 2
-    table_bytes = tables * arch.vocab_size * arch.hidden_size / s.group * s.embedding_bytes
+    table_bytes = (
+        tables * arch.vocab_size * arch.hidden_size / s.attention_group * s.embedding_bytes
+    )
     return layer_bytes * layers_on_stage * s.weight_bytes + table_bytes
 
 
 def kv_cache_bytes_per_gpu(
     arch: ModelArchitecture, s: ShardShapes, workload: Workload, pipeline: int
 ) -> float:
-    """KV cache of the batch at its longest [B] on one GPU (sliding layers hold their window)."""
+    """KV cache of the batch at its longest [B] on one GPU (sliding layers hold their window;
+    attention-data-parallel replicas hold 1/data of the sequences each, on average)."""
     tokens = workload.prompt_tokens + workload.output_tokens
     window = arch.sliding_window_tokens or tokens
     full_layers = arch.num_layers - arch.num_sliding_window_layers
     token_layers = full_layers * tokens + arch.num_sliding_window_layers * min(tokens, window)
     per_stage = token_layers / pipeline
-    return workload.batch_size * per_stage * s.kv_cache_width * s.kv_bytes
+    return workload.batch_size / s.data * per_stage * s.kv_cache_width * s.kv_bytes
 
 
 def memory_footprint(

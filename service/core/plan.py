@@ -155,6 +155,15 @@ def _node_work_per_unit(
     return values
 
 
+def _spans_the_stage(node: KernelNode) -> bool:
+    """Whether `node` works on the whole pass's tokens across the stage (the routed experts
+    and their all-to-all) rather than on one attention replica's."""
+    return node.kind in ("expert_gemm", "expert_activation") or node.operand in (
+        "expert_dispatch",
+        "expert_combine",
+    )
+
+
 @lru_cache(maxsize=256)
 def cost_plan(
     arch: ModelArchitecture, deployment: Deployment, roofline: RooflineCoefficients
@@ -173,7 +182,7 @@ def cost_plan(
     graph = build_kernel_graph(
         arch,
         flash_attention=deployment.flash_attention,
-        tensor_group=par.gpus_per_stage,
+        tensor_group=par.attention_group,
         pipeline_stages=par.pipeline,
         expert_group=par.expert,
     )
@@ -181,6 +190,10 @@ def cost_plan(
     per_count = {flag: seconds_per_count(rates, streaming=flag) for flag in (True, False)}
     streaming = [node.kind in STREAMING_KINDS for node in nodes]
     work = np.array([_node_work_per_unit(node, arch, shapes) for node in nodes])
+    # Under attention data parallelism a GPU runs the non-expert kernels on its replica's
+    # 1/data share of the pass (its weights read whole: the constant term stays).
+    per_replica = [not _spans_the_stage(node) for node in nodes]
+    work[per_replica, :, 1:] /= par.data
     seconds = np.einsum("kfb,kfu->kub", work, np.array([per_count[s] for s in streaming]))
     seconds_per_unit = np.concatenate(
         [

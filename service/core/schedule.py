@@ -123,5 +123,5 @@ def kv_cache_bytes_many(
     full_layers = arch.num_layers - arch.num_sliding_window_layers
     sliding = arch.num_sliding_window_layers * np.minimum(tokens, window)
     per_stage = (full_layers * tokens + sliding) / pipeline
-    result: FloatArray = batch * per_stage * s.kv_cache_width * s.kv_bytes
+    result: FloatArray = batch / s.data * per_stage * s.kv_cache_width * s.kv_bytes
     return result

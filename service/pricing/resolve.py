@@ -20,7 +20,12 @@ from service.core.dtypes import DType
 from service.core.workload import Deployment, Parallelism, Precision, Workload
 from service.errors import FieldError, UnknownName
 from service.pricing.carbon_accounting import CarbonInputs, resolve_carbon_inputs
-from service.schemas.estimate_request import ArchitectureIn, EstimateRequest, HfConfigIn
+from service.schemas.estimate_request import (
+    ArchitectureIn,
+    EstimateRequest,
+    HfConfigIn,
+    ParallelismIn,
+)
 
 CUSTOM_MODEL_ID = "custom"
 
@@ -124,8 +129,7 @@ def resolve_request(
         parallelism = Parallelism(tensor=hardware.count)
         defaulted["hardware.parallelism"] = {"tensor": hardware.count, "expert": 1, "pipeline": 1}
     else:
-        par = hardware.parallelism
-        parallelism = Parallelism(par.tensor, par.expert, par.pipeline)
+        parallelism = core_parallelism(hardware.parallelism, hardware.count)
     # Resolved in the order they are reported as defaulted (precision, flash attention, region,
     # datacenter, engine); the engine decides how the norms run.
     precision = _precision(request, published, gpu, defaulted, notes)
@@ -166,6 +170,17 @@ def resolve_request(
         engine=engine,
         engine_evidence=choice.evidence,
     )
+
+
+def core_parallelism(par: ParallelismIn, count: int) -> Parallelism:
+    """The core's layout of the request's degrees: the older form as it is; tensor x data x
+    pipeline = count as a stage of tensor x data GPUs whose experts are spread over `expert`
+    groups (each sharded over the rest) and whose attention runs in `data` replicas."""
+    if par.is_older_form(count):
+        return Parallelism(par.tensor, par.expert, par.pipeline)
+    data = par.data or 1
+    stage = par.tensor * data
+    return Parallelism(stage // par.expert, par.expert, par.pipeline, data)
 
 
 def custom_architecture(spec: ArchitectureIn, defaulted: dict[str, Any]) -> ModelArchitecture:

@@ -59,7 +59,7 @@ def graph_arrays(arch: ModelArchitecture, deployment: Deployment) -> tuple[Float
     adjacency over `graph.nodes + graph.step_nodes` (read-only, cached per graph)."""
     par = deployment.parallelism
     return _graph_arrays(
-        arch, deployment.flash_attention, par.gpus_per_stage, par.pipeline, par.expert
+        arch, deployment.flash_attention, par.attention_group, par.pipeline, par.expert
     )
 
 
