@@ -66,6 +66,12 @@ class Run:
     def gpu(self) -> str:
         return SILICON_GPUS[self.row["system"]]
 
+    @property
+    def layout(self) -> str:
+        """ "EP or attention DP" when the run uses either, else "TP only"."""
+        parallel = max(int(self.row[c] or 1) for c in ("moe_ep_size", "attention_dp_size"))
+        return "EP or attention DP" if parallel > 1 else "TP only"
+
 
 @dataclass(frozen=True, slots=True)
 class Slopes:
@@ -81,6 +87,7 @@ class Slopes:
     family: list[str]
     gpu: list[str]
     launch_s: float
+    layout: list[str]
 
     def subset(self, mask: npt.NDArray[np.bool_]) -> Slopes:
         pick = np.flatnonzero(mask)
@@ -94,6 +101,7 @@ class Slopes:
             [self.family[i] for i in pick],
             [self.gpu[i] for i in pick],
             self.launch_s,
+            [self.layout[i] for i in pick],
         )
 
     def predicted(self, overheads: Overheads) -> tuple[FloatArray, FloatArray]:
@@ -102,14 +110,24 @@ class Slopes:
         return self.tpot_s + self.tpot_slope @ step, self.ttft_s + self.ttft_slope @ step
 
 
+ONE_NODE_GPUS = 8
+"""GPUs of one HGX H100/H200 baseboard, one NVLink domain. Runs on more (tensor or data
+degree 64) span nodes: the inter-node network is not in this fit's GPU figures, and those
+runs' times would be read as engine overheads."""
+
+
 def engine_runs(data_dir: Path, engine: str) -> list[Run]:
-    """The aggregated runs of `engine` the service can price."""
+    """The aggregated single-node runs of `engine` the service can price."""
     with (data_dir / SILICON_CSV).open(newline="", encoding="utf-8") as handle:
         return [
             Run(line, row)
             for line, row in enumerate(csv.DictReader(handle), start=2)
-            if row["backend"] == engine and not unpriceable(row)
+            if row["backend"] == engine and not unpriceable(row) and _gpus(row) <= ONE_NODE_GPUS
         ]
+
+
+def _gpus(row: dict[str, str]) -> int:
+    return int(row["tp_size"]) * int(row["attention_dp_size"] or 1)
 
 
 def measured_versions(runs: list[Run]) -> list[str]:
@@ -167,6 +185,7 @@ def run_slopes(runs: list[Run], engine: str, zero: CostModelCoefficients) -> Slo
         family=[estimator.model_family(runs[i].row["model_path"]) for i in keep],
         gpu=[runs[i].gpu for i in keep],
         launch_s=zero.roofline.decode_kernel_launch_s,
+        layout=[runs[i].layout for i in keep],
     )
 
 
@@ -227,7 +246,9 @@ def _held_out_families(engine: str, slopes: Slopes, prefill_s: float, held: Held
         if not len(train.tpot_s):
             continue
         test = slopes.subset(families == family)
-        _add(held, f"{engine}:family", test, fit_engine_overheads(train, prefill_s), test.family)
+        overheads = fit_engine_overheads(train, prefill_s)
+        _add(held, f"{engine}:family", test, overheads, test.family)
+        _add(held, f"{engine}:family-layout", test, overheads, test.layout)
 
 
 def _held_out_gpus(

@@ -18,6 +18,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from offline.fitting.cross_validation import HeldOut
 from offline.fitting.datasets import DEFAULT_DATA_DIR
 from offline.fitting.engine_profiles import ENGINES, fit_engine
@@ -72,6 +74,16 @@ def _row(held: HeldOut, quantity: str, title: str) -> str:
     return f"| {title} | " + " | ".join(accuracy(predicted, measured).as_row()) + " |"
 
 
+def _by_label(held: HeldOut, quantity: str, title: str) -> list[str]:
+    predicted, measured, labels = held.arrays(quantity)
+    rows = []
+    for label in sorted(set(labels)):
+        mask = np.array([x == label for x in labels])
+        cells = accuracy(predicted[mask], measured[mask]).as_row()
+        rows.append(f"| {title}, {label} runs | " + " | ".join(cells) + " |")
+    return rows
+
+
 def write_engine_report(path: Path, document: dict[str, Any], held: HeldOut) -> None:
     """Per engine: its fitted values, then MAPE and share within 10/30 % of GEMM time, TPOT and
     TTFT held out by model family and by GPU, beside the vllm-v1 profile on the same runs."""
@@ -85,10 +97,11 @@ def write_engine_report(path: Path, document: dict[str, Any], held: HeldOut) -> 
         "Fitted by `python -m offline.fitting.fit_engine_profiles --data ../shared/data` on "
         "aiconfigurator (NVIDIA, Apache-2.0): GEMM efficiencies on each engine's H100/H200 "
         "GEMM tables, decode host overheads on its aggregated serving runs "
-        "(silicon_sample_h100_h200.csv; runs with attention DP, EP, PP or disaggregation "
-        "left out). `family`: refitted without the run's model family; `gpu`: refitted "
-        "without the run's GPU (GEMM tables included); `vllm-v1 (before)`: the same runs "
-        "priced with the vllm-v1 profile, as every engine was before these profiles.",
+        "(silicon_sample_h100_h200.csv; single-node aggregated runs, attention DP and EP "
+        "included; pipeline-parallel, disaggregated and multi-node runs left out). "
+        "`family`: refitted without the run's model family; `gpu`: refitted without the "
+        "run's GPU (GEMM tables included); `vllm-v1 (before)`: the same runs priced with "
+        "the vllm-v1 profile, as every engine was before these profiles.",
         "",
     ]
     for engine in ENGINES:
@@ -105,6 +118,7 @@ def write_engine_report(path: Path, document: dict[str, Any], held: HeldOut) -> 
             header,
             _row(held, f"gemm:{engine}:gpu", "GEMM time, GPU held out"),
         ]
+        lines += _by_label(held, f"tpot:{engine}:family-layout", "TPOT, family held out")
         for quantity in ("tpot", "ttft"):
             lines += [
                 _row(held, f"{quantity}:{engine}:family", f"{quantity.upper()}, family held out"),

@@ -4,8 +4,9 @@ shipped estimator, as held-out rows: none of them entered the fit.
 Each aggregated row is one request (batch 1) joining a server at the row's concurrency
 (shared/data/README.md). The service prices one engine family, vLLM (profiles vllm-v0/v1):
 SGLang and TensorRT-LLM rows are priced as vllm-v1, which is what `engine held out` measures.
-Left out, and counted: disaggregated rows, attention data parallelism > 1 and expert
-parallelism (the request has no data-parallel degree), models or layouts the service refuses.
+Each run's parallelism is the request's: tensor = tp_size, data = attention_dp_size, expert =
+moe_ep_size on tp_size x attention_dp_size GPUs. Left out, and counted: disaggregated rows,
+pipeline-parallel rows, models or layouts the service refuses.
 Measured TTFT is compared with `prefill_s`, TPOT with `time_per_output_token_s`, and
 TTFT + (osl - 1) x TPOT with `total_s`.
 """
@@ -91,19 +92,19 @@ def unpriceable(row: dict[str, str]) -> str:
     """Why the service cannot price aggregated run `row` ("" when it can)."""
     if row["mode"] != "agg":
         return "disaggregated serving"
-    if int(row["attention_dp_size"] or 1) > 1:
-        return "attention data parallelism"
-    if int(row["moe_ep_size"] or 1) > 1 or int(row["pp_size"] or 1) > 1:
-        return "expert or pipeline parallelism"
+    if int(row["pp_size"] or 1) > 1:
+        return "pipeline parallelism"
     return ""
 
 
 def silicon_request(row: dict[str, str], engine: str | None = None) -> EstimateRequest:
     """The request that `row` answers (one request joining the row's concurrency), priced
     with engine profile `engine` (None: the default)."""
+    tensor, data = int(row["tp_size"]), int(row["attention_dp_size"] or 1)
     match = _CONCURRENCY.search(row["silicon_data_source"])
-    running = int(match.group(1)) if match else int(row["batch_size"])
-    tensor = int(row["tp_size"])
+    running = int(match.group(1)) if match else int(row["batch_size"]) * data
+    expert = max(1, int(row["moe_ep_size"] or 1))  # dense models list 0
+    parallelism = {"tensor": tensor, "data": data, "expert": expert}
     return EstimateRequest.model_validate(
         {
             "model": row["model_path"],
@@ -112,7 +113,11 @@ def silicon_request(row: dict[str, str], engine: str | None = None) -> EstimateR
                 "prompt_tokens": int(row["isl"]),
                 "output_tokens": int(row["osl"]),
             },
-            "hardware": {"gpu": SILICON_GPUS[row["system"]], "count": tensor},
+            "hardware": {
+                "gpu": SILICON_GPUS[row["system"]],
+                "count": tensor * data,
+                "parallelism": parallelism,
+            },
             "precision": {"weights": _PRECISIONS[row["precision"]]},
             "serving": {"concurrent_sequences": max(1, running), "engine": engine},
         }
