@@ -65,13 +65,13 @@ def shard_shapes(arch: ModelArchitecture, deployment: Deployment) -> ShardShapes
     """Per-GPU shapes of `arch` on `deployment`; InvalidParallelism if the layout does not split."""
     par = deployment.parallelism
     _check_divides(arch, par.tensor, par.expert, par.pipeline, par.data)
-    group = par.attention_group
+    attention = par.attention_group  # GPUs sharding attention and the dense layers
     precision = deployment.precision
     # Embedding and LM-head tables stay in 16-bit under weight quantisation (as served).
     sixteen_bit = (
         precision.activations if precision.activations in (DType.BF16, DType.FP16) else DType.BF16
     )
-    heads = arch.num_attention_heads // group
+    heads = arch.num_attention_heads // attention
     if arch.mla is not None:
         mla = arch.mla
         latent = mla.kv_lora_rank + mla.qk_rope_head_dim
@@ -79,7 +79,7 @@ def shard_shapes(arch: ModelArchitecture, deployment: Deployment) -> ShardShapes
         k_cache, v_cache = latent, 0  # one latent vector per token, shared by all heads
         kv_proj = mla.kv_lora_rank + mla.qk_rope_head_dim
     else:
-        kv_heads = max(1, arch.num_key_value_heads // group)  # replicated when group > kv heads
+        kv_heads = max(1, arch.num_key_value_heads // attention)  # replicated beyond the KV heads
         qk_dim = v_dim = arch.head_dim
         k_cache = v_cache = kv_heads * arch.head_dim
         kv_proj = 2 * kv_heads * arch.head_dim
@@ -95,11 +95,11 @@ def shard_shapes(arch: ModelArchitecture, deployment: Deployment) -> ShardShapes
         k_cache_width=k_cache,
         v_cache_width=v_cache,
         kv_proj_width=kv_proj,
-        mlp_width=arch.intermediate_size / group,
+        mlp_width=arch.intermediate_size / attention,
         expert_width=arch.expert_width / par.tensor,
-        shared_width=arch.shared_expert_width / group,
+        shared_width=arch.shared_expert_width / attention,
         local_experts=max(1, arch.num_experts // par.expert),
-        vocab=arch.vocab_size / group,
+        vocab=arch.vocab_size / attention,
         weight_bytes=bytes_per_element(precision.weights),
         activation_bytes=bytes_per_element(precision.activations),
         kv_bytes=bytes_per_element(precision.kv_cache),
