@@ -4,7 +4,8 @@ model families and GPUs, and write the coefficients file and the validation repo
     python -m offline.fitting.fit_cost_model --data ../shared/data
 
 Writes service/catalog/data/cost_model_coefficients.json (with provenance) and
-bench/results/cost_model_validation.md (+ a predicted-vs-measured plot).
+bench/results/cost_model_validation.md (+ a predicted-vs-measured plot), then fits the
+vllm/sglang/trtllm profiles into it (`fit_engine_profiles`, bench/results/engine_profiles.md).
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ from offline.fitting.datasets import (
     load_vidur_kernels,
 )
 from offline.fitting.end_to_end import EndToEndRow, end_to_end_rows
+from offline.fitting.fit_engine_profiles import REPORT_PATH as ENGINE_REPORT_PATH
+from offline.fitting.fit_engine_profiles import add_engine_profiles, write_engine_report
 from offline.fitting.kernel_fit import (
     GEMM_TILE_M,
     fit_collectives,
@@ -109,8 +112,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     interval = _energy_interval(by_family)
     document = _coefficients_document(args, final, interval, by_family, rows, skipped)
+    document, engine_held = add_engine_profiles(document, args.data)
     args.out.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
     write_report(args.report, document, by_family, by_gpu, (net_pred, net_meas), skipped)
+    write_engine_report(ENGINE_REPORT_PATH, document, engine_held)
     print(f"wrote {args.out} and {args.report}", file=sys.stderr)
     return 0
 

@@ -4,8 +4,9 @@ shipped estimator, as held-out rows: none of them entered the fit.
 Each aggregated row is one request (batch 1) joining a server at the row's concurrency
 (shared/data/README.md). The service prices one engine family, vLLM (profiles vllm-v0/v1):
 SGLang and TensorRT-LLM rows are priced as vllm-v1, which is what `engine held out` measures.
-Left out, and counted: disaggregated rows, attention data parallelism > 1 and expert
-parallelism (the request has no data-parallel degree), models or layouts the service refuses.
+Each run's parallelism is the request's: tensor = tp_size, data = attention_dp_size, expert =
+moe_ep_size on tp_size x attention_dp_size GPUs. Left out, and counted: disaggregated rows,
+pipeline-parallel rows, models or layouts the service refuses.
 Measured TTFT (queueing included) is compared with `prefill_s` as quantity `ttft`, the one a
 serving quote's prefill is bounded by; TPOT with `time_per_output_token_s`, and
 TTFT + (osl - 1) x TPOT with `total_s`.
@@ -24,6 +25,7 @@ from service.catalog.engines import load_engine_coefficients
 from service.catalog.gpus import GpuCatalog
 from service.catalog.intervals import QUANTITIES, EvidenceIntervals, LevelInterval
 from service.catalog.regions import load_region_catalog
+from service.core.coefficients import CostModelCoefficients
 from service.errors import ServiceError
 from service.pricing.estimator import Estimator
 from service.pricing.evidence import LEVELS, Case, evidence_level
@@ -31,16 +33,20 @@ from service.schemas.estimate_request import EstimateRequest
 
 SILICON_CSV = "aiconfigurator/silicon_sample_h100_h200.csv"
 SOURCE = "aiconfigurator-silicon"
-_GPUS = {"h100_sxm": "H100-SXM5-80GB", "h200_sxm": "H200-SXM-141GB"}
+SILICON_GPUS = {"h100_sxm": "H100-SXM5-80GB", "h200_sxm": "H200-SXM-141GB"}
 # NVFP4 is not a precision the request takes; MXFP4 is the 4-bit float it has.
 _PRECISIONS = {"": "bf16", "fp8": "fp8", "fp4": "mxfp4", "int4": "int4"}
 _CONCURRENCY = re.compile(r"silicon_concurrency=(\d+)")
 
 
-def point_estimator(gpus: GpuCatalog | None = None) -> Estimator:
-    """The shipped estimator over the packaged catalogues (or `gpus`) and coefficients, with
-    intervals of ratio 1 at every level: only its point estimates are read here, so the
-    intervals being fitted never depend on the ones committed before."""
+def point_estimator(
+    gpus: GpuCatalog | None = None,
+    coefficients: dict[str, CostModelCoefficients] | None = None,
+) -> Estimator:
+    """The shipped estimator over the packaged catalogues (or `gpus`) and coefficients (or
+    `coefficients` per engine profile), with intervals of ratio 1 at every level: only its
+    point estimates are read here, so the intervals being fitted never depend on the ones
+    committed before."""
     none = {
         (level, q): LevelInterval(level, level, 1.0, 1.0, 0, 0, 0.0)
         for level in LEVELS
@@ -52,7 +58,7 @@ def point_estimator(gpus: GpuCatalog | None = None) -> Estimator:
         gpus or load_gpu_catalog(),
         load_model_catalog(),
         load_region_catalog(),
-        load_engine_coefficients(),
+        coefficients or load_engine_coefficients(),
         intervals=intervals,
     )
 
@@ -67,11 +73,11 @@ def silicon_held_out(
     chosen: list[tuple[int, dict[str, str], EstimateRequest]] = []
     with (data_dir / SILICON_CSV).open(newline="", encoding="utf-8") as handle:
         for line, row in enumerate(csv.DictReader(handle), start=2):
-            reason = _unpriceable(row)
+            reason = unpriceable(row)
             if reason:
                 skipped[reason] += 1
             else:
-                chosen.append((line, row, _request(row)))
+                chosen.append((line, row, silicon_request(row)))
     priced = estimator.price([request for _, _, request in chosen])
     rows: list[HeldOutRow] = []
     for (line, row, _), result in zip(chosen, priced, strict=True):
@@ -83,20 +89,23 @@ def silicon_held_out(
     return rows, skipped
 
 
-def _unpriceable(row: dict[str, str]) -> str:
+def unpriceable(row: dict[str, str]) -> str:
+    """Why the service cannot price aggregated run `row` ("" when it can)."""
     if row["mode"] != "agg":
         return "disaggregated serving"
-    if int(row["attention_dp_size"] or 1) > 1:
-        return "attention data parallelism"
-    if int(row["moe_ep_size"] or 1) > 1 or int(row["pp_size"] or 1) > 1:
-        return "expert or pipeline parallelism"
+    if int(row["pp_size"] or 1) > 1:
+        return "pipeline parallelism"
     return ""
 
 
-def _request(row: dict[str, str]) -> EstimateRequest:
+def silicon_request(row: dict[str, str], engine: str | None = None) -> EstimateRequest:
+    """The request that `row` answers (one request joining the row's concurrency), priced
+    with engine profile `engine` (None: the default)."""
+    tensor, data = int(row["tp_size"]), int(row["attention_dp_size"] or 1)
     match = _CONCURRENCY.search(row["silicon_data_source"])
-    running = int(match.group(1)) if match else int(row["batch_size"])
-    tensor = int(row["tp_size"])
+    running = int(match.group(1)) if match else int(row["batch_size"]) * data
+    expert = max(1, int(row["moe_ep_size"] or 1))  # dense models list 0
+    parallelism = {"tensor": tensor, "data": data, "expert": expert}
     return EstimateRequest.model_validate(
         {
             "model": row["model_path"],
@@ -105,9 +114,13 @@ def _request(row: dict[str, str]) -> EstimateRequest:
                 "prompt_tokens": int(row["isl"]),
                 "output_tokens": int(row["osl"]),
             },
-            "hardware": {"gpu": _GPUS[row["system"]], "count": tensor},
+            "hardware": {
+                "gpu": SILICON_GPUS[row["system"]],
+                "count": tensor * data,
+                "parallelism": parallelism,
+            },
             "precision": {"weights": _PRECISIONS[row["precision"]]},
-            "serving": {"concurrent_sequences": max(1, running)},
+            "serving": {"concurrent_sequences": max(1, running), "engine": engine},
         }
     )
 
@@ -126,7 +139,7 @@ def _rows(
     fitted_on: dict[str, frozenset[str]],
 ) -> list[HeldOutRow]:
     case = Case(
-        gpu=_GPUS[row["system"]],
+        gpu=SILICON_GPUS[row["system"]],
         vendor="NVIDIA",
         engine=engine_of(row),
         precision=_PRECISIONS[row["precision"]],

@@ -33,6 +33,12 @@ ENGINE_DESCRIPTIONS = {
     "ML.ENERGY v3 (vLLM 0.11.1), the prefill overhead on Splitwise's prefill times",
     "vllm-v0": "vLLM <= 0.6 (V0 engine, host work per running sequence); fitted on ML.ENERGY v2 "
     "(vLLM 0.5.4)",
+    "vllm": "vLLM as the aiconfigurator serving runs measured it (0.11.2-0.18); kernel "
+    "efficiencies on its GEMM tables, decode overheads on its H100/H200 runs",
+    "sglang": "SGLang; kernel efficiencies on aiconfigurator's SGLang GEMM tables, decode "
+    "overheads on its SGLang H100/H200 serving runs",
+    "trtllm": "TensorRT-LLM (PyTorch flow); kernel efficiencies on aiconfigurator's TRT-LLM GEMM "
+    "tables, decode overheads on its TRT-LLM H100/H200 serving runs",
 }
 
 UNFUSED_UNIT_OFFSET_NORM_ENGINES = frozenset({"vllm-v0"})
@@ -79,6 +85,13 @@ def engine_coefficients_from_document(document: dict[str, Any]) -> dict[str, Cos
 def load_engine_coefficients(path: Path = COEFFICIENTS_PATH) -> dict[str, CostModelCoefficients]:
     """Coefficients per serving engine from `path` (read once per process)."""
     return engine_coefficients_from_document(json.loads(path.read_text(encoding="utf-8")))
+
+
+@lru_cache(maxsize=4)
+def load_engine_versions(path: Path = COEFFICIENTS_PATH) -> dict[str, tuple[str, ...]]:
+    """The engine versions each profile was fitted on (`engine_versions` of `path`)."""
+    document = json.loads(path.read_text(encoding="utf-8"))
+    return {p: tuple(v) for p, v in document.get("engine_versions", {}).items()}
 
 
 def load_cost_model_coefficients(path: Path = COEFFICIENTS_PATH) -> CostModelCoefficients:

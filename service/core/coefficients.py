@@ -35,6 +35,9 @@ class RooflineCoefficients:
             the first [s]: the driver hands each step's inputs to every worker process (vLLM V0
             broadcasts them), and the GPUs wait meanwhile, drawing idle power.
         gemm_tile_m: tile height in M that GEMMs are padded to for their compute time [rows].
+        expert_imbalance_per_doubling: growth of the most loaded expert-parallel rank's
+            routed rows over the mean per doubling of the expert-parallel degree [-]
+            (`moe.expert_load_imbalance`).
     """
 
     tensor_efficiency: float
@@ -51,6 +54,7 @@ class RooflineCoefficients:
     decode_overhead_per_sequence_s: float
     gemm_tile_m: int = 64
     decode_overhead_per_worker_s: float = 0.0
+    expert_imbalance_per_doubling: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,5 +118,6 @@ IDEAL_ROOFLINE = RooflineCoefficients(
     decode_overhead_per_sequence_s=0.0,
     gemm_tile_m=1,
     decode_overhead_per_worker_s=0.0,
+    expert_imbalance_per_doubling=0.0,
 )
 """Peaks as published, no overheads, no padding: the textbook roofline (used by tests)."""

@@ -354,7 +354,7 @@ def all_reduce_work(tensor_elements: float, group: int, s: ShardShapes) -> Work:
 def all_reduce_work_of(
     node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape
 ) -> Work:
-    return all_reduce_work(p.tokens * s.hidden, s.group, s)
+    return all_reduce_work(p.tokens * s.hidden, s.attention_group, s)
 
 
 def embedding_work_of(
@@ -363,7 +363,7 @@ def embedding_work_of(
     elements = p.tokens * s.hidden
     return Work(
         cuda_core_ops=elements,  # vocab-parallel lookup masks rows outside this GPU's shard
-        weight_bytes=elements * s.embedding_bytes / s.group,
+        weight_bytes=elements * s.embedding_bytes / s.attention_group,
         activation_write_bytes=elements * s.activation_bytes,
     )
 
@@ -385,13 +385,14 @@ def lm_head_work_of(
 def all_gather_work_of(
     node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape
 ) -> Work:
-    share = (s.group - 1) / s.group
-    size = p.logit_rows * s.vocab * s.group * s.activation_bytes
+    group = s.attention_group
+    share = (group - 1) / group
+    size = p.logit_rows * s.vocab * group * s.activation_bytes
     return Work(
-        activation_read_bytes=size / s.group,
+        activation_read_bytes=size / group,
         activation_write_bytes=size,
         network_bytes=share * size,
-        collective_steps=float(s.group - 1),
+        collective_steps=float(group - 1),
     )
 
 
@@ -410,10 +411,36 @@ def sampling_work_of(
 def send_recv_work_of(
     node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape
 ) -> Work:
-    size = p.tokens * s.hidden * s.activation_bytes / s.group
+    if node.operand in ("expert_dispatch", "expert_combine"):
+        return expert_all_to_all_work(p.tokens, arch, s)
+    size = p.tokens * s.hidden * s.activation_bytes / s.attention_group
     return Work(
         activation_read_bytes=size,
         activation_write_bytes=size,
         network_bytes=size,
+        collective_steps=1.0,
+    )
+
+
+def expert_all_to_all_work(tokens: float, arch: ModelArchitecture, s: ShardShapes) -> Work:
+    """One direction (dispatch or combine) of the routed experts' all-to-all on one GPU, for
+    a pass of `tokens` tokens.
+
+    Each of the stage's `group` GPUs sends its 1/group share of the tokens (under attention
+    data parallelism its own tokens; under tensor-parallel attention, which leaves every GPU
+    the same tokens, a 1/group slice of them, as DeepEP-style layouts do): every token to its
+    `experts_per_token` experts, each a row of `hidden` activations, of which (EP - 1) / EP
+    live on other GPUs under uniform routing. The most loaded rank receives
+    `s.expert_imbalance` times the mean, and a collective ends with its slowest rank. One
+    collective step: the sends to all peers run concurrently.
+    """
+    if s.expert <= 1:
+        return Work()
+    size = tokens / s.group * arch.experts_per_token * s.hidden * s.activation_bytes
+    remote = (s.expert - 1) / s.expert
+    return Work(
+        activation_read_bytes=size,
+        activation_write_bytes=size,
+        network_bytes=size * remote * s.expert_imbalance,
         collective_steps=1.0,
     )

@@ -138,7 +138,7 @@ def validate_workload(arch: ModelArchitecture, workload: Workload) -> None:
 
 def _warnings(arch: ModelArchitecture, deployment: Deployment) -> tuple[str, ...]:
     warnings = []
-    group = deployment.parallelism.gpus_per_stage
+    group = deployment.parallelism.attention_group
     if arch.mla is None and group > arch.num_key_value_heads:
         warnings.append(
             f"{group} GPUs per stage exceed the {arch.num_key_value_heads} KV heads: KV heads "

@@ -104,11 +104,15 @@ def build_kernel_graph(
     flash_attention: bool,
     tensor_group: int,
     pipeline_stages: int,
+    expert_group: int = 1,
 ) -> KernelGraph:
-    """The kernel graph of `arch` when each stage is sharded over `tensor_group` GPUs.
+    """The kernel graph of `arch` when each stage is sharded over `tensor_group` GPUs and its
+    routed experts over `expert_group` expert-parallel ranks.
 
-    All-reduces appear only when `tensor_group` > 1 and pipeline hand-offs only when
-    `pipeline_stages` > 1. With `arch.sandwich_norms` the attention and MLP outputs are
+    All-reduces appear only when `tensor_group` > 1, pipeline hand-offs only when
+    `pipeline_stages` > 1, and the experts' all-to-all dispatch and combine (kind
+    `send_recv`: NCCL runs an all-to-all as grouped sends and receives to every peer) only
+    when `expert_group` > 1. With `arch.sandwich_norms` the attention and MLP outputs are
     normalised (after their all-reduce) before the residual adds.
     """
     b = _GraphBuilder()
@@ -139,7 +143,7 @@ def build_kernel_graph(
         if mlps > 0:
             mlp_input = b.add(KernelNode("post_attn_norm", "norm", mlps), residual)
     if mlps > 0:
-        _add_mlp_block(b, arch, tensor_group, mlp_input, attn_out)
+        _add_mlp_block(b, arch, tensor_group, expert_group, mlp_input, attn_out)
     return KernelGraph(
         nodes=tuple(b.nodes),
         edges=tuple(b.edges),
@@ -198,7 +202,12 @@ def _add_recurrent(b: _GraphBuilder, arch: ModelArchitecture, mixer: str, norm: 
 
 
 def _add_mlp_block(
-    b: _GraphBuilder, arch: ModelArchitecture, tensor_group: int, mlp_input: int, attn_out: int
+    b: _GraphBuilder,
+    arch: ModelArchitecture,
+    tensor_group: int,
+    expert_group: int,
+    mlp_input: int,
+    attn_out: int,
 ) -> None:
     mlps = arch.num_mlp_layers
     mlp_outputs: list[int] = []
@@ -207,7 +216,7 @@ def _add_mlp_block(
             _add_dense_mlp(b, arch, arch.num_dense_mlp_layers, mlp_input, "", "dense_mlp")
         )
     if arch.is_moe:
-        mlp_outputs.extend(_add_moe(b, arch, mlp_input))
+        mlp_outputs.extend(_add_moe(b, arch, mlp_input, expert_group))
     mlp_out = mlp_outputs
     if tensor_group > 1:
         mlp_out = [b.add(KernelNode("mlp_all_reduce", "all_reduce", mlps), *mlp_outputs)]
@@ -249,12 +258,19 @@ def _add_dense_mlp(
     return b.add(KernelNode(f"{prefix}down_proj", "gemm", layers, f"{prefix}down"), activated)
 
 
-def _add_moe(b: _GraphBuilder, arch: ModelArchitecture, source: int) -> list[int]:
+def _add_moe(
+    b: _GraphBuilder, arch: ModelArchitecture, source: int, expert_group: int
+) -> list[int]:
     layers = arch.num_moe_layers
     router = b.add(KernelNode("moe_router", "router", layers), source)
-    up = b.add(KernelNode("moe_gate_up", "expert_gemm", layers, "expert_up"), source, router)
+    rows = source
+    if expert_group > 1:
+        rows = b.add(KernelNode("moe_dispatch", "send_recv", layers, "expert_dispatch"), router)
+    up = b.add(KernelNode("moe_gate_up", "expert_gemm", layers, "expert_up"), rows, router)
     activated = b.add(KernelNode("moe_act", "expert_activation", layers, "moe"), up)
     down = b.add(KernelNode("moe_down", "expert_gemm", layers, "expert_down"), activated, router)
+    if expert_group > 1:
+        down = b.add(KernelNode("moe_combine", "send_recv", layers, "expert_combine"), down)
     outputs = [down]
     if arch.shared_expert_width > 0:
         outputs.append(_add_dense_mlp(b, arch, layers, source, "shared_", "shared_mlp"))

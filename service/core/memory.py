@@ -92,15 +92,19 @@ def weight_bytes_per_gpu(arch: ModelArchitecture, s: ShardShapes, pipeline: int)
     """Weight bytes on the most loaded GPU [B] (a stage with the embedding table)."""
     dense_mlp = mlp_weight_elements(arch, arch.intermediate_size)
     attention = arch.num_attention_layers * attention_weight_elements(arch)
-    layer_bytes = (attention + arch.num_dense_mlp_layers * dense_mlp) / s.group
-    layer_bytes += recurrent_weight_elements_per_gpu(arch, s.group)
+    # Attention and dense layers are sharded over one attention replica's GPUs (replicated
+    # across attention-data-parallel replicas); routed experts over the whole stage.
+    layer_bytes = (attention + arch.num_dense_mlp_layers * dense_mlp) / s.attention_group
+    layer_bytes += recurrent_weight_elements_per_gpu(arch, s.attention_group)
     if arch.is_moe:
         experts = s.local_experts * mlp_weight_elements(arch, arch.expert_width) / s.tensor
-        shared = mlp_weight_elements(arch, arch.shared_expert_width) / s.group
+        shared = mlp_weight_elements(arch, arch.shared_expert_width) / s.attention_group
         layer_bytes += arch.num_moe_layers * (experts + shared)
     layers_on_stage = math.ceil(arch.num_layers / pipeline) / arch.num_layers
     tables = 1 if (pipeline > 1 or arch.tie_word_embeddings) else 2
-    table_bytes = tables * arch.vocab_size * arch.hidden_size / s.group * s.embedding_bytes
+    table_bytes = (
+        tables * arch.vocab_size * arch.hidden_size / s.attention_group * s.embedding_bytes
+    )
     return layer_bytes * layers_on_stage * s.weight_bytes + table_bytes
 
 
@@ -109,14 +113,16 @@ def kv_cache_bytes_per_gpu(
 ) -> float:
     """KV cache of the batch at its longest [B] on one GPU (sliding layers hold their window):
     the keys and values of the attention layers, plus each sequence's recurrent state in the
-    recurrent layers (which vLLM keeps in the same cache pool)."""
+    recurrent layers (which vLLM keeps in the same cache pool); attention-data-parallel
+    replicas hold 1/data of the sequences each, on average."""
     tokens = workload.prompt_tokens + workload.output_tokens
     window = arch.sliding_window_tokens or tokens
     full_layers = arch.num_attention_layers - arch.num_sliding_window_layers
     token_layers = full_layers * tokens + arch.num_sliding_window_layers * min(tokens, window)
     per_stage = token_layers / pipeline
-    kv = workload.batch_size * per_stage * s.kv_cache_width * s.kv_bytes
-    return kv + workload.batch_size * recurrent_state_bytes(arch, s) / pipeline
+    sequences = workload.batch_size / s.data  # on this GPU's attention replica
+    kv = sequences * per_stage * s.kv_cache_width * s.kv_bytes
+    return kv + sequences * recurrent_state_bytes(arch, s) / pipeline
 
 
 def memory_footprint(

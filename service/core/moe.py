@@ -31,6 +31,21 @@ _ROUTER_SOFTMAX_OPS, _ROUTER_SFU = 5.0, 1.0
 Number = TypeVar("Number", float, npt.NDArray[np.float64])
 
 
+def expert_load_imbalance(expert: int, per_doubling: float) -> float:
+    """The most loaded of `expert` expert-parallel ranks' routed rows over the mean [-]:
+    1 + `per_doubling` x log2(expert), 1 without expert parallelism.
+
+    Real routing is not uniform; the rank holding the popular experts receives more rows, and
+    an all-to-all ends with it. `per_doubling` is fitted on aiconfigurator's MoE kernel tables
+    (offline/fitting/expert_imbalance.py), which time each MoE layer under balanced routing
+    and under its default power-law (alpha 1.01) routing: the ratio of the two at many tokens,
+    where time follows the most loaded rank's rows, grows about linearly in log2(EP).
+    """
+    if expert <= 1:
+        return 1.0
+    return 1.0 + per_doubling * float(np.log2(expert))
+
+
 def expected_touched_experts(tokens: Number, num_experts: int, experts_per_token: int) -> Number:
     """Expected number of distinct experts that `tokens` tokens route to (uniform routing); one
     pass, or an array of them."""

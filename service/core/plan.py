@@ -16,7 +16,7 @@ compute time by evaluating the tensor-core row at padded T, R and expert rows.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import numpy as np
@@ -30,7 +30,7 @@ from service.core.graph import KernelNode, build_kernel_graph
 from service.core.hardware import GpuSpec
 from service.core.kernel_work import kernel_work
 from service.core.memory import weight_bytes_per_gpu
-from service.core.moe import expert_gemm_per_unit
+from service.core.moe import expert_gemm_per_unit, expert_load_imbalance
 from service.core.roofline import STREAMING_KINDS, UnitRates, unit_rates
 from service.core.shards import ShardShapes, shard_shapes
 from service.core.work import WORK_FIELDS
@@ -167,6 +167,15 @@ def _node_work_per_unit(
     return values
 
 
+def _spans_the_stage(node: KernelNode) -> bool:
+    """Whether `node` works on the whole pass's tokens across the stage (the routed experts
+    and their all-to-all) rather than on one attention replica's."""
+    return node.kind in ("expert_gemm", "expert_activation") or node.operand in (
+        "expert_dispatch",
+        "expert_combine",
+    )
+
+
 @lru_cache(maxsize=256)
 def cost_plan(
     arch: ModelArchitecture, deployment: Deployment, roofline: RooflineCoefficients
@@ -177,15 +186,17 @@ def cost_plan(
     divide it, or a precision the GPU cannot run.
     """
     validate_architecture(arch)
-    shapes = shard_shapes(arch, deployment)
-    compute_key = gemm_compute_key(deployment.precision.weights, deployment.precision.activations)
     par = deployment.parallelism
+    imbalance = expert_load_imbalance(par.expert, roofline.expert_imbalance_per_doubling)
+    shapes = replace(shard_shapes(arch, deployment), expert_imbalance=imbalance)
+    compute_key = gemm_compute_key(deployment.precision.weights, deployment.precision.activations)
     rates = unit_rates(deployment.gpu, compute_key, roofline, par.gpus_per_stage, par.pipeline)
     graph = build_kernel_graph(
         arch,
         flash_attention=deployment.flash_attention,
-        tensor_group=par.gpus_per_stage,
+        tensor_group=par.attention_group,
         pipeline_stages=par.pipeline,
+        expert_group=par.expert,
     )
     nodes = graph.nodes + graph.step_nodes
     per_count = {
@@ -193,8 +204,13 @@ def cost_plan(
         for flag in (True, False)
         for hand_off in (True, False)
     }
-    kinds = [(node.kind in STREAMING_KINDS, node.kind == "send_recv") for node in nodes]
+    # A pipeline hand-off crosses stages (maybe domains); an expert all-to-all stays in one.
+    kinds = [(node.kind in STREAMING_KINDS, node.name == "pipeline_send") for node in nodes]
     work = np.array([_node_work_per_unit(node, arch, shapes) for node in nodes])
+    # Under attention data parallelism a GPU runs the non-expert kernels on its replica's
+    # 1/data share of the pass (its weights read whole: the constant term stays).
+    per_replica = [not _spans_the_stage(node) for node in nodes]
+    work[per_replica, :, 1:] /= par.data
     seconds = np.einsum("kfb,kfu->kub", work, np.array([per_count[k] for k in kinds]))
     seconds_per_unit = np.concatenate(
         [

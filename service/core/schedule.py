@@ -124,7 +124,8 @@ def kv_cache_bytes_many(
     full_layers = arch.num_attention_layers - arch.num_sliding_window_layers
     sliding = arch.num_sliding_window_layers * np.minimum(tokens, window)
     per_stage = (full_layers * tokens + sliding) / pipeline
-    result: FloatArray = batch * per_stage * s.kv_cache_width * s.kv_bytes
+    sequences = batch / s.data  # on this GPU's attention replica
+    result: FloatArray = sequences * per_stage * s.kv_cache_width * s.kv_bytes
     if arch.num_mamba_layers or arch.num_delta_net_layers:
-        result = result + batch * recurrent_state_bytes(arch, s) / pipeline
+        result = result + sequences * recurrent_state_bytes(arch, s) / pipeline
     return result

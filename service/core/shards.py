@@ -14,10 +14,14 @@ from service.core.workload import Deployment
 class ShardShapes:
     """Widths [elements] one GPU of a pipeline stage holds, and storage sizes [B/element].
 
-    `group` GPUs (tensor x expert) shard attention and dense layers; experts are spread over
-    `expert` groups and each is sharded over `tensor` GPUs. `expert_stream_bytes` is the size a
+    `group` GPUs (tensor x expert) form a stage; attention and dense layers are sharded over
+    `attention_group` of them (group / `data` attention-data-parallel replicas, each with its
+    1/data share of the sequences); experts are spread over `expert` groups and each is
+    sharded over `tensor` GPUs. `expert_stream_bytes` is the size a
     routed expert's weights are timed at (see `expert_stream_bytes`); their storage size is
     `weight_bytes`. `unfused_norms`: norms run as separate ops (`Deployment.unfused_norms`).
+    `expert_imbalance`: the most loaded expert-parallel rank's routed rows over the mean
+    (`moe.expert_load_imbalance`; 1 when routing is even or `expert` is 1).
     """
 
     group: int
@@ -43,6 +47,14 @@ class ShardShapes:
     expert_stream_bytes: float
     unfused_norms: bool = False
     index_cache_bytes: float = 0.0
+    expert_imbalance: float = 1.0
+    data: int = 1
+
+    @property
+    def attention_group(self) -> int:
+        """GPUs attention and the dense layers are sharded over: the stage's `group` over its
+        `data` attention-data-parallel replicas."""
+        return self.group // self.data
 
     @property
     def kv_cache_width(self) -> float:
@@ -54,14 +66,14 @@ class ShardShapes:
 def shard_shapes(arch: ModelArchitecture, deployment: Deployment) -> ShardShapes:
     """Per-GPU shapes of `arch` on `deployment`; InvalidParallelism if the layout does not split."""
     par = deployment.parallelism
-    group = par.gpus_per_stage
-    _check_divides(arch, par.tensor, par.expert, par.pipeline)
+    _check_divides(arch, par.tensor, par.expert, par.pipeline, par.data)
+    attention = par.attention_group  # GPUs sharding attention and the dense layers
     precision = deployment.precision
     # Embedding and LM-head tables stay in 16-bit under weight quantisation (as served).
     sixteen_bit = (
         precision.activations if precision.activations in (DType.BF16, DType.FP16) else DType.BF16
     )
-    heads = arch.num_attention_heads // group
+    heads = arch.num_attention_heads // attention
     if arch.mla is not None:
         mla = arch.mla
         latent = mla.kv_lora_rank + mla.qk_rope_head_dim
@@ -69,12 +81,12 @@ def shard_shapes(arch: ModelArchitecture, deployment: Deployment) -> ShardShapes
         k_cache, v_cache = latent, 0  # one latent vector per token, shared by all heads
         kv_proj = mla.kv_lora_rank + mla.qk_rope_head_dim
     else:
-        kv_heads = max(1, arch.num_key_value_heads // group)  # replicated when group > kv heads
+        kv_heads = max(1, arch.num_key_value_heads // attention)  # replicated beyond the KV heads
         qk_dim = v_dim = arch.head_dim
         k_cache = v_cache = kv_heads * arch.head_dim
         kv_proj = 2 * kv_heads * arch.head_dim
     return ShardShapes(
-        group=group,
+        group=par.gpus_per_stage,
         tensor=par.tensor,
         expert=par.expert,
         hidden=arch.hidden_size,
@@ -85,11 +97,11 @@ def shard_shapes(arch: ModelArchitecture, deployment: Deployment) -> ShardShapes
         k_cache_width=k_cache,
         v_cache_width=v_cache,
         kv_proj_width=kv_proj,
-        mlp_width=arch.intermediate_size / group,
+        mlp_width=arch.intermediate_size / attention,
         expert_width=arch.expert_width / par.tensor,
-        shared_width=arch.shared_expert_width / group,
+        shared_width=arch.shared_expert_width / attention,
         local_experts=max(1, arch.num_experts // par.expert),
-        vocab=arch.vocab_size / group,
+        vocab=arch.vocab_size / attention,
         weight_bytes=weight_bytes_per_element(
             precision.weights,
             fp8_block_scaled=arch.fp8_block_scaled,
@@ -101,6 +113,7 @@ def shard_shapes(arch: ModelArchitecture, deployment: Deployment) -> ShardShapes
         expert_stream_bytes=expert_stream_bytes(arch, precision.weights),
         unfused_norms=deployment.unfused_norms,
         index_cache_bytes=arch.dsa.key_bytes if arch.dsa is not None else 0.0,
+        data=par.data,
     )
 
 
@@ -123,15 +136,28 @@ def expert_stream_bytes(arch: ModelArchitecture, weights: DType) -> float:
     return weight_bytes_per_element(weights, int4_group_size=arch.int4_group_size)
 
 
-def _check_divides(arch: ModelArchitecture, tensor: int, expert: int, pipeline: int) -> None:
-    group = tensor * expert
-    if min(tensor, expert, pipeline) < 1:
+def _check_divides(
+    arch: ModelArchitecture, tensor: int, expert: int, pipeline: int, data: int
+) -> None:
+    if min(tensor, expert, pipeline, data) < 1:
         raise InvalidParallelism(
             "parallel degrees must be at least 1", field="hardware.parallelism"
         )
+    if (tensor * expert) % data != 0:
+        raise InvalidParallelism(
+            f"parallelism.data = {data} must divide the {tensor * expert} GPUs per stage",
+            field="hardware.parallelism.data",
+        )
+    if data > 1 and arch.is_moe and expert != tensor * expert:
+        raise InvalidParallelism(
+            "with attention data parallelism the experts are priced spread whole over every "
+            f"GPU of the stage: set parallelism.expert to {tensor * expert}",
+            field="hardware.parallelism.expert",
+        )
+    group = tensor * expert // data
     if arch.num_attention_heads % group != 0:
         raise InvalidParallelism(
-            f"tensor x expert = {group} GPUs per stage must divide the "
+            f"{group} tensor-parallel GPUs per attention replica must divide the "
             f"{arch.num_attention_heads} attention heads; use a degree that divides it",
             field="hardware.parallelism.tensor",
         )

@@ -31,15 +31,19 @@ class Workload:
 class Parallelism:
     """Degrees of parallelism; their product is the GPU count.
 
-    Within a pipeline stage, attention and dense layers are sharded tensor-parallel over all
-    `tensor * expert` GPUs (vLLM's layout when expert parallelism is on without data-parallel
-    attention); routed experts are spread over `expert` groups and each expert is sharded
-    over `tensor` GPUs.
+    A pipeline stage has `tensor * expert` GPUs: routed experts are spread over `expert`
+    groups and each expert is sharded over `tensor` GPUs. Attention and the dense layers run
+    as `data` attention-data-parallel replicas, each sharded tensor-parallel over
+    `attention_group` = stage GPUs / `data` GPUs and serving its 1/data share of the
+    sequences (SGLang's and TensorRT-LLM's attention DP, vLLM's DP + EP); with `data` 1 they
+    span the whole stage (vLLM's layout when expert parallelism is on without data-parallel
+    attention).
     """
 
     tensor: int = 1
     expert: int = 1
     pipeline: int = 1
+    data: int = 1
 
     @property
     def gpu_count(self) -> int:
@@ -47,8 +51,13 @@ class Parallelism:
 
     @property
     def gpus_per_stage(self) -> int:
-        """GPUs that work together on one pipeline stage (the dense tensor-parallel group)."""
+        """GPUs that work together on one pipeline stage."""
         return self.tensor * self.expert
+
+    @property
+    def attention_group(self) -> int:
+        """GPUs one attention-data-parallel replica shards attention over (tensor-parallel)."""
+        return self.gpus_per_stage // self.data
 
 
 @dataclass(frozen=True, slots=True)

@@ -249,9 +249,10 @@ class Estimator:
         case = Case(
             gpu=resolved.gpu.id,
             vendor=str(resolved.gpu.raw.get("vendor", "")),
-            engine=resolved.engine,
+            engine=resolved.engine_evidence,
             precision=resolved.deployment.precision.weights.value,
             family=self.family_of(resolved),
+            profile="" if resolved.engine_evidence == resolved.engine else resolved.engine,
         )
         serving = resolved.workload.concurrent_sequences is not None
         known = self._evidence.get((case, serving))

@@ -11,7 +11,7 @@ way (service/catalog/intervals.py).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from service.catalog.intervals import QUANTITIES, EvidenceIntervals, LevelInterval
@@ -23,13 +23,16 @@ LEVELS = ("family", "custom", "precision", "engine", "gpu", "vendor")
 @dataclass(frozen=True, slots=True)
 class Case:
     """What decides a quote's level: its GPU id and vendor, engine profile, weight precision
-    and model family ("custom" for a custom architecture)."""
+    and model family ("custom" for a custom architecture). An engine version never measured
+    has `engine` "<engine>==<version>" and the profile it was priced with in `profile`
+    (service/catalog/engine_versions.py); else `profile` is empty."""
 
     gpu: str
     vendor: str
     engine: str
     precision: str
     family: str
+    profile: str = ""
 
 
 def evidence_level(case: Case, fitted_on: Mapping[str, frozenset[str]]) -> str:
@@ -76,6 +79,11 @@ def case_evidence(case: Case, known: EvidenceIntervals, serving: bool = False) -
     server: the level's intervals and the measurements backing it."""
     level = evidence_level(case, known.fitted_on)
     intervals = {q: known.interval(level, quoted_quantity(q, serving)) for q in QUOTED}
+    if case.profile:
+        # Priced with a profile fitted on other versions: as uncertain as an engine never
+        # fitted on, and at least as uncertain as that profile's own case.
+        fitted = case_evidence(replace(case, engine=case.profile, profile=""), known, serving)
+        intervals = {q: _envelope(intervals[q], fitted.intervals[q]) for q in QUOTED}
     backing = {
         "gpu": _backed(known, "gpu", case.gpu),
         "engine": _backed(known, "engine", case.engine),
@@ -85,6 +93,16 @@ def case_evidence(case: Case, known: EvidenceIntervals, serving: bool = False) -
     held_out = {q: held_out_error(i) for q, i in intervals.items()}
     validation = {"level": level, **backing, "held_out": held_out}
     return Evidence(level, intervals, validation, known.lower_quantile, known.upper_quantile)
+
+
+def _envelope(level: LevelInterval, other: LevelInterval) -> LevelInterval:
+    """`level`'s interval widened to hold `other`'s too."""
+    return replace(
+        level,
+        lower_ratio=min(level.lower_ratio, other.lower_ratio),
+        upper_ratio=max(level.upper_ratio, other.upper_ratio),
+        mape_pct=max(level.mape_pct, other.mape_pct),
+    )
 
 
 def held_out_error(interval: LevelInterval) -> dict[str, Any]:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from service.catalog.engines import DEFAULT_ENGINE, unfused_norms
+from service.catalog.engine_versions import EngineChoice, choose_profile
+from service.catalog.engines import DEFAULT_ENGINE, load_engine_versions, unfused_norms
 from service.catalog.facilities import FacilityCatalog, load_facility_catalog
 from service.catalog.gpu_spec import gpu_from_spec
 from service.catalog.gpus import GpuCatalog, GpuRecord, UnknownGpu
@@ -25,6 +26,7 @@ from service.schemas.estimate_request import (
     EstimateRequest,
     HardwareIn,
     HfConfigIn,
+    ParallelismIn,
 )
 
 CUSTOM_MODEL_ID = "custom"
@@ -44,6 +46,7 @@ class ResolvedRequest:
     defaulted: dict[str, Any] = field(default_factory=dict)
     is_custom: bool = False
     engine: str = DEFAULT_ENGINE
+    engine_evidence: str = DEFAULT_ENGINE
 
 
 def unknown_name(loc: str, error: UnknownGpu | UnknownModel | UnknownRegion) -> UnknownName:
@@ -169,8 +172,7 @@ def resolve_request(
         parallelism = Parallelism(tensor=hardware.count)
         defaulted["hardware.parallelism"] = {"tensor": hardware.count, "expert": 1, "pipeline": 1}
     else:
-        par = hardware.parallelism
-        parallelism = Parallelism(par.tensor, par.expert, par.pipeline)
+        parallelism = core_parallelism(hardware.parallelism, hardware.count)
     # Resolved in the order they are reported as defaulted (precision, flash attention, region,
     # datacenter, engine); the engine decides how the norms run.
     precision = _precision(request, published, gpu, defaulted, notes)
@@ -187,7 +189,10 @@ def resolve_request(
         servers or load_server_catalog(),
         defaulted,
     )
-    engine = _engine(request, defaulted)
+    choice = _engine(request, defaulted)
+    engine = choice.profile
+    if choice.note:
+        notes.append(choice.note)
     deployment = Deployment(
         gpu=gpu.spec,
         parallelism=parallelism,
@@ -206,7 +211,19 @@ def resolve_request(
         defaulted,
         is_custom=request.model is None,
         engine=engine,
+        engine_evidence=choice.evidence,
     )
+
+
+def core_parallelism(par: ParallelismIn, count: int) -> Parallelism:
+    """The core's layout of the request's degrees: the older form as it is; tensor x data x
+    pipeline = count as a stage of tensor x data GPUs whose experts are spread over `expert`
+    groups (each sharded over the rest) and whose attention runs in `data` replicas."""
+    if par.is_older_form(count):
+        return Parallelism(par.tensor, par.expert, par.pipeline)
+    data = par.data or 1
+    stage = par.tensor * data
+    return Parallelism(stage // par.expert, par.expert, par.pipeline, data)
 
 
 def custom_architecture(spec: ArchitectureIn, defaulted: dict[str, Any]) -> ModelArchitecture:
@@ -290,11 +307,17 @@ def _default_activations(
     return sixteen_bit
 
 
-def _engine(request: EstimateRequest, defaulted: dict[str, Any]) -> str:
-    if request.serving is None or request.serving.engine is None:
-        defaulted["serving.engine"] = DEFAULT_ENGINE
-        return DEFAULT_ENGINE
-    return request.serving.engine
+def _engine(request: EstimateRequest, defaulted: dict[str, Any]) -> EngineChoice:
+    """The profile of the request's engine and version (a version alone names a vLLM one)."""
+    serving = request.serving
+    version = serving.engine_version if serving is not None else None
+    if serving is None or serving.engine is None:
+        if version is None:
+            defaulted["serving.engine"] = DEFAULT_ENGINE
+            return EngineChoice(DEFAULT_ENGINE, DEFAULT_ENGINE)
+        defaulted["serving.engine"] = "vllm"
+        return choose_profile("vllm", version, load_engine_versions())
+    return choose_profile(serving.engine, version, load_engine_versions())
 
 
 def _flash_attention(request: EstimateRequest, defaulted: dict[str, Any]) -> bool:

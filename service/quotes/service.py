@@ -71,10 +71,13 @@ class QuoteTimings:
 # Request fields added since quotes were first stored, with their defaults. At the default they
 # are left out of the stored request and its fingerprint: the request means what it meant before
 # they existed, and an Idempotency-Key stored then still replays its quote.
+# A parent is a dotted path ("hardware.parallelism").
 ADDED_FIELD_DEFAULTS = (
     ("workload", "cached_prompt_tokens", 0),
     ("serving", "concurrent_sequences", None),
     ("hardware", "spec", None),
+    ("serving", "engine_version", None),
+    ("hardware.parallelism", "data", None),
 )
 
 
@@ -86,7 +89,9 @@ def request_json(request: EstimateRequest, *, exclude_none: bool = False) -> dic
     """The request as JSON-ready data, without the added fields left at their defaults."""
     data = request.model_dump(mode="json", exclude_none=exclude_none)
     for parent, name, default in ADDED_FIELD_DEFAULTS:
-        part = data.get(parent)
+        part: Any = data
+        for key in parent.split("."):
+            part = part.get(key) if isinstance(part, dict) else None
         if isinstance(part, dict) and name in part and part[name] == default:
             del part[name]
     return data

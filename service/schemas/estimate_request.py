@@ -66,11 +66,21 @@ class WorkloadIn(BaseModel):
 
 
 class ParallelismIn(BaseModel):
+    """`tensor` x `data` (attention data parallelism) x `pipeline` = count; `expert`, the
+    expert-parallel degree of the MoE layers, divides tensor x data. The older form, tensor x
+    expert x pipeline = count (no `data`), keeps its meaning: attention over tensor x expert
+    GPUs, each expert sharded over `tensor`."""
+
     model_config = example({"tensor": 2, "expert": 1, "pipeline": 1})
 
     tensor: Degree = 1
     expert: Degree = 1
     pipeline: Degree = 1
+    data: Degree | None = None
+
+    def is_older_form(self, count: int) -> bool:
+        """Whether these degrees are the older tensor x expert x pipeline = count form."""
+        return self.data is None and self.tensor * self.expert * self.pipeline == count
 
 
 class HardwareIn(BaseModel):
@@ -94,10 +104,18 @@ class HardwareIn(BaseModel):
     @model_validator(mode="after")
     def _degrees_multiply_to_count(self) -> Self:
         par = self.parallelism
-        if par is not None and par.tensor * par.expert * par.pipeline != self.count:
+        if par is None or par.is_older_form(self.count):
+            return self
+        data = par.data or 1
+        if par.tensor * data * par.pipeline != self.count:
             raise ValueError(
-                f"parallelism tensor x expert x pipeline = "
-                f"{par.tensor * par.expert * par.pipeline} must equal count = {self.count}"
+                f"parallelism tensor x data x pipeline = {par.tensor * data * par.pipeline} "
+                f"must equal count = {self.count} (or, without data, tensor x expert x "
+                f"pipeline = {par.tensor * par.expert * par.pipeline})"
+            )
+        if (par.tensor * data) % par.expert != 0:
+            raise ValueError(
+                f"parallelism.expert = {par.expert} must divide tensor x data = {par.tensor * data}"
             )
         return self
 
@@ -113,15 +131,18 @@ class PrecisionIn(BaseModel):
 
 
 class ServingIn(BaseModel):
-    """How the model is served: fused attention, the engine whose host overheads apply
-    (`vllm-v1`: vLLM >= 0.8, the default; `vllm-v0`: vLLM <= 0.6), and the sequences running
+    """How the model is served: fused attention, the engine whose fitted profile applies
+    (`vllm`, `sglang`, `trtllm`, and the older vLLM profiles `vllm-v1`: vLLM >= 0.8, the
+    default, and `vllm-v0`: vLLM <= 0.6) at `engine_version` (a version never measured takes
+    the nearest profile and wider intervals, with a warning), and the sequences running
     on the replica while this request runs, its own included (`concurrent_sequences`, at least
     `batch_size`; omitted: a static batch of the request's own sequences alone)."""
 
     model_config = example({"flash_attention": True, "engine": "vllm-v1"})
 
     flash_attention: StrictBool | None = None
-    engine: Literal["vllm-v1", "vllm-v0"] | None = None
+    engine: Literal["vllm", "sglang", "trtllm", "vllm-v1", "vllm-v0"] | None = None
+    engine_version: Annotated[str, Field(min_length=1, max_length=50)] | None = None
     concurrent_sequences: Annotated[StrictInt, Field(ge=1, le=1_000_000)] | None = None
 
 

@@ -44,6 +44,20 @@ def test_a_request_without_the_new_fields_keeps_its_old_fingerprint() -> None:
     assert "cached_prompt_tokens" not in request_json(request, exclude_none=True)["workload"]
 
 
+def test_parallelism_without_data_keeps_its_old_fingerprint() -> None:
+    body = {**BODY, "hardware": {**BODY["hardware"], "parallelism": {"tensor": 2}}}
+    before = {
+        **BEFORE,
+        "hardware": {
+            **BEFORE["hardware"],
+            "parallelism": {"tensor": 2, "expert": 1, "pipeline": 1},
+        },
+    }
+    text = json.dumps({"request": before, "verbose": False}, sort_keys=True, separators=(",", ":"))
+    request = EstimateRequest.model_validate(body)
+    assert request_fingerprint(request, False) == hashlib.sha256(text.encode()).hexdigest()
+
+
 def test_the_new_fields_change_the_fingerprint_when_they_are_used() -> None:
     plain = EstimateRequest.model_validate(BODY)
     cached = EstimateRequest.model_validate(
@@ -52,7 +66,10 @@ def test_the_new_fields_change_the_fingerprint_when_they_are_used() -> None:
     running = EstimateRequest.model_validate(
         {**BODY, "serving": {"flash_attention": True, "concurrent_sequences": 64}}
     )
-    prints = {request_fingerprint(r, False) for r in (plain, cached, running)}
-    assert len(prints) == 3
+    version = EstimateRequest.model_validate(
+        {**BODY, "serving": {"flash_attention": True, "engine_version": "0.5.9"}}
+    )
+    prints = {request_fingerprint(r, False) for r in (plain, cached, running, version)}
+    assert len(prints) == 4
     assert request_json(cached)["workload"]["cached_prompt_tokens"] == 256
     assert request_json(running)["serving"]["concurrent_sequences"] == 64

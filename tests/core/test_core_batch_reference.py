@@ -10,6 +10,8 @@ unfused attention, tensor/pipeline/expert parallelism and a request with one out
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose
@@ -23,6 +25,7 @@ from service.core.dtypes import DType, gemm_compute_key
 from service.core.estimate import estimate_request, estimate_workloads
 from service.core.graph import build_kernel_graph
 from service.core.kernel_work import kernel_work
+from service.core.moe import expert_load_imbalance
 from service.core.results import RequestEstimate
 from service.core.roofline import STREAMING_KINDS, unit_rates, unit_times_s
 from service.core.shards import shard_shapes
@@ -94,12 +97,14 @@ def reference(
 ) -> dict[str, np.ndarray]:
     """[2, kernels] time, compute, memory, network [s] and GPU energy [J] of each phase."""
     par, roofline = dep.parallelism, c.roofline
-    shapes = shard_shapes(arch, dep)
+    imbalance = expert_load_imbalance(par.expert, roofline.expert_imbalance_per_doubling)
+    shapes = replace(shard_shapes(arch, dep), expert_imbalance=imbalance)
     graph = build_kernel_graph(
         arch,
         flash_attention=dep.flash_attention,
         tensor_group=par.gpus_per_stage,
         pipeline_stages=par.pipeline,
+        expert_group=par.expert,
     )
     nodes = graph.nodes + graph.step_nodes
     rates = unit_rates(

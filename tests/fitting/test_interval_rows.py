@@ -10,9 +10,8 @@ import pytest
 from offline.fitting.argonne_rows import _request as argonne_request
 from offline.fitting.held_out_rows import HeldOutRow
 from offline.fitting.intervals import intervals_document
-from offline.fitting.silicon_rows import _request as silicon_request
 from offline.fitting.silicon_rows import _rows as silicon_rows_of
-from offline.fitting.silicon_rows import _unpriceable, engine_of, point_estimator
+from offline.fitting.silicon_rows import engine_of, point_estimator, silicon_request, unpriceable
 from service.catalog.gpus import load_gpu_catalog
 
 SILICON_ROW = {
@@ -44,10 +43,32 @@ def test_a_silicon_run_is_one_request_joining_its_concurrency() -> None:
 
 
 def test_silicon_runs_the_request_cannot_say_are_left_out() -> None:
-    assert _unpriceable(SILICON_ROW) == ""
-    assert _unpriceable({**SILICON_ROW, "mode": "disagg"}) == "disaggregated serving"
-    assert _unpriceable({**SILICON_ROW, "attention_dp_size": "8"}) == "attention data parallelism"
-    assert _unpriceable({**SILICON_ROW, "moe_ep_size": "4"}) == "expert or pipeline parallelism"
+    assert unpriceable(SILICON_ROW) == ""
+    assert unpriceable({**SILICON_ROW, "mode": "disagg"}) == "disaggregated serving"
+    assert unpriceable({**SILICON_ROW, "pp_size": "2"}) == "pipeline parallelism"
+    assert unpriceable({**SILICON_ROW, "attention_dp_size": "8", "moe_ep_size": "8"}) == ""
+
+
+def test_a_silicon_runs_parallelism_is_the_requests() -> None:
+    # DeepSeek-style: attention DP 8 x tensor 1 on 8 GPUs, experts over all 8; without a
+    # recorded concurrency the server runs batch_size per attention replica: 4 x 8 = 32.
+    row = {
+        **SILICON_ROW,
+        "silicon_data_source": "db-dump",
+        "tp_size": "1",
+        "attention_dp_size": "8",
+        "moe_ep_size": "8",
+    }
+    request = silicon_request(row)
+    assert request.hardware.count == 8
+    assert request.hardware.parallelism is not None
+    assert request.hardware.parallelism.model_dump() == {
+        "tensor": 1,
+        "expert": 8,
+        "pipeline": 1,
+        "data": 8,
+    }
+    assert request.serving is not None and request.serving.concurrent_sequences == 32
 
 
 def test_an_argonne_run_is_a_static_batch_on_mi250_cards() -> None:

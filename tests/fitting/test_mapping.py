@@ -40,7 +40,8 @@ def test_splitwise_has_its_own_profile_that_is_never_served() -> None:
         "splitwise": SPLITWISE_HARNESS,
     }
     document = json.loads(COEFFICIENTS_PATH.read_text(encoding="utf-8"))
-    assert set(document["engines"]) == set(ENGINE_DESCRIPTIONS) == {"vllm-v0", "vllm-v1"}
+    served = {"vllm-v0", "vllm-v1", "vllm", "sglang", "trtllm"}
+    assert set(document["engines"]) == set(ENGINE_DESCRIPTIONS) == served
     assert set(document["measurement_harnesses"]) == {SPLITWISE_HARNESS}
 
 

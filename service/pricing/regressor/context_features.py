@@ -22,10 +22,14 @@ FloatArray = npt.NDArray[np.float64]
 
 @lru_cache(maxsize=512)
 def _graph_arrays(
-    arch: ModelArchitecture, flash: bool, tensor_group: int, pipeline: int
+    arch: ModelArchitecture, flash: bool, tensor_group: int, pipeline: int, expert: int
 ) -> tuple[FloatArray, FloatArray]:
     graph = build_kernel_graph(
-        arch, flash_attention=flash, tensor_group=tensor_group, pipeline_stages=pipeline
+        arch,
+        flash_attention=flash,
+        tensor_group=tensor_group,
+        pipeline_stages=pipeline,
+        expert_group=expert,
     )
     nodes = graph.nodes + graph.step_nodes
     static = np.zeros((len(nodes), len(NODE_STATIC_FEATURES)))
@@ -54,7 +58,9 @@ def graph_arrays(arch: ModelArchitecture, deployment: Deployment) -> tuple[Float
     """Static node features (kind one-hot, log layers) and the row-normalised undirected
     adjacency over `graph.nodes + graph.step_nodes` (read-only, cached per graph)."""
     par = deployment.parallelism
-    return _graph_arrays(arch, deployment.flash_attention, par.gpus_per_stage, par.pipeline)
+    return _graph_arrays(
+        arch, deployment.flash_attention, par.attention_group, par.pipeline, par.expert
+    )
 
 
 @lru_cache(maxsize=512)

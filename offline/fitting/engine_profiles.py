@@ -1,0 +1,300 @@
+"""Fit the `vllm`, `sglang` and `trtllm` engine profiles on aiconfigurator's measurements.
+
+Each profile is the shared coefficients with the engine's own GEMM efficiencies
+(`engine_gemm`, on its per-engine kernel tables) and its own decode host overheads, fitted on
+its aggregated serving runs (silicon_sample_h100_h200.csv, one request joining the run's
+concurrency, as shared/data/README.md maps them). With the kernel efficiencies fixed, a run's
+time per output token is linear in the four decode overheads (fixed per step, per running
+sequence, per decode kernel launch, per worker beyond the first); the service prices each run
+once at zero overheads and once per overhead at a unit step, and the overheads are fitted on
+those slopes (`end_to_end.fit_overheads_to`, as for the vLLM profiles). The prefill overhead
+is vllm-v1's (a continuous batch's first token pays a decode step's host time, so these runs
+cannot tell it); so are the host-overhead powers (the runs measure no energy).
+
+Validated by refitting without each model family and without each GPU (H100, H200): see
+`write_engine_report`.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from offline.fitting.cross_validation import HeldOut, overhead_values
+from offline.fitting.end_to_end import Overheads, fit_overheads_to, without_overheads
+from offline.fitting.engine_gemm import (
+    GemmSamples,
+    fit_gemm_efficiencies,
+    gemm_samples,
+    predict_gemm_s,
+)
+from offline.fitting.silicon_rows import (
+    SILICON_CSV,
+    SILICON_GPUS,
+    point_estimator,
+    silicon_request,
+    unpriceable,
+)
+from service.catalog import GpuCatalog
+from service.core.coefficients import CostModelCoefficients
+from service.errors import ServiceError
+
+FloatArray = npt.NDArray[np.float64]
+ENGINES = ("vllm", "sglang", "trtllm")
+UNIT_S = 1e-6
+"""Step of each overhead when measuring the slopes [s]: small, the time is linear in it."""
+_OVERHEADS = (
+    "decode_step_overhead_s",
+    "decode_overhead_per_sequence_s",
+    "decode_kernel_launch_s",
+    "decode_overhead_per_worker_s",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """One aggregated serving run: its CSV line and row."""
+
+    line: int
+    row: dict[str, str]
+
+    @property
+    def gpu(self) -> str:
+        return SILICON_GPUS[self.row["system"]]
+
+    @property
+    def layout(self) -> str:
+        """ "EP or attention DP" when the run uses either, else "TP only"."""
+        parallel = max(int(self.row[c] or 1) for c in ("moe_ep_size", "attention_dp_size"))
+        return "EP or attention DP" if parallel > 1 else "TP only"
+
+
+@dataclass(frozen=True, slots=True)
+class Slopes:
+    """Runs priced with zero overheads (`tpot_s`, `ttft_s` [s]) and the slopes of both in
+    each decode overhead of `_OVERHEADS` ([runs, 4], s per s), plus the runs' labels."""
+
+    tpot_s: FloatArray
+    ttft_s: FloatArray
+    tpot_slope: FloatArray
+    ttft_slope: FloatArray
+    measured_tpot_s: FloatArray
+    measured_ttft_s: FloatArray
+    family: list[str]
+    gpu: list[str]
+    launch_s: float
+    layout: list[str]
+
+    def subset(self, mask: npt.NDArray[np.bool_]) -> Slopes:
+        pick = np.flatnonzero(mask)
+        return Slopes(
+            self.tpot_s[pick],
+            self.ttft_s[pick],
+            self.tpot_slope[pick],
+            self.ttft_slope[pick],
+            self.measured_tpot_s[pick],
+            self.measured_ttft_s[pick],
+            [self.family[i] for i in pick],
+            [self.gpu[i] for i in pick],
+            self.launch_s,
+            [self.layout[i] for i in pick],
+        )
+
+    def predicted(self, overheads: Overheads) -> tuple[FloatArray, FloatArray]:
+        """(TPOT, TTFT) [s] of every run under decode `overheads` (end_to_end.Overheads)."""
+        step = np.array([overheads[1], overheads[2], overheads[3] - self.launch_s, overheads[4]])
+        return self.tpot_s + self.tpot_slope @ step, self.ttft_s + self.ttft_slope @ step
+
+
+ONE_NODE_GPUS = 8
+"""GPUs of one HGX H100/H200 baseboard, one NVLink domain. Runs on more (tensor or data
+degree 64) span nodes: the inter-node network is not in this fit's GPU figures, and those
+runs' times would be read as engine overheads."""
+
+
+def engine_runs(data_dir: Path, engine: str) -> list[Run]:
+    """The aggregated single-node runs of `engine` the service can price."""
+    with (data_dir / SILICON_CSV).open(newline="", encoding="utf-8") as handle:
+        return [
+            Run(line, row)
+            for line, row in enumerate(csv.DictReader(handle), start=2)
+            if row["backend"] == engine and not unpriceable(row) and _gpus(row) <= ONE_NODE_GPUS
+        ]
+
+
+def _gpus(row: dict[str, str]) -> int:
+    return int(row["tp_size"]) * int(row["attention_dp_size"] or 1)
+
+
+def measured_versions(runs: list[Run]) -> list[str]:
+    """The engine versions of `runs` (blank ones dropped)."""
+    return sorted({r.row["backend_version"] for r in runs if r.row["backend_version"]})
+
+
+def kernel_coefficients(
+    shared: CostModelCoefficients, samples: GemmSamples
+) -> CostModelCoefficients:
+    """`shared` with the GEMM efficiencies fitted on `samples` and no host overheads."""
+    fitted = fit_gemm_efficiencies(samples)
+    roofline = replace(
+        shared.roofline,
+        tensor_efficiency=fitted["tensor_efficiency"],
+        memory_efficiency=fitted["memory_efficiency"],
+    )
+    return without_overheads(replace(shared, roofline=roofline))
+
+
+def run_slopes(runs: list[Run], engine: str, zero: CostModelCoefficients) -> Slopes:
+    """`runs` priced by the service at zero overheads and at a unit step of each overhead;
+    runs the service refuses are dropped."""
+    variants = {"zero": zero}
+    for name in _OVERHEADS:
+        step = getattr(zero.roofline, name) + UNIT_S
+        variants[name] = replace(zero, roofline=replace(zero.roofline, **{name: step}))
+    priced = {}
+    for name, coefficients in variants.items():
+        estimator = point_estimator(coefficients={"vllm-v1": zero, engine: coefficients})
+        priced[name] = estimator.price([silicon_request(r.row, engine) for r in runs])
+    keep = [i for i, p in enumerate(priced["zero"]) if not isinstance(p, ServiceError)]
+    latency = {
+        name: np.array(
+            [
+                [
+                    results[i].document.as_dict()["latency"][key]  # type: ignore[union-attr]
+                    for key in ("time_per_output_token_s", "prefill_s")
+                ]
+                for i in keep
+            ]
+        )
+        for name, results in priced.items()
+    }
+    base = latency["zero"]
+    slope = np.stack([(latency[n] - base) / UNIT_S for n in _OVERHEADS], axis=2)  # [runs, 2, 4]
+    estimator = point_estimator()
+    return Slopes(
+        tpot_s=base[:, 0],
+        ttft_s=base[:, 1],
+        tpot_slope=slope[:, 0, :],
+        ttft_slope=slope[:, 1, :],
+        measured_tpot_s=np.array([float(runs[i].row["silicon_tpot_ms"]) / 1e3 for i in keep]),
+        measured_ttft_s=np.array([float(runs[i].row["silicon_ttft_ms"]) / 1e3 for i in keep]),
+        family=[estimator.model_family(runs[i].row["model_path"]) for i in keep],
+        gpu=[runs[i].gpu for i in keep],
+        launch_s=zero.roofline.decode_kernel_launch_s,
+        layout=[runs[i].layout for i in keep],
+    )
+
+
+def fit_engine_overheads(slopes: Slopes, prefill_overhead_s: float) -> Overheads:
+    """Decode overheads minimising the robust log error of TPOT over `slopes`' runs."""
+    return fit_overheads_to(
+        lambda o: np.log(slopes.predicted(o)[0] / slopes.measured_tpot_s),
+        prefill_overhead_s,
+        per_worker=True,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class EngineProfile:
+    """An engine's fitted kernel efficiencies, overheads and measured versions."""
+
+    coefficients: CostModelCoefficients
+    overheads: Overheads
+    versions: list[str]
+
+    def values(self) -> dict[str, float]:
+        """The profile's entry of the coefficients file (less its host powers)."""
+        roofline = self.coefficients.roofline
+        return {
+            "tensor_efficiency": roofline.tensor_efficiency,
+            "memory_efficiency": roofline.memory_efficiency,
+            **overhead_values(self.overheads),
+        }
+
+
+def fit_engine(
+    data_dir: Path, engine: str, shared: CostModelCoefficients, gpus: GpuCatalog, held: HeldOut
+) -> EngineProfile:
+    """`engine`'s profile on all its measurements; its held-out predictions (without each
+    family, without each GPU) and the shared profile's on the same runs added to `held`."""
+    runs = engine_runs(data_dir, engine)
+    samples = gemm_samples(data_dir, engine, gpus)
+    prefill_s = shared.roofline.prefill_overhead_s
+    zero = kernel_coefficients(shared, samples)
+    slopes = run_slopes(runs, engine, zero)
+    overheads = fit_engine_overheads(slopes, prefill_s)
+    _held_out_families(engine, slopes, prefill_s, held)
+    _held_out_gpus(engine, runs, samples, shared, held)
+    _shared_profile(engine, runs, shared, held)
+    return EngineProfile(zero, overheads, measured_versions(runs))
+
+
+def _add(held: HeldOut, quantity: str, slopes: Slopes, o: Overheads, labels: list[str]) -> None:
+    tpot, ttft = slopes.predicted(o)
+    held.add(f"tpot:{quantity}", tpot, slopes.measured_tpot_s, labels)
+    held.add(f"ttft:{quantity}", ttft, slopes.measured_ttft_s, labels)
+
+
+def _held_out_families(engine: str, slopes: Slopes, prefill_s: float, held: HeldOut) -> None:
+    families = np.array(slopes.family)
+    for family in sorted(set(slopes.family)):
+        train = slopes.subset(families != family)
+        if not len(train.tpot_s):
+            continue
+        test = slopes.subset(families == family)
+        overheads = fit_engine_overheads(train, prefill_s)
+        _add(held, f"{engine}:family", test, overheads, test.family)
+        _add(held, f"{engine}:family-layout", test, overheads, test.layout)
+
+
+def _held_out_gpus(
+    engine: str, runs: list[Run], samples: GemmSamples, shared: CostModelCoefficients, held: HeldOut
+) -> None:
+    kernel_gpus = np.array(samples.gpu_id)
+    for gpu in sorted({r.gpu for r in runs}):
+        zero = kernel_coefficients(shared, samples.subset(kernel_gpus != gpu))
+        slopes = run_slopes(runs, engine, zero)
+        gpus = np.array(slopes.gpu)
+        if (gpus != gpu).any():
+            overheads = fit_engine_overheads(
+                slopes.subset(gpus != gpu), shared.roofline.prefill_overhead_s
+            )
+            test = slopes.subset(gpus == gpu)
+            _add(held, f"{engine}:gpu", test, overheads, test.gpu)
+        gemm = samples.subset(kernel_gpus == gpu)
+        fitted = fit_gemm_efficiencies(samples.subset(kernel_gpus != gpu))
+        efficiencies = np.array([fitted["tensor_efficiency"], fitted["memory_efficiency"]])
+        held.add(
+            f"gemm:{engine}:gpu",
+            predict_gemm_s(gemm, efficiencies, fitted["gemm_call_s"]),
+            gemm.measured_s,
+            gemm.gpu_id,
+        )
+
+
+def _shared_profile(
+    engine: str, runs: list[Run], shared: CostModelCoefficients, held: HeldOut
+) -> None:
+    """The same runs priced with vllm-v1 (what the service did before these profiles)."""
+    estimator = point_estimator(coefficients={"vllm-v1": shared})
+    priced = estimator.price([silicon_request(r.row) for r in runs])
+    pairs = [
+        (p.document.as_dict()["latency"], r)
+        for p, r in zip(priced, runs, strict=True)
+        if not isinstance(p, ServiceError)
+    ]
+    labels = [estimator.model_family(r.row["model_path"]) for _, r in pairs]
+    for quantity, key, column in (
+        ("tpot", "time_per_output_token_s", "silicon_tpot_ms"),
+        ("ttft", "prefill_s", "silicon_ttft_ms"),
+    ):
+        held.add(
+            f"{quantity}:{engine}:vllm-v1",
+            np.array([latency[key] for latency, _ in pairs]),
+            np.array([float(r.row[column]) / 1e3 for _, r in pairs]),
+            labels,
+        )
