@@ -23,7 +23,8 @@ def _whole_number(value: object) -> object:
     return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
-DomainGpus = Annotated[StrictInt, BeforeValidator(_whole_number), Field(ge=1, le=1024)]
+# The bounds before the validator: so they are the integer's own and the schema states them.
+DomainGpus = Annotated[StrictInt, Field(ge=1, le=1024), BeforeValidator(_whole_number)]
 
 SPEC_EXAMPLE = {
     "id": "acme-accel-2",
