@@ -1,6 +1,6 @@
 """Every supported catalogue model is quoted: the request POST /v1/estimate takes, priced in
 process through the service's one pricing path (Estimator.price, regressor included), on the
-fewest H200s (1, 2, 4 or 8) that hold it."""
+fewest H200s (1, 2, 4, 8 or 16) that hold it."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from service.pricing.regressor.runtime import EnergyRegressor
 from service.schemas.estimate_request import EstimateRequest
 
 SUPPORTED = [r.id for r in load_model_catalog().records if r.architecture is not None]
-COUNTS = (1, 2, 4, 8)
+COUNTS = (1, 2, 4, 8, 16)  # 16: two HGX nodes, for the bf16 GLM-5 family (744B)
 
 
 def _request(model_id: str, count: int) -> EstimateRequest:

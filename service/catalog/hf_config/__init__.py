@@ -73,6 +73,7 @@ TEXT_READERS: dict[str, Reader] = {
     "deepseek_v2": mla.read_deepseek_v2,
     "deepseek_v3": mla.read_deepseek_v3,
     "deepseek_v32": mla.read_deepseek_v32,
+    "glm_moe_dsa": mla.read_glm_moe_dsa,
     "kimi_k2": mla.read_deepseek_v3,
     "nemotron_h": hybrid.read_nemotron_h,
     "granitemoehybrid": hybrid.read_granitemoehybrid,

@@ -85,6 +85,26 @@ def read_deepseek_v32(view: ConfigView) -> Reading:
     return reading
 
 
+# GlmMoeDsaConfig (GLM-5) has DeepSeek-V3.2's layers under other class defaults: the keys that
+# shape them are required rather than defaulted from DeepSeek's.
+_GLM_MOE_DSA_KEYS = (
+    "hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size", "intermediate_size",
+    "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
+    "n_routed_experts", "n_shared_experts", "num_experts_per_tok", "moe_intermediate_size",
+    "first_k_dense_replace", "index_n_heads", "index_head_dim", "index_topk",
+)  # fmt: skip
+
+
+def read_glm_moe_dsa(view: ConfigView) -> Reading:
+    """GlmMoeDsaConfig (GLM-5, GLM-5.x): MLA with DSA sparse attention and DeepSeek-style
+    routed and shared experts after dense first layers, read as DeepSeek-V3.2 once every key
+    that shapes the layers is stated (as GLM-5's config.json states them:
+    https://huggingface.co/zai-org/GLM-5/blob/main/config.json)."""
+    for key in _GLM_MOE_DSA_KEYS:
+        view.size(key, None)
+    return read_deepseek_v32(view)
+
+
 def read_deepseek_v3(view: ConfigView) -> Reading:
     """DeepseekV3Config: 256 routed experts (top-8) and 1 shared of width 2048 on every layer
     after the first 3."""
