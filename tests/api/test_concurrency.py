@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -194,10 +194,15 @@ PAGE_LIMIT = 4
 
 
 def pull(
-    client: TestClient, cursor: str | None, params: dict[str, Any], pause_s: float = 0.0
+    client: TestClient,
+    cursor: str | None,
+    params: dict[str, Any],
+    pause_s: float = 0.0,
+    between_pages: Callable[[], None] | None = None,
 ) -> tuple[list[Any], Any]:
-    """Every page from `cursor` until `next_cursor` is null: (items, resume_cursor). Fails
-    after PULL_DEADLINE_S rather than paging forever behind a writer that outruns it."""
+    """Every page from `cursor` until `next_cursor` is null: (items, resume_cursor), calling
+    `between_pages` before each next page. Fails after PULL_DEADLINE_S rather than paging
+    forever behind a writer that outruns it."""
     items: list[Any] = []
     deadline = time.monotonic() + PULL_DEADLINE_S
     while True:
@@ -211,6 +216,8 @@ def pull(
             return items, page["resume_cursor"]
         cursor = page["next_cursor"]
         time.sleep(pause_s)  # let a writer interleave with the page reads
+        if between_pages is not None:
+            between_pages()
 
 
 def keyset(items: list[Any]) -> list[tuple[datetime, str]]:
@@ -239,11 +246,21 @@ def test_billing_pull_neither_skips_nor_repeats_under_concurrent_inserts(
                 written.append((time.monotonic(), body["quote_id"]))
                 time.sleep(WRITER_PAUSE_S)
 
+        def after_the_next_insert() -> None:
+            """Wait (at most 5 s) for the writer's next quote: every page boundary of the pull
+            sees an insert however slow this machine prices, and the reader, reading
+            PAGE_LIMIT rows per quote written, still catches up with the writer."""
+            seen, deadline = len(written), time.monotonic() + 5
+            while len(written) == seen and time.monotonic() < deadline:
+                time.sleep(0.005)
+
         with ThreadPoolExecutor(1) as pool:
             inserting = pool.submit(insert_until_stopped)
             time.sleep(settle_s + 0.5)  # some of the writer's quotes are settled by now
             pull_started = time.monotonic()
-            first, resume = pull(reader, None, params, pause_s=READER_PAUSE_S)
+            first, resume = pull(
+                reader, None, params, READER_PAUSE_S, between_pages=after_the_next_insert
+            )
             pull_ended = time.monotonic()
             time.sleep(0.2)
             stop.set()
