@@ -9,6 +9,7 @@ from typing import Literal, Self
 from pydantic import (
     AliasChoices,
     Field,
+    IPvAnyNetwork,
     NonNegativeInt,
     PositiveFloat,
     PositiveInt,
@@ -155,6 +156,26 @@ class Settings(BaseSettings):
         default=0.1, description="Longest wait for a slot [s] before the request gets 503."
     )
     shed_retry_after_s: PositiveInt = 1
+    # Per-client caps, per worker process (service/api/client_caps.py), so that one stalled or
+    # greedy client cannot hold every shedding slot and queue place.
+    client_max_in_flight_per_ip: NonNegativeInt | None = Field(
+        default=None,
+        description="Requests one client IP may have in flight in a worker at once (its body "
+        "read included); more get 429 at once. 0: no cap; unset: half the worker's shedding "
+        "slots and queue places together (48 by default). Behind a reverse proxy, set "
+        "`client_trusted_proxies` or every request counts against the proxy's address.",
+    )
+    client_max_in_flight_per_key: NonNegativeInt | None = Field(
+        default=None,
+        description="Requests one API key may have in flight in a worker at once; more get 429 "
+        "at once. 0: no cap; unset: as the per-IP default.",
+    )
+    client_trusted_proxies: tuple[IPvAnyNetwork, ...] = Field(
+        default=(),
+        description="Networks of the reverse proxies whose `X-Forwarded-For` names the client "
+        "(JSON in env: QUOTES_CLIENT_TRUSTED_PROXIES='[\"10.0.0.0/8\"]'); empty: the socket "
+        "peer is the client and the header is ignored.",
+    )
     log_level: str = "INFO"
     otel_enabled: bool = Field(
         default=False,
@@ -182,6 +203,15 @@ class Settings(BaseSettings):
         default_factory=dict,
         description="Per-key quota overriding the scope's, by the key's display prefix.",
     )
+
+    def client_caps(self) -> tuple[int, int]:
+        """(per IP, per key) requests in flight; an unset cap is half of the shedding slots and
+        queue places, so that others can always queue behind one client (0 without shedding)."""
+        half = (self.shed_max_concurrent + self.shed_max_queued) // 2
+        if self.shed_max_concurrent == 0:
+            half = 0
+        per_ip, per_key = self.client_max_in_flight_per_ip, self.client_max_in_flight_per_key
+        return (half if per_ip is None else per_ip, half if per_key is None else per_key)
 
     @field_validator("rate_limits", mode="after")
     @classmethod

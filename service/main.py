@@ -14,6 +14,7 @@ from sqlalchemy.exc import OperationalError
 from starlette.middleware.gzip import GZipMiddleware
 
 from service.api.admission import AdmissionMiddleware
+from service.api.client_caps import ClientCapsMiddleware
 from service.api.deps import AppServices
 from service.api.keys import KeyStore
 from service.api.load_shedding import LoadSheddingMiddleware
@@ -193,8 +194,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.metrics = Metrics()
     install_problem_handlers(app)
     # Outermost last. A request meets, in turn: the metrics, the caller's key and scope (from
-    # its headers), its body read whole within a deadline, and only then a shedding slot, so
-    # that neither a client without a key nor one that stalls mid-body holds a slot.
+    # its headers), its client's and key's caps on requests in flight, its body read whole
+    # within a deadline, and only then a shedding slot, so that neither a client without a key
+    # nor one that stalls mid-body holds a slot, and no one client holds them all.
     if settings.shed_max_concurrent > 0:  # inside the metrics: shed requests are counted
         app.add_middleware(
             LoadSheddingMiddleware,
@@ -208,6 +210,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         max_bytes=settings.max_body_bytes,
         timeout_s=settings.body_read_timeout_s,
     )
+    per_ip, per_key = settings.client_caps()
+    if per_ip or per_key:
+        app.add_middleware(
+            ClientCapsMiddleware,
+            max_per_ip=per_ip,
+            max_per_key=per_key,
+            retry_after_s=settings.shed_retry_after_s,
+            trusted_proxies=settings.client_trusted_proxies,
+        )
     app.add_middleware(AdmissionMiddleware)
     app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
     if settings.gzip_min_bytes > 0:  # level 1: most of the saving at a fraction of the CPU

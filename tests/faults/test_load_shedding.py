@@ -83,7 +83,10 @@ def test_overload_is_shed_fast_and_health_stays_up(database_url: str) -> None:
 
     Held where an estimate waits for its pricing without holding the event loop."""
     settings = {"shed_max_concurrent": 2, "shed_max_queued": 1, "shed_max_queue_wait_s": 0.3}
-    with running_client(database_url, **settings) as client:
+    # One test client is one address: the per-client caps (test_client_caps.py) would refuse
+    # it before the shedding does, so they are off here.
+    caps_off = {"client_max_in_flight_per_ip": 0, "client_max_in_flight_per_key": 0}
+    with running_client(database_url, **settings, **caps_off) as client:
         pricer = services_of(client).quotes.pricer
         original = pricer.price
         gate_open = threading.Event()

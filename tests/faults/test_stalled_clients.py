@@ -34,6 +34,10 @@ def worker(
         QUOTES_SHED_MAX_CONCURRENT="2",
         QUOTES_SHED_MAX_QUEUED="2",
         QUOTES_BODY_READ_TIMEOUT_S=str(BODY_READ_TIMEOUT_S),
+        # The body-read deadline alone: the per-client caps, which would refuse most of these
+        # clients at once, have their own test (test_client_caps.py).
+        QUOTES_CLIENT_MAX_IN_FLIGHT_PER_IP="0",
+        QUOTES_CLIENT_MAX_IN_FLIGHT_PER_KEY="0",
     )
     log = tmp_path_factory.mktemp("stalled") / "uvicorn.log"
     with running_worker(settings, log) as running:

@@ -170,3 +170,18 @@ def test_a_batch_larger_than_one_inference_slice_answers_as_single_requests(
     for b, s in zip(batched, singles, strict=True):
         assert b.gpu_j == pytest.approx(s.gpu_j, rel=1e-5)
         assert b.prefill_gpu_j == pytest.approx(s.prefill_gpu_j, rel=1e-5)
+
+
+def test_the_session_keeps_no_memory_pattern_per_input_shape(
+    regressor: EnergyRegressor, features: list[RequestFeatures]
+) -> None:
+    """Every pass has its own input shapes (requests x nodes), and onnxruntime would keep a
+    memory pattern, and an arena block for it, per shape seen: the arena of a long-running
+    worker then grows with each rarer shape (bench/results/soak.md). Passes of varied sizes
+    still answer each request as it is answered alone."""
+    assert regressor.session.get_session_options().enable_mem_pattern is False
+    alone = [predict_one(regressor, f).gpu_j for f in features[:12]]
+    for size in (1, 2, 5, 12):
+        groups = [Features.of_one(f) for f in features[:size]]
+        together = [p[0].gpu_j for p in regressor.predict(groups)]
+        assert together == pytest.approx(alone[:size], rel=1e-5)

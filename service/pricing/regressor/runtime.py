@@ -107,6 +107,12 @@ class EnergyRegressor:
         options.inter_op_num_threads = inter_op_threads
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        # No memory patterns: onnxruntime plans and keeps one pattern (and one block of its CPU
+        # arena) per distinct set of input shapes, and ours vary with every pass (requests per
+        # pass x nodes of the largest graph), so a long-running worker kept growing its arena as
+        # rarer shapes came along. Without them each run allocates from the arena as it goes,
+        # no slower for inputs this small.
+        options.enable_mem_pattern = False
         session = ort.InferenceSession(
             model_bytes, sess_options=options, providers=["CPUExecutionProvider"]
         )
