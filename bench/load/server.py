@@ -127,9 +127,9 @@ def wait_until_up(port: int, process: subprocess.Popen[bytes], timeout_s: float 
 
 
 def migrated_server_env(database_url: str, **extra: str) -> dict[str, str]:
-    """Migrate `database_url` to head and return the QUOTES_* settings a benchmark server runs
-    with: that database, no migration at start-up (several workers would race to run it),
-    warnings only, and `extra`."""
+    """Migrate `database_url` to head and return the settings a benchmark server runs with:
+    that database, no migration at start-up (several workers would race to run it), warnings
+    only, the Docker image's malloc arena limit (the service as it ships), and `extra`."""
     from service.db import migrate  # the service's own package, importable from the bench
 
     migrate.upgrade(database_url)
@@ -137,6 +137,7 @@ def migrated_server_env(database_url: str, **extra: str) -> dict[str, str]:
         "QUOTES_DATABASE_URL": database_url,
         "QUOTES_RUN_MIGRATIONS_ON_START": "false",
         "QUOTES_LOG_LEVEL": "WARNING",
+        "MALLOC_ARENA_MAX": "2",  # as the Dockerfile sets it
         **extra,
     }
 
