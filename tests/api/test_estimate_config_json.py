@@ -11,6 +11,8 @@ import pytest
 from api_support import example_body
 from fastapi.testclient import TestClient
 
+from tests.catalog.hf_config_support import NEMOTRON_NANO_9B_V2
+
 # Published configs, with their sources (see tests/catalog/hf_config_support.py).
 _FIXTURE = Path(__file__).resolve().parents[1] / "catalog/fixtures/catalogued_configs.json"
 _CONFIGS = json.loads(_FIXTURE.read_text(encoding="utf-8"))["configs"]
@@ -77,38 +79,6 @@ def test_the_custom_form_keeps_its_locations(client: TestClient) -> None:
         "architecture.intermediate_size",
         "architecture.vocab_size",
     }
-
-
-# nvidia/NVIDIA-Nemotron-Nano-9B-v2's config.json as published
-# (https://huggingface.co/nvidia/NVIDIA-Nemotron-Nano-9B-v2/blob/main/config.json), the keys
-# NemotronHConfig reads; 27 Mamba-2 blocks (M), 4 attention blocks (*), 25 MLP blocks (-).
-NEMOTRON_NANO_9B_V2: dict[str, Any] = {
-    "architectures": ["NemotronHForCausalLM"],
-    "model_type": "nemotron_h",
-    "hidden_size": 4480,
-    "intermediate_size": 15680,
-    "num_hidden_layers": 56,
-    "hybrid_override_pattern": "M-M-M-MM-M-M-M*-M-M-M*-M-M-M-M*-M-M-M-M*-M-MM-M-M-M-M-M-",
-    "num_attention_heads": 40,
-    "num_key_value_heads": 8,
-    "head_dim": 128,
-    "mamba_num_heads": 128,
-    "mamba_head_dim": 80,
-    "ssm_state_size": 128,
-    "n_groups": 8,
-    "conv_kernel": 4,
-    "chunk_size": 128,
-    "expand": 2,
-    "mamba_hidden_act": "silu",
-    "mlp_hidden_act": "relu2",
-    "use_bias": False,
-    "use_conv_bias": True,
-    "vocab_size": 131072,
-    "max_position_embeddings": 131072,
-    "tie_word_embeddings": False,
-    "rms_norm_eps": 1e-05,
-    "torch_dtype": "bfloat16",
-}
 
 
 def test_a_hybrid_mamba_config_is_quoted(client: TestClient) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hf_config_support import NEMOTRON_NANO_9B_V2
 
 from service.catalog.hf_config import read_config
 from service.core.architecture import ModelArchitecture
@@ -13,35 +14,6 @@ from service.core.cost_model_errors import InvalidArchitecture, UnsupportedArchi
 from service.core.memory import active_parameter_count, parameter_count
 from service.core.mixers import DeltaNetShape, MambaShape
 
-# https://huggingface.co/nvidia/NVIDIA-Nemotron-Nano-9B-v2/blob/main/config.json (the keys
-# NemotronHConfig reads)
-NEMOTRON_NANO_9B_V2: dict[str, Any] = {
-    "architectures": ["NemotronHForCausalLM"],
-    "model_type": "nemotron_h",
-    "hidden_size": 4480,
-    "intermediate_size": 15680,
-    "num_hidden_layers": 56,
-    "hybrid_override_pattern": "M-M-M-MM-M-M-M*-M-M-M*-M-M-M-M*-M-M-M-M*-M-MM-M-M-M-M-M-",
-    "num_attention_heads": 40,
-    "num_key_value_heads": 8,
-    "head_dim": 128,
-    "mamba_num_heads": 128,
-    "mamba_head_dim": 80,
-    "ssm_state_size": 128,
-    "n_groups": 8,
-    "conv_kernel": 4,
-    "chunk_size": 128,
-    "expand": 2,
-    "mamba_hidden_act": "silu",
-    "mlp_hidden_act": "relu2",
-    "use_bias": False,
-    "use_conv_bias": True,
-    "vocab_size": 131072,
-    "max_position_embeddings": 131072,
-    "tie_word_embeddings": False,
-    "rms_norm_eps": 1e-05,
-    "torch_dtype": "bfloat16",
-}
 # https://huggingface.co/Qwen/Qwen3-Next-80B-A3B-Instruct/blob/main/config.json
 QWEN3_NEXT_80B: dict[str, Any] = {
     "architectures": ["Qwen3NextForCausalLM"],

@@ -71,7 +71,7 @@ ENUMS = {
 # Fields the catalogue build writes for every entry it reads (the state-space and linear-attention
 # mixers of service.core.mixers, DSA's indexer, AWQ/GPTQ's group size), absent from the
 # hand-made entries.
-MIXER_ARCH_KEYS = {
+BUILT_ARCH_KEYS = {
     "dsa",
     "int4_group_size",
     "mamba",
@@ -484,7 +484,7 @@ def test_architecture_keys_and_types(models: list[dict[str, Any]]) -> None:
     for m in _supported(models):
         a = m["architecture"]
         mid = m["id"]
-        assert set(a) - MIXER_ARCH_KEYS == ARCH_KEYS, (mid, set(a) ^ ARCH_KEYS)
+        assert set(a) - BUILT_ARCH_KEYS == ARCH_KEYS, (mid, set(a) ^ ARCH_KEYS)
         for key in (
             "hidden_size",
             "num_layers",
