@@ -24,13 +24,14 @@ import numpy.typing as npt
 import pyarrow.parquet as pq
 from scipy.optimize import least_squares
 
+from offline.fitting.datasets_common import resolve_data_dir
 from offline.fitting.kernel_fit import GEMM_TILE_M
+from offline.validation.kernel_tables import kernel_table_files
 from service.catalog import GpuCatalog
 
 FloatArray = npt.NDArray[np.float64]
-KERNEL_DIR = "aiconfigurator/kernels"
-GEMM_GPUS = {"h100_sxm": "H100-SXM5-80GB", "h200_sxm": "H200-SXM-141GB"}
-"""The tables' GPU folders and catalogue ids: the GPUs of the serving runs."""
+GEMM_GPUS = ("h100_sxm", "h200_sxm")
+"""The tables' GPU folders (offline.validation.kernel_tables.GPU_IDS): the serving runs' GPUs."""
 _DTYPES = {"bfloat16": ("bf16", 2.0), "fp8": ("fp8", 1.0), "fp8_block": ("fp8", 1.0)}
 """Table dtype -> (tensor-core peak key, operand bytes per element)."""
 OUTPUT_BYTES = 2.0  # bf16 output in every table
@@ -60,12 +61,14 @@ class GemmSamples:
 
 
 def gemm_tables(data_dir: Path, engine: str) -> list[tuple[str, str, Path]]:
-    """(gpu id, engine version, table path) of every GEMM table of `engine` on H100/H200."""
-    found = []
-    for folder, gpu_id in GEMM_GPUS.items():
-        for path in sorted((data_dir / KERNEL_DIR / folder / "gemm" / engine).glob("*/*.parquet")):
-            found.append((gpu_id, path.parent.name, path))
-    return found
+    """(GPU id, engine version, path) of `engine`'s GEMM tables on the GEMM_GPUS."""
+    root = resolve_data_dir(data_dir)
+    files = kernel_table_files(data_dir, gpus=tuple(GEMM_GPUS), tables=("gemm_perf",))
+    return [
+        (f.gpu_id, f.version, root / f.relative)
+        for f in files
+        if f.op_folder == "gemm" and f.engine == engine
+    ]
 
 
 def gemm_samples(data_dir: Path, engine: str, gpus: GpuCatalog) -> GemmSamples:

@@ -19,7 +19,9 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from offline.fitting.cross_validation import HeldOut
-from offline.fitting.engine_gemm import GEMM_GPUS, KERNEL_DIR
+from offline.fitting.datasets_common import resolve_data_dir
+from offline.fitting.engine_gemm import GEMM_GPUS
+from offline.validation.kernel_tables import kernel_table_files
 
 MIN_TOKENS = 4096
 ROUTED = "power_law_1.01"
@@ -41,10 +43,12 @@ def imbalance_ratios(data_dir: Path) -> list[tuple[str, int, float]]:
     """(engine, EP degree, power-law / balanced time) of every MoE shape with EP > 1 and
     at least MIN_TOKENS tokens in the H100/H200 tables."""
     ratios = []
-    for folder in GEMM_GPUS:
-        for path in sorted((data_dir / KERNEL_DIR / folder / "moe").glob("*/*/moe_perf.parquet")):
-            engine = path.parent.parent.name
-            table = pq.read_table(path, columns=[*_SHAPE, "distribution", "latency"]).to_pydict()
+    root = resolve_data_dir(data_dir)
+    for file in kernel_table_files(data_dir, gpus=GEMM_GPUS, tables=("moe_perf",)):
+        if file.op_folder == "moe":
+            engine = file.engine
+            columns = [*_SHAPE, "distribution", "latency"]
+            table = pq.read_table(root / file.relative, columns=columns).to_pydict()
             times: dict[tuple[int, int, tuple[object, ...]], dict[str, float]] = defaultdict(dict)
             for i, distribution in enumerate(table["distribution"]):
                 ep, tokens = int(table["moe_ep_size"][i]), int(table["num_tokens"][i])
