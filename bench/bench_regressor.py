@@ -95,7 +95,7 @@ def case_features(model_id: str, gpu_id: str, par: Parallelism, weights: DType) 
     """One request's features, its analytical estimate included (a group of one)."""
     arch, workload, deployment, coefficients = case_inputs(model_id, gpu_id, par, weights)
     estimates, _ = estimate_workloads(arch, [workload], deployment, coefficients)
-    return workload_features(arch, deployment, estimates)
+    return workload_features(estimates)
 
 
 def features_from_estimate(
@@ -105,7 +105,7 @@ def features_from_estimate(
     (it has the estimate already, for latency)."""
     arch, workload, deployment, coefficients = inputs
     estimates, _ = estimate_workloads(arch, [workload], deployment, coefficients)
-    return thread_cpu_us(lambda: workload_features(arch, deployment, estimates), repeats, 500)
+    return thread_cpu_us(lambda: workload_features(estimates), repeats, 500)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,8 +1,9 @@
 """The analytical estimate: every kernel of both phases, latency, energy and memory.
 
-One implementation serves one request and many: `estimate_workloads` prices N workloads of one
-model on one deployment in array operations (service.core.estimates), and `estimate_request` is
-the same evaluation for a list of one.
+One implementation serves one request and many: `estimate_contexts` prices N workloads, each of
+its own context (model, deployment, engine coefficients), in array operations
+(service.core.estimates); `estimate_workloads` is that for one context, and `estimate_request`
+for a list of one.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from service.core.coefficients import CostModelCoefficients
 from service.core.cost_model_errors import CostModelError, InvalidParallelism, InvalidWorkload
 from service.core.estimates import WorkloadEstimates, price_workloads
 from service.core.memory import check_fits
+from service.core.pass_plans import PassPlans, PricingContext
 from service.core.plan import cost_plan
 from service.core.results import RequestEstimate
 from service.core.workload import Deployment, Workload
@@ -58,38 +60,58 @@ def estimate_workloads(
     the engine schedules it (service.core.schedule); without, memory is taken as unlimited.
     Errors of the model or layout, common to every workload, are raised.
     """
-    errors: dict[int, CostModelError] = {}
-    valid: list[int] = []
-    for index, workload in enumerate(workloads):
-        try:
-            validate_workload(arch, workload)
-        except CostModelError as error:
-            errors[index] = error
-        else:
-            valid.append(index)
+    context = pricing_context(arch, deployment, coefficients)
+    return estimate_contexts([(context, workloads)], check_memory=check_memory)
+
+
+def pricing_context(
+    arch: ModelArchitecture, deployment: Deployment, coefficients: CostModelCoefficients
+) -> PricingContext:
+    """The context `arch` on `deployment` is priced in. Raises the cost model's typed errors
+    for an invalid architecture, a layout that does not divide it, or a precision the GPU
+    cannot run."""
     _check_pipeline(arch, deployment)
     plan = cost_plan(arch, deployment, coefficients.roofline)
-    priced = price_workloads(
-        plan,
-        [workloads[i] for i in valid],
-        valid,
-        deployment,
-        coefficients,
-        _warnings(arch, deployment),
-        check_memory=check_memory,
-    )
+    return PricingContext(plan, deployment, coefficients, _warnings(arch, deployment))
+
+
+def estimate_contexts(
+    groups: Sequence[tuple[PricingContext, Sequence[Workload]]], *, check_memory: bool = True
+) -> tuple[WorkloadEstimates, dict[int, CostModelError]]:
+    """`estimate_workloads` of workloads of many contexts in one array evaluation: the groups'
+    workloads are numbered in order, group after group; the estimates of the valid ones
+    (`positions`: their numbers) and, by number, each invalid one's error."""
+    errors: dict[int, CostModelError] = {}
+    valid: list[int] = []
+    rows: list[Workload] = []
+    context: list[int] = []
+    number = 0
+    for c, (ctx, workloads) in enumerate(groups):
+        for workload in workloads:
+            try:
+                validate_workload(ctx.plan.arch, workload)
+            except CostModelError as error:
+                errors[number] = error
+            else:
+                valid.append(number)
+                rows.append(workload)
+                context.append(c)
+            number += 1
+    plans = PassPlans.of([ctx for ctx, _ in groups], np.array(context, dtype=np.intp))
+    priced = price_workloads(plans, rows, valid, check_memory=check_memory)
     if check_memory:
         # Refused only when one sequence at its longest cannot fit beside the weights; a
         # larger batch is scheduled (service.core.schedule).
         alone = priced.schedule.alone_bytes
-        required = plan.weight_bytes_per_gpu + alone
-        for j in np.flatnonzero(required > priced.capacity_bytes_per_gpu).tolist():
+        required = plans.rows.weight_bytes + alone
+        for j in np.flatnonzero(required > plans.rows.capacity_bytes).tolist():
+            ctx = plans.contexts[int(plans.context[j])]
             try:
                 check_fits(
                     priced.schedule.alone(
-                        j, plan.weight_bytes_per_gpu, priced.capacity_bytes_per_gpu
+                        j, ctx.plan.weight_bytes_per_gpu, ctx.deployment.gpu.memory_bytes
                     ),
-                    deployment,
+                    ctx.deployment,
                 )
             except CostModelError as error:
                 errors[valid[j]] = error

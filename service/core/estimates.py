@@ -1,6 +1,6 @@
-"""Analytical estimates of N workloads of one model on one deployment, in array operations.
+"""Analytical estimates of N workloads, each of its own context, in array operations.
 
-`price_workloads` evaluates the cached CostPlan once for all of them (N may be 1);
+`price_workloads` evaluates the contexts' cached CostPlans for all of them at once (N may be 1);
 `WorkloadEstimates` holds the results as arrays, and `item(j)` is workload j's RequestEstimate
 (service.core.estimate.estimate_workloads validates the workloads and checks memory).
 """
@@ -14,7 +14,6 @@ from functools import cached_property
 import numpy as np
 import numpy.typing as npt
 
-from service.core.coefficients import CostModelCoefficients, RooflineCoefficients
 from service.core.host_overhead import (
     decode_overhead_s,
     overhead_gpu_j,
@@ -22,13 +21,15 @@ from service.core.host_overhead import (
     worker_wait_s,
 )
 from service.core.kernel_table import KernelTable
+from service.core.pass_plans import ContextRows, PassPlans
 from service.core.phase import PhaseArrays, phase_arrays
 from service.core.plan import CostPlan
 from service.core.results import MemoryFootprint, Phase, PhaseCost, RequestEstimate
 from service.core.schedule import KvSchedule, kv_cache_bytes_many, kv_schedule
 from service.core.steady_state import PassMix, pass_mix
 from service.core.terms import WorkloadTerms, workload_terms
-from service.core.workload import Deployment, Workload
+from service.core.work import WORK_FIELDS
+from service.core.workload import Workload
 
 FloatArray = npt.NDArray[np.float64]
 _PHASES = (Phase.PREFILL, Phase.DECODE)
@@ -49,10 +50,12 @@ class SummedCounts:
 
 @dataclass(frozen=True, eq=False)
 class WorkloadEstimates:
-    """Estimates of N workloads of one model on one deployment, as arrays ([2, N]: prefill and
-    decode; [2, N, kernels] per kernel); `item(j)` is the j-th as a RequestEstimate.
+    """Estimates of N workloads, each of its own context (model, deployment, engine), as
+    arrays ([2, N]: prefill and decode; [2, N, kernels] per kernel, padded to one width, see
+    service.core.pass_plans); `item(j)` is the j-th as a RequestEstimate.
 
     Attributes:
+        plans: the contexts' plans and each row's context.
         sizes: [N, 3] each workload's batch size, prompt and output tokens.
         positions: [N] each workload's index in the caller's list.
         phase_s, phase_gpu_j: each phase's wall-clock time [s] and GPU energy [J].
@@ -66,7 +69,7 @@ class WorkloadEstimates:
         schedule: what runs at once (service.core.schedule), with a note per workload.
     """
 
-    plan: CostPlan
+    plans: PassPlans
     sizes: FloatArray
     positions: tuple[int, ...]
     phase_s: FloatArray
@@ -77,16 +80,22 @@ class WorkloadEstimates:
     arrays: PhaseArrays
     terms: WorkloadTerms
     kv_cache_bytes: FloatArray
-    gpu_count: int
-    capacity_bytes_per_gpu: float
-    warnings: tuple[str, ...]
     decode_steps: FloatArray
     schedule: KvSchedule
 
+    @property
+    def count(self) -> int:
+        return int(self.sizes.shape[0])
+
+    def gpu_count(self, j: int) -> int:
+        """GPUs workload j's deployment holds."""
+        return int(self.plans.rows.held[j])
+
     def warnings_of(self, j: int) -> tuple[str, ...]:
         """The deployment's warnings, then workload j's schedule note if it has one."""
+        warnings = self.plans.contexts[int(self.plans.context[j])].warnings
         note = self.schedule.notes[j]
-        return (*self.warnings, note) if note else self.warnings
+        return (*warnings, note) if note else warnings
 
     @property
     def gpu_j(self) -> FloatArray:
@@ -98,17 +107,29 @@ class WorkloadEstimates:
     def _phase_sums(self) -> tuple[FloatArray, FloatArray]:
         """[2, N, BASIS] terms summed over each phase's executions: (real, padded rows). Only
         counts need them (features, the verbose breakdown), so they are summed on demand."""
-        return self.terms.phase_sums(self.plan.arch.capped_window)
+        return self.terms.phase_sums(self.plans.rows.window)
 
     def totals(self) -> FloatArray:
-        """[2, N, kernels, WORK_FIELDS] counts summed over executions and all GPUs."""
-        return self.plan.count_totals(*self._phase_sums)
+        """[2, N, kernels, WORK_FIELDS] counts summed over executions and all GPUs (0 on the
+        padding)."""
+        basis_sum, padded_sum = self._phase_sums
+        plans = self.plans
+        totals = np.zeros((2, plans.count, plans.width, len(WORK_FIELDS)))
+        for ctx, members in zip(plans.contexts, plans.members, strict=True):
+            kernels = len(ctx.plan.nodes)
+            if not members.size:
+                continue
+            totals[:, members, :kernels] = ctx.plan.count_totals(
+                basis_sum[:, members], padded_sum[:, members]
+            )
+        return totals
 
     def memory(self, j: int) -> MemoryFootprint:
+        rows = self.plans.rows
         return MemoryFootprint(
-            self.plan.weight_bytes_per_gpu,
+            float(rows.weight_bytes[j]),
             float(self.kv_cache_bytes[j]),
-            self.capacity_bytes_per_gpu,
+            float(rows.capacity_bytes[j]),
         )
 
     def item(self, j: int) -> RequestEstimate:
@@ -134,25 +155,26 @@ class WorkloadEstimates:
             total_s=times[0] + times[1],
             time_per_output_token_s=times[1] / steps if steps else 0.0,
             batch_size=int(batch),
-            gpu_count=self.gpu_count,
+            gpu_count=self.gpu_count(j),
             memory=self.memory(j),
             warnings=self.warnings_of(j),
         )
 
     def _table(self, p: int, j: int) -> KernelTable:
-        plan, arrays = self.plan, self.arrays
+        plan, arrays = self.plans.plan_of(j), self.arrays
+        kernels = slice(0, len(plan.nodes))
         basis_sum, padded_sum = self._phase_sums
         return KernelTable(
             phase=_PHASES[p],
             nodes=plan.nodes,
-            executions=arrays.executions[p, j],
+            executions=arrays.executions[p, j, kernels],
             kernel_time_s=float(self.kernel_s[p, j]),
             kernel_gpu_j=float(self.kernel_gpu_j[p, j]),
-            time_s=arrays.time_s[p, j],
-            gpu_j=arrays.gpu_j[p, j],
-            compute_s=arrays.compute_s[p, j],
-            memory_s=arrays.memory_s[p, j],
-            network_s=arrays.network_s[p, j],
+            time_s=arrays.time_s[p, j, kernels],
+            gpu_j=arrays.gpu_j[p, j, kernels],
+            compute_s=arrays.compute_s[p, j, kernels],
+            memory_s=arrays.memory_s[p, j, kernels],
+            network_s=arrays.network_s[p, j, kernels],
             compute_key=plan.compute_key,
             gpu=plan.gpu,
             counts=SummedCounts(plan, basis_sum[p, j], padded_sum[p, j]),
@@ -160,19 +182,16 @@ class WorkloadEstimates:
 
 
 def price_workloads(
-    plan: CostPlan,
+    plans: PassPlans,
     workloads: Sequence[Workload],
     positions: Sequence[int],
-    deployment: Deployment,
-    coefficients: CostModelCoefficients,
-    warnings: tuple[str, ...],
     *,
     check_memory: bool = True,
 ) -> WorkloadEstimates:
-    """Estimates of valid `workloads` (validated by the caller) on `plan`. With `check_memory`
-    a workload whose KV cache does not fit at once is priced as scheduled
+    """Estimates of valid `workloads` (validated by the caller), row j of `plans`' context.
+    With `check_memory` a workload whose KV cache does not fit at once is priced as scheduled
     (service.core.schedule); without, as if memory were unlimited."""
-    arch = plan.arch
+    rows = plans.rows
     values = np.array(
         [
             (
@@ -188,47 +207,30 @@ def price_workloads(
     ).reshape(-1, 5)
     batch, prompt, output, cached, asked = values.T
     continuous = asked > 0
-    pipeline = deployment.parallelism.pipeline
-    gpu, held = deployment.gpu, deployment.gpu_count
+    one = np.ones_like(batch)
     schedule = kv_schedule(
         batch,
         asked,
         continuous,
-        kv_cache_bytes_many(plan, np.ones_like(batch), prompt + output, pipeline),
-        kv_cache_bytes_many(plan, np.ones_like(batch), prompt + (output - 1.0) / 2.0, pipeline),
-        gpu.memory_bytes - plan.weight_bytes_per_gpu,
+        kv_cache_bytes_many(rows, one, prompt + output),
+        kv_cache_bytes_many(rows, one, prompt + (output - 1.0) / 2.0),
+        rows.capacity_bytes - rows.weight_bytes,
         limited=check_memory,
     )
     mix = pass_mix(schedule.batch, prompt, cached, output, schedule.running, continuous)
-    roofline = coefficients.roofline
-    terms = workload_terms(
-        arch,
-        plan.shapes,
-        mix,
-        prompt,
-        output,
-        schedule.waves,
-        flash=deployment.flash_attention,
-        tile_m=roofline.gemm_tile_m,
-    )
-    launch = (roofline.kernel_launch_s, roofline.decode_kernel_launch_s)
-    arrays = phase_arrays(plan, terms, launch, coefficients.power)
+    terms = workload_terms(rows, mix, prompt, output, schedule.waves)
+    arrays = phase_arrays(plans, terms)
     kernel_s = arrays.time_s.sum(axis=2)  # [2, N]
     kernel_j = arrays.gpu_j.sum(axis=2)
-    overhead_s, sequences_s, wait_s = _host_seconds(roofline, mix, held)
+    overhead_s, sequences_s, wait_s = _host_seconds(rows, mix)
     overhead_s *= schedule.waves
-    waiting = held - deployment.parallelism.gpus_per_stage  # other pipeline stages idle meanwhile
+    waiting = rows.held - rows.gpus_per_stage  # other pipeline stages idle meanwhile
     overhead_j = overhead_gpu_j(
-        overhead_s,
-        sequences_s * schedule.waves,
-        wait_s * schedule.waves,
-        gpu,
-        coefficients.power,
-        held,
+        rows, overhead_s, sequences_s * schedule.waves, wait_s * schedule.waves
     )
-    phase_j = kernel_j + gpu.idle_w * waiting * kernel_s * mix.share + overhead_j * mix.share
+    phase_j = kernel_j + rows.idle_w * waiting * kernel_s * mix.share + overhead_j * mix.share
     return WorkloadEstimates(
-        plan=plan,
+        plans=plans,
         sizes=values[:, :3],
         positions=tuple(positions),
         phase_s=kernel_s + overhead_s,
@@ -239,32 +241,25 @@ def price_workloads(
         arrays=arrays,
         terms=terms,
         kv_cache_bytes=schedule.kv_cache_bytes,
-        gpu_count=held,
-        capacity_bytes_per_gpu=gpu.memory_bytes,
-        warnings=warnings,
         decode_steps=schedule.waves * (output - 1.0),
         schedule=schedule,
     )
 
 
-def _host_seconds(
-    roofline: RooflineCoefficients, mix: PassMix, held: int
-) -> tuple[FloatArray, FloatArray, FloatArray]:
+def _host_seconds(rows: ContextRows, mix: PassMix) -> tuple[FloatArray, FloatArray, FloatArray]:
     """[2, N] host-side seconds of each phase of one wave: all of it, its part per running
     sequence, its part feeding workers. A static prefill pays the prefill overhead alone; a
     continuous batch's every pass, the first included, pays a decode step's."""
     steps, running, continuous = mix.steps, mix.running, mix.continuous
     overhead_s = np.empty_like(steps)
     overhead_s[0] = np.where(
-        continuous,
-        decode_overhead_s(roofline, running, steps[0], held),
-        roofline.prefill_overhead_s,
+        continuous, decode_overhead_s(rows, running, steps[0]), rows.prefill_overhead_s
     )
-    overhead_s[1] = decode_overhead_s(roofline, running, steps[1], held)
+    overhead_s[1] = decode_overhead_s(rows, running, steps[1])
     sequences_s = np.zeros_like(overhead_s)
-    sequences_s[0] = np.where(continuous, per_sequence_s(roofline, running, steps[0]), 0.0)
-    sequences_s[1] = per_sequence_s(roofline, running, steps[1])
+    sequences_s[0] = np.where(continuous, per_sequence_s(rows, running, steps[0]), 0.0)
+    sequences_s[1] = per_sequence_s(rows, running, steps[1])
     wait_s = np.zeros_like(overhead_s)
-    wait_s[0] = np.where(continuous, worker_wait_s(roofline, steps[0], held), 0.0)
-    wait_s[1] = worker_wait_s(roofline, steps[1], held)
+    wait_s[0] = np.where(continuous, worker_wait_s(rows, steps[0]), 0.0)
+    wait_s[1] = worker_wait_s(rows, steps[1])
     return overhead_s, sequences_s, wait_s

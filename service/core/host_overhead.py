@@ -10,56 +10,53 @@ part draws its own power, fitted per serving engine:
   roofline misses (the v3 rows' own power rises from ~490 W at 8 sequences to ~690 W of 700
   at 192 and more, Llama-3.1-8B on H100);
 - while the driver feeds the workers, the GPUs wait on it at idle power.
-Works on floats and, element-wise, on arrays of workloads.
+Element-wise on arrays of workloads, each with its own context's coefficients.
 """
 
 from __future__ import annotations
 
-from typing import TypeVar
-
 import numpy as np
 import numpy.typing as npt
 
-from service.core.coefficients import PowerCoefficients, RooflineCoefficients
-from service.core.hardware import GpuSpec
+from service.core.pass_plans import ContextRows
 
-Number = TypeVar("Number", float, npt.NDArray[np.float64])
+FloatArray = npt.NDArray[np.float64]
 
 
-def decode_overhead_s(
-    roofline: RooflineCoefficients, batch: Number, steps: Number, workers: int
-) -> Number:
-    """Host-side time of `steps` decode steps of `batch` sequences on `workers` GPUs [s]."""
+def decode_overhead_s(rows: ContextRows, batch: FloatArray, steps: FloatArray) -> FloatArray:
+    """Host-side time of `steps` decode steps of `batch` sequences on each row's GPUs [s]."""
     per_step = (
-        roofline.decode_step_overhead_s
-        + roofline.decode_overhead_per_sequence_s * batch
-        + roofline.decode_overhead_per_worker_s * (workers - 1)
+        rows.decode_step_overhead_s
+        + rows.decode_overhead_per_sequence_s * batch
+        + rows.decode_overhead_per_worker_s * (rows.held - 1.0)
     )
-    return steps * per_step
+    result: FloatArray = steps * per_step
+    return result
 
 
-def per_sequence_s(roofline: RooflineCoefficients, batch: Number, steps: Number) -> Number:
+def per_sequence_s(rows: ContextRows, batch: FloatArray, steps: FloatArray) -> FloatArray:
     """The part of decode's host-side time that grows with the running sequences [s]."""
-    return steps * roofline.decode_overhead_per_sequence_s * batch
+    result: FloatArray = steps * rows.decode_overhead_per_sequence_s * batch
+    return result
 
 
-def worker_wait_s(roofline: RooflineCoefficients, steps: Number, workers: int) -> Number:
-    """The part of decode's host-side time spent feeding `workers` GPU workers [s]."""
-    return steps * roofline.decode_overhead_per_worker_s * (workers - 1)
+def worker_wait_s(rows: ContextRows, steps: FloatArray) -> FloatArray:
+    """The part of decode's host-side time spent feeding each row's GPU workers [s]."""
+    result: FloatArray = steps * rows.decode_overhead_per_worker_s * (rows.held - 1.0)
+    return result
 
 
 def overhead_gpu_j(
-    overhead_s: Number,
-    sequences_s: Number,
-    wait_s: Number,
-    gpu: GpuSpec,
-    power: PowerCoefficients,
-    held: int,
-) -> Number:
-    """GPU energy [J] of `held` GPUs over `overhead_s` of host time: `sequences_s` of it at the
-    per-sequence power, `wait_s` at idle, the rest at the host-overhead power."""
-    dynamic_w = gpu.tdp_w - gpu.idle_w
-    overhead_w = gpu.idle_w + dynamic_w * power.host_overhead
-    sequences_w = gpu.idle_w + dynamic_w * power.host_per_sequence
+    rows: ContextRows, overhead_s: FloatArray, sequences_s: FloatArray, wait_s: FloatArray
+) -> FloatArray:
+    """GPU energy [J] of each row's GPUs over `overhead_s` of host time: `sequences_s` of it at
+    the per-sequence power, `wait_s` at idle, the rest at the host-overhead power."""
+    idle_w = rows.idle_w
+    dynamic_w = rows.tdp_w - idle_w
+    overhead_w = idle_w + dynamic_w * rows.power_host_overhead
+    sequences_w = idle_w + dynamic_w * rows.power_host_per_sequence
     fixed_s = overhead_s - sequences_s - wait_s
-    return held * (overhead_w * fixed_s + sequences_w * sequences_s + gpu.idle_w * wait_s)
+    result: FloatArray = rows.held * (
+        overhead_w * fixed_s + sequences_w * sequences_s + idle_w * wait_s
+    )
+    return result

@@ -46,9 +46,11 @@ def expert_load_imbalance(expert: int, per_doubling: float) -> float:
     return 1.0 + per_doubling * float(np.log2(expert))
 
 
-def expected_touched_experts(tokens: Number, num_experts: int, experts_per_token: int) -> Number:
+def expected_touched_experts(
+    tokens: Number, num_experts: Number | int, experts_per_token: Number | int
+) -> Number:
     """Expected number of distinct experts that `tokens` tokens route to (uniform routing); one
-    pass, or an array of them."""
+    pass, or an array of them (and of the models' expert counts)."""
     miss = 1.0 - experts_per_token / num_experts
     touched: Number = num_experts * (1.0 - miss**tokens)
     return touched

@@ -9,15 +9,13 @@ envelope (service.core.envelope), for all workloads in the same array operations
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 import numpy.typing as npt
 
-from service.core.coefficients import PowerCoefficients
 from service.core.envelope import sum_affine_many, sum_max_affine_many
-from service.core.plan import CostPlan
-from service.core.roofline import kernel_gpu_j
+from service.core.pass_plans import PassPlans
+from service.core.roofline import drawn_j
 from service.core.terms import WorkloadTerms
 
 FloatArray = npt.NDArray[np.float64]
@@ -37,51 +35,64 @@ class PhaseArrays:
     executions: FloatArray
 
 
-def phase_arrays(
-    plan: CostPlan, terms: WorkloadTerms, launch_s: tuple[float, float], power: PowerCoefficients
-) -> PhaseArrays:
-    """Per-kernel totals of both phases of every workload in `terms`."""
+def phase_arrays(plans: PassPlans, terms: WorkloadTerms) -> PhaseArrays:
+    """Per-kernel totals of both phases of every row of `terms` ([2, N, plans.width]; zero on
+    the padding)."""
     both = terms.both  # [2, N, 2 x BASIS]
-    kernels = len(plan.nodes)
-    unit = (both @ plan.unit_major_seconds.T).reshape(2, -1, 5, kernels).transpose(0, 1, 3, 2)
-    scale = terms.steps[..., None] * plan.layers * terms.repeats[:, None]  # [2, N, K]
+    n, width, rows = plans.count, plans.width, plans.rows
+    # Each context's unit seconds in one matrix product; padded kernels stay 0.
+    unit = np.zeros((2, n, 5, width))
+    latency = np.zeros((2, n, width))
+    for ctx, members in zip(plans.contexts, plans.members, strict=True):
+        plan, kernels = ctx.plan, len(ctx.plan.nodes)
+        if not members.size:
+            continue
+        own = both[:, members]
+        unit[:, members, :, :kernels] = (own @ plan.unit_major_seconds.T).reshape(2, -1, 5, kernels)
+        latency[:, members, :kernels] = own @ plan.latency_seconds.T
+    unit = unit.transpose(0, 1, 3, 2)  # [2, N, K, units]
+    scale = terms.steps[..., None] * plans.layers * terms.repeats[:, None]  # [2, N, K]
     # The four limbs in one array (filled in place): time, compute, memory, network [s].
     limbs = np.empty((4, *scale.shape))
     time_s, compute_s, memory_s, network_s = limbs
     np.max(unit, axis=3, out=time_s)
-    time_s += np.array(launch_s)[:, None, None]
+    time_s += np.stack([rows.prefill_launch_s, rows.decode_launch_s])[..., None]
     np.max(unit[..., :3], axis=3, out=compute_s)
     memory_s[...] = unit[..., 3]
     # Link-busy time only: collective step latency is in time_s, not in the power share.
-    np.subtract(unit[..., 4], both @ plan.latency_seconds.T, out=network_s)
+    np.subtract(unit[..., 4], latency, out=network_s)
     limbs *= scale
-    if plan.attention:
-        index, _, _, _, layers = _attention_lines(plan)
-        decode = limbs[:, 1]  # [4, N, K]
-        decode_s = _decode_attention_s(plan, terms, unit[1], launch_s[1])
-        decode[:, :, index] = decode_s * layers * terms.repeats[:, None]
+    decode = limbs[:, 1]  # [4, N, K]
+    decode_s = _decode_attention_s(plans, terms, unit[1])
+    at = np.arange(n)[:, None]
+    decode[:, at, plans.attention] = decode_s * plans.attention_layers * terms.repeats[:, None]
     # Every GPU of the group draws it; the request's share of it (service.core.steady_state).
-    gpu_j = plan.shapes.group * kernel_gpu_j(
-        plan.gpu, power, time_s, compute_s, memory_s, network_s
+    gpu_j = rows.group[:, None] * drawn_j(
+        rows.idle_w[:, None],
+        rows.tdp_w[:, None],
+        (rows.power_compute[:, None], rows.power_memory[:, None], rows.power_network[:, None]),
+        time_s,
+        compute_s,
+        memory_s,
+        network_s,
     )
     gpu_j *= terms.share[..., None]
     return PhaseArrays(time_s, compute_s, memory_s, network_s, gpu_j, scale)
 
 
 def _decode_attention_s(
-    plan: CostPlan, terms: WorkloadTerms, decode_unit: FloatArray, launch_s: float
+    plans: PassPlans, terms: WorkloadTerms, decode_unit: FloatArray
 ) -> FloatArray:
-    """[4, N, attention kernels] (time, compute, memory, network) seconds of each attention
-    kernel over decode, per layer, all in the same few array operations.
+    """[4, N, A] (time, compute, memory, network) seconds of each row's attention kernels over
+    decode, per layer, all in the same few array operations.
 
     `decode_unit` [N, kernels, units]: one decode step's unit times without the context's
     part. A unit's time at context c is that plus c times its seconds per key; a sliding
     kernel's context stops growing at the window, so its range is cut there into a growing
-    piece and a flat one (in a model with sliding kernels, a full-attention kernel's flat
-    piece is empty)."""
-    index, per_key, sliding, pieces, _ = _attention_lines(plan)
-    a = decode_unit[:, index, :]  # [N, A, units]
-    b = terms.batch[:, None, None] * per_key
+    piece and a flat one (for a full-attention kernel the flat piece is empty)."""
+    pieces = plans.pieces
+    a = np.take_along_axis(decode_unit, plans.attention[:, :, None], axis=1)  # [N, A, units]
+    b = terms.batch[:, None, None] * plans.per_key
     n, kernels = a.shape[0], a.shape[1]
     first, last = terms.first[:, None], terms.last[:, None]  # [N, 1]
     # Rows per kernel: each piece's time, then each piece's compute limb. The time is the top
@@ -95,8 +106,7 @@ def _decode_attention_s(
     if pieces == 1:  # no sliding kernel: one growing piece each
         lo[..., 0], hi[..., 0] = first, last
     else:
-        window = float(plan.arch.capped_window or 0)
-        cap = np.where(sliding, window, last)  # [N, A]
+        cap = np.where(plans.sliding, plans.rows.window[:, None], last)  # [N, A]
         lines_a[:, :, 1] = a + cap[..., None] * b
         lines_b[:, :, 1] = 0.0
         lo[..., 0], lo[..., 1] = first, np.maximum(first, cap + 1.0)
@@ -113,21 +123,8 @@ def _decode_attention_s(
         lines_a[:, :, :pieces, 3:], lines_b[:, :, :pieces, 3:], lo[..., None], hi[..., None]
     ).sum(axis=2)  # [N, A, (memory, network)]
     seconds = np.empty((4, n, kernels))
+    launch_s = plans.rows.decode_launch_s[:, None]
     seconds[0] = tops[..., :pieces].sum(axis=2) + launch_s * count.sum(axis=2)
     seconds[1] = tops[..., pieces:].sum(axis=2)
     seconds[2], seconds[3] = limbs[..., 0], limbs[..., 1]
     return seconds
-
-
-@lru_cache(maxsize=256)
-def _attention_lines(
-    plan: CostPlan,
-) -> tuple[npt.NDArray[np.intp], FloatArray, FloatArray, int, FloatArray]:
-    """The plan's attention kernels: their indices, each unit's seconds per sequence and
-    context key [A, units], whether each attends over the sliding window [A], the pieces a
-    decode range is cut into (2 when any kernel slides: growing, then flat beyond the window;
-    else 1), and each one's executions per forward pass [A]."""
-    index = np.array(plan.attention, dtype=np.intp)
-    per_key = np.array([plan.seconds_per_context_key[i] for i in plan.attention])
-    sliding = np.array([plan.nodes[i].operand == "sliding" for i in plan.attention])
-    return index, per_key, sliding, 2 if sliding.any() else 1, plan.layers[index]

@@ -10,7 +10,7 @@ exact from the upper envelope's breakpoints, with no loop over tokens.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -114,6 +114,26 @@ def kernel_gpu_j(
     the link-busy time (without collective step latency). Utilisation-weighted dynamic power
     on top of idle, capped so no kernel draws more than TDP.
     """
-    busy_s = power.compute * compute_s + power.memory * memory_s + power.network * network_s
-    energy: Seconds = gpu.idle_w * time_s + (gpu.tdp_w - gpu.idle_w) * np.minimum(busy_s, time_s)
-    return energy
+    weights = (power.compute, power.memory, power.network)
+    return drawn_j(gpu.idle_w, gpu.tdp_w, weights, time_s, compute_s, memory_s, network_s)
+
+
+def drawn_j(
+    idle_w: float | npt.NDArray[np.float64],
+    tdp_w: float | npt.NDArray[np.float64],
+    weights: tuple[
+        float | npt.NDArray[np.float64],
+        float | npt.NDArray[np.float64],
+        float | npt.NDArray[np.float64],
+    ],
+    time_s: Seconds,
+    compute_s: Seconds,
+    memory_s: Seconds,
+    network_s: Seconds,
+) -> Seconds:
+    """`kernel_gpu_j` from the GPU's idle and TDP power [W] and the power coefficients'
+    (compute, memory, network) weights, each a number or an array (one per workload row)."""
+    compute, memory, network = weights
+    busy_s = compute * compute_s + memory * memory_s + network * network_s
+    energy = idle_w * time_s + (tdp_w - idle_w) * np.minimum(busy_s, time_s)
+    return cast(Seconds, energy)  # type: ignore[redundant-cast]

@@ -22,8 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from service.core.plan import CostPlan
-from service.core.recurrent import recurrent_state_bytes
+from service.core.pass_plans import ContextRows
 from service.core.results import MemoryFootprint
 
 FloatArray = npt.NDArray[np.float64]
@@ -62,13 +61,14 @@ def kv_schedule(
     continuous: BoolArray,
     full_bytes: FloatArray,
     mean_bytes: FloatArray,
-    free_bytes: float,
+    free_bytes: FloatArray | float,
     *,
     limited: bool,
 ) -> KvSchedule:
     """The schedule of workloads of `batch` sequences (`running` in a continuous batch where
     `continuous`), whose sequences' KV cache per GPU is `full_bytes` at their longest and
-    `mean_bytes` on average over their life, with `free_bytes` per GPU beside the weights.
+    `mean_bytes` on average over their life, with `free_bytes` per GPU beside the weights
+    (each [N]; one free size may serve all).
     `limited` False: memory unlimited (everything at once)."""
     at_once = np.floor(free_bytes / full_bytes)
     held = np.floor(free_bytes / mean_bytes)
@@ -82,13 +82,14 @@ def kv_schedule(
     runs = np.where(continuous, runs, per_wave)
     kv = np.where(continuous, runs * mean_bytes, per_wave * full_bytes)
     notes = tuple(
-        _note(b, c, w, r, cont, float(free_bytes))
-        for b, c, w, r, cont in zip(
+        _note(b, c, w, r, cont, free)
+        for b, c, w, r, cont, free in zip(
             batch.tolist(),
             running.tolist(),
             waves.tolist(),
             runs.tolist(),
             continuous.tolist(),
+            np.broadcast_to(free_bytes, batch.shape).tolist(),
             strict=True,
         )
     )
@@ -115,17 +116,12 @@ def _note(
     return ""
 
 
-def kv_cache_bytes_many(
-    plan: CostPlan, batch: FloatArray, tokens: FloatArray, pipeline: int
-) -> FloatArray:
-    """memory.kv_cache_bytes_per_gpu of workloads of `batch` sequences of `tokens` tokens [B]."""
-    arch, s = plan.arch, plan.shapes
-    window = tokens if arch.sliding_window_tokens is None else arch.sliding_window_tokens
-    full_layers = arch.num_attention_layers - arch.num_sliding_window_layers
-    sliding = arch.num_sliding_window_layers * np.minimum(tokens, window)
-    per_stage = (full_layers * tokens + sliding) / pipeline
-    sequences = batch / s.data  # on this GPU's attention replica
-    result: FloatArray = sequences * per_stage * s.kv_cache_width * s.kv_bytes
-    if arch.num_mamba_layers or arch.num_delta_net_layers:
-        result = result + sequences * recurrent_state_bytes(arch, s) / pipeline
-    return result
+def kv_cache_bytes_many(rows: ContextRows, batch: FloatArray, tokens: FloatArray) -> FloatArray:
+    """memory.kv_cache_bytes_per_gpu of workloads of `batch` sequences of `tokens` tokens, each
+    of its row's model and deployment [B]: attention layers' KV (sliding ones' capped at the
+    window), then recurrent layers' state (0 in a model without)."""
+    sliding = rows.kv_sliding_layers * np.minimum(tokens, rows.kv_window)
+    per_stage = (rows.kv_full_layers * tokens + sliding) / rows.pipeline
+    sequences = batch / rows.kv_data  # on this GPU's attention replica
+    result: FloatArray = sequences * per_stage * rows.kv_width * rows.kv_bytes
+    return result + sequences * rows.state_bytes / rows.pipeline

@@ -13,11 +13,10 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from service.core.architecture import ModelArchitecture
 from service.core.envelope import sum_affine_many
 from service.core.moe import expected_touched_experts
+from service.core.pass_plans import ContextRows
 from service.core.plan import BASIS
-from service.core.shards import ShardShapes
 from service.core.steady_state import PassMix
 
 FloatArray = npt.NDArray[np.float64]
@@ -66,14 +65,15 @@ class WorkloadTerms:
     def padded(self) -> FloatArray:
         return self.both[..., len(BASIS) :]
 
-    def phase_sums(self, window: int | None) -> tuple[FloatArray, FloatArray]:
+    def phase_sums(self, window: FloatArray) -> tuple[FloatArray, FloatArray]:
         """[2, N, BASIS] terms summed over each phase's executions and waves, times the
-        request's share: (real, padded rows)."""
+        request's share: (real, padded rows); `window` [N] each row's capped window
+        (service.core.pass_plans.NO_WINDOW where none)."""
         sums = self.both * self.steps[..., None]
         first, last = self.first, self.last
         # Decode's pairs and keys read grow by one per step: summed over the contexts.
         contexts = sum_affine_many(0.0, 1.0, first, last)
-        windowed = contexts if window is None else capped_sum(first, last, window)
+        windowed = capped_sum(first, last, window)
         sums[1][:, _DECODE_SPAN] += (self.batch * contexts)[:, None]
         sums[1][:, _SLIDING_SPAN] += (self.batch * windowed)[:, None]
         sums *= (self.share * self.repeats)[..., None]
@@ -81,58 +81,63 @@ class WorkloadTerms:
         return sums[..., :width], sums[..., width:]
 
 
-def capped_sum(first: FloatArray, last: FloatArray, window: int) -> FloatArray:
-    """Sum over c in [first, last] of min(c, window)."""
+def capped_sum(first: FloatArray, last: FloatArray, window: FloatArray | int) -> FloatArray:
+    """Sum over c in [first, last] of min(c, window) (window: one, or one per range)."""
     below = sum_affine_many(0.0, 1.0, first, np.minimum(last, window))
     above = np.maximum(0.0, last - np.maximum(first, window + 1.0) + 1.0)
     result: FloatArray = below + window * above
     return result
 
 
-def padded_rows_many(rows: FloatArray, tile_m: int) -> FloatArray:
-    """`rows` rounded up to whole `tile_m`-row tiles."""
-    if tile_m <= 1:
-        return rows
-    result: FloatArray = np.ceil(rows / tile_m) * tile_m
-    return result
+def padded_rows_many(rows: FloatArray, tile_m: FloatArray | int) -> FloatArray:
+    """`rows` rounded up to whole `tile_m`-row tiles (one tile height, or one per row; a tile
+    of 1 row pads nothing)."""
+    if np.ndim(tile_m) == 0:
+        if tile_m <= 1:
+            return rows
+        result: FloatArray = np.ceil(rows / tile_m) * tile_m
+        return result
+    padded: FloatArray = np.where(tile_m > 1, np.ceil(rows / tile_m) * tile_m, rows)
+    return padded
 
 
 def expert_terms_many(
-    arch: ModelArchitecture, s: ShardShapes, tokens: FloatArray, tile_m: int
+    rows: ContextRows, tokens: FloatArray
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
-    """For passes of `tokens` tokens of an MoE model: the expert rows (token-expert assignments
-    on one GPU), the same padded to the GEMM tile per touched expert, and the touched experts
-    (uniform routing, service.core.moe)."""
-    k, experts = arch.experts_per_token, arch.num_experts
-    assignments = tokens * k / s.expert
-    touched = np.maximum(expected_touched_experts(tokens, experts, k) / s.expert, 1e-12)
-    return assignments, touched * padded_rows_many(assignments / touched, tile_m), touched
+    """For passes of `tokens` tokens [N] of each row's model: the expert rows (token-expert
+    assignments on one GPU), the same padded to the GEMM tile per touched expert, and the
+    touched experts (uniform routing, service.core.moe); 0 for a model without experts."""
+    k, experts = rows.experts_per_token, rows.num_experts
+    assignments = tokens * k / rows.expert
+    touched = np.maximum(expected_touched_experts(tokens, experts, k) / rows.expert, 1e-12)
+    padded = touched * padded_rows_many(assignments / touched, rows.tile_m)
+    touched = touched * rows.moe
+    return assignments, padded, touched
 
 
 def workload_terms(
-    arch: ModelArchitecture,
-    s: ShardShapes,
+    rows: ContextRows,
     mix: PassMix,
     prompt: FloatArray,
     output: FloatArray,
     repeats: FloatArray,
-    *,
-    flash: bool,
-    tile_m: int,
 ) -> WorkloadTerms:
     """The terms of workloads whose passes `mix` describes (prompt, output: [N] integer-valued
-    floats; `repeats`: [N] waves each runs). A pass of p prompts of N computed tokens over K
-    cached ones and d decoding sequences has T = d + p N query tokens and d + p logit rows;
-    each prompt scores N K + N (N + 1) / 2 query-key pairs (causal flash; unfused: N P),
-    reads the K, V of all P prompt tokens and writes N new ones (the full terms); the d
-    decoding sequences' full-attention context and new keys are the decode terms."""
+    floats; `repeats`: [N] waves each runs; `rows`: each one's context). A pass of p prompts
+    of N computed tokens over K cached ones and d decoding sequences has T = d + p N query
+    tokens and d + p logit rows; each prompt scores N K + N (N + 1) / 2 query-key pairs
+    (causal flash; unfused: N P), reads the K, V of all P prompt tokens and writes N new ones
+    (the full terms); the d decoding sequences' full-attention context and new keys are the
+    decode terms. Terms of sliding (or otherwise capped) layers are 0 in a model without
+    them, and so are the expert terms in a model without experts."""
     n, width = prompt.shape[0], len(BASIS)
     both = np.zeros((2, n, 2 * width))
     basis = both[..., :width]
     new = mix.new_tokens
     cached = prompt - new
-    full = cached * new + new * (new + 1.0) / 2.0 if flash else new * prompt
-    window = arch.capped_window
+    flash = rows.flash > 0
+    full = np.where(flash, cached * new + new * (new + 1.0) / 2.0, new * prompt)
+    window, windowed = rows.window, rows.has_window
     p, d = mix.prefilling, mix.decoding  # [2, N]
     tokens = d + p * new
     # A continuous prefill pass is priced whole: its decoding sequences' mean contexts are
@@ -144,27 +149,29 @@ def workload_terms(
     basis[..., 3], basis[..., 4], basis[..., 5] = p * full, p * prompt, p * new
     decode = slice(_COLUMN["pairs_decode"], _COLUMN["new_decode"] + 1)
     basis[..., decode] = np.stack([baked, baked, d], axis=-1)
+    # Sliding terms: with a window, its capped spans; without, only decode's new keys (their
+    # writes are the decode tokens whichever layer writes them).
+    sliding = np.where(flash, capped_sum(cached + 1.0, prompt, window), new * prompt)
+    steps = np.maximum(output - 1.0, 1.0)
+    baked[0] = d[0] * capped_sum(prompt + 1.0, prompt + output - 1.0, window) / steps
+    basis[..., 6] = (p * sliding + baked) * windowed
+    basis[..., 7] = (p * (new + np.minimum(cached, window)) + baked) * windowed
+    basis[..., 8] = tokens * windowed
     basis[1, :, 8] = tokens[1]
-    if window is not None:
-        sliding = capped_sum(cached + 1.0, prompt, window) if flash else new * prompt
-        steps = np.maximum(output - 1.0, 1.0)
-        baked[0] = d[0] * capped_sum(prompt + 1.0, prompt + output - 1.0, window) / steps
-        basis[..., 6] = p * sliding + baked
-        basis[..., 7] = p * (new + np.minimum(cached, window)) + baked
-        basis[..., 8] = tokens
     expert_padded = []
-    if arch.is_moe:
+    if rows.moe.any():
         for phase in (0, 1):
-            expert_rows, padded_experts, touched = expert_terms_many(arch, s, tokens[phase], tile_m)
+            expert_rows, padded_experts, touched = expert_terms_many(rows, tokens[phase])
             basis[phase, :, _EXPERT_ROWS], basis[phase, :, _EXPERT_ROWS + 1] = expert_rows, touched
             expert_padded.append(padded_experts)
     padded = both[..., width:]
     padded[...] = basis
     # Token and logit rows of both phases padded to the GEMM tile at once.
+    tile_m = rows.tile_m[:, None]
     padded[..., 1:3] = padded_rows_many(basis[..., 1:3], tile_m)
     # MLA's kv_b_proj GEMM rows: prefill's decompressed keys, decode's absorbed tokens
     for column in (_COLUMN["keys_full"], _COLUMN["new_decode"]):
-        padded[..., column] = padded_rows_many(basis[..., column], tile_m)
+        padded[..., column] = padded_rows_many(basis[..., column], rows.tile_m)
     for phase, padded_experts in enumerate(expert_padded):
         padded[phase, :, _EXPERT_ROWS] = padded_experts
     return WorkloadTerms(

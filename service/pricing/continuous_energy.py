@@ -11,28 +11,12 @@ phase split is the continuous estimate's own.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 
-from service.core.architecture import ModelArchitecture
-from service.core.coefficients import CostModelCoefficients
-from service.core.estimate import estimate_workloads
+from service.core.estimate import estimate_contexts
 from service.core.estimates import WorkloadEstimates
-from service.core.workload import Deployment, Workload
+from service.core.workload import Workload
 from service.pricing.regressor.runtime import EnergyPrediction
-
-
-@dataclass(frozen=True, slots=True)
-class StaticReadings:
-    """The static readings of a group's continuous workloads.
-
-    Attributes:
-        rows: for each estimate row of the group, its row in `estimates`, or -1 if static.
-        estimates: the static readings' analytical estimates.
-    """
-
-    rows: tuple[int, ...]
-    estimates: WorkloadEstimates
 
 
 def static_reading(workload: Workload) -> Workload:
@@ -43,26 +27,33 @@ def static_reading(workload: Workload) -> Workload:
     )
 
 
-def static_readings(
-    arch: ModelArchitecture,
+def with_static_corrections(
+    estimates: WorkloadEstimates,
     workloads: Sequence[Workload],
-    deployment: Deployment,
-    coefficients: CostModelCoefficients,
-) -> StaticReadings | None:
-    """The static readings of the continuous ones among `workloads` (the estimate rows of a
-    group, in order), or None when none is continuous."""
-    rows: list[int] = []
-    readings: list[Workload] = []
-    for workload in workloads:
-        if workload.concurrent_sequences is None:
-            rows.append(-1)
-        else:
-            rows.append(len(readings))
-            readings.append(static_reading(workload))
-    if not readings:
-        return None
-    estimates, _ = estimate_workloads(arch, readings, deployment, coefficients, check_memory=False)
-    return StaticReadings(tuple(rows), estimates)
+    predictions: list[EnergyPrediction],
+    predict: Callable[[WorkloadEstimates], list[EnergyPrediction]],
+) -> list[EnergyPrediction]:
+    """`predictions` (one per row of `estimates`, whose workloads are `workloads`), each
+    continuous workload's replaced by its analytical energy corrected as its static reading is
+    (`predict` prices the static readings, all in one pass, memory unchecked as in training)."""
+    continuous = [j for j, w in enumerate(workloads) if w.concurrent_sequences is not None]
+    if not continuous:
+        return predictions
+    plans = estimates.plans
+    readings, _ = estimate_contexts(
+        [
+            (plans.contexts[int(plans.context[j])], [static_reading(workloads[j])])
+            for j in continuous
+        ],
+        check_memory=False,
+    )
+    static = predict(readings)
+    static_j = readings.gpu_j.tolist()
+    phase_j = estimates.phase_gpu_j.T.tolist()
+    for row, j in enumerate(continuous):
+        prefill_j, decode_j = phase_j[j]
+        predictions[j] = corrected_energy(static[row], static_j[row], prefill_j, decode_j)
+    return predictions
 
 
 def corrected_energy(
@@ -84,24 +75,3 @@ def corrected_energy(
         lower_quantile=static_prediction.lower_quantile,
         upper_quantile=static_prediction.upper_quantile,
     )
-
-
-def with_static_corrections(
-    groups: Sequence[tuple[WorkloadEstimates, StaticReadings | None]],
-    predictions: list[list[EnergyPrediction]],
-) -> list[list[EnergyPrediction]]:
-    """The predictions of each group (estimates, static readings): the first len(groups)
-    lists of `predictions`, each continuous workload's replaced by its analytical energy
-    corrected as its static reading is (the lists after, one per group that has readings)."""
-    own, extra = predictions[: len(groups)], iter(predictions[len(groups) :])
-    for (estimates, readings), predicted in zip(groups, own, strict=True):
-        if readings is None:
-            continue
-        static = next(extra)
-        static_j = readings.estimates.gpu_j.tolist()
-        phase_j = estimates.phase_gpu_j.T.tolist()
-        for j, row in enumerate(readings.rows):
-            if row >= 0:
-                prefill_j, decode_j = phase_j[j]
-                predicted[j] = corrected_energy(static[row], static_j[row], prefill_j, decode_j)
-    return own

@@ -1,10 +1,10 @@
 """The one pricing function: resolved requests in, response documents out.
 
 `Estimator.price` prices a list of requests (a single request is a list of one): each is
-resolved against the catalogues; requests of one context (model, deployment, engine) go through
-the cost model together in one array evaluation (service.core.estimate.estimate_workloads) and
-the feature encoder; every request goes through the learned regressor in one pass; then each is
-calibrated and written as its quote document. A request that fails (unknown name, invalid input,
+resolved against the catalogues; all of them, whatever their contexts (model, deployment,
+engine), go through the cost model in one array evaluation (service.core.estimate.
+estimate_contexts), the feature encoder and the learned regressor; then each is calibrated and
+written as its quote document. A request that fails (unknown name, invalid input,
 does not fit) comes back as its error, the others are priced as if alone.
 """
 
@@ -26,23 +26,20 @@ from service.catalog.registered import RegisteredArchitecture
 from service.catalog.servers import ServerCatalog, load_server_catalog
 from service.core.coefficients import CostModelCoefficients
 from service.core.cost_model_errors import CostModelError
-from service.core.estimate import estimate_workloads
+from service.core.estimate import estimate_contexts, pricing_context
 from service.core.estimates import WorkloadEstimates
+from service.core.pass_plans import PricingContext
 from service.core.results import RequestEstimate
 from service.core.workload import Workload
 from service.errors import ServiceError
 from service.pricing.calibration import ActiveCalibration
-from service.pricing.continuous_energy import (
-    StaticReadings,
-    static_readings,
-    with_static_corrections,
-)
+from service.pricing.continuous_energy import with_static_corrections
 from service.pricing.document import Calibrated, Latency, quote_document
 from service.pricing.energy import roofline_energy, scaled_energy
 from service.pricing.evidence import Case, Evidence, case_evidence
 from service.pricing.priced import PricedRequest, model_version
 from service.pricing.refusals import invalid_request
-from service.pricing.regressor.features import Features, workload_features
+from service.pricing.regressor.features import workload_features
 from service.pricing.regressor.runtime import EnergyPrediction, EnergyRegressor
 from service.pricing.resolve import CUSTOM_MODEL_ID, ResolvedRequest, resolve_request
 from service.schemas.estimate_request import EstimateRequest
@@ -66,15 +63,10 @@ REGRESSOR_FAILED_NOTE = (
 
 @dataclass(slots=True)
 class _Group:
-    """Requests of one context priced together: their positions in the list, resolved inputs,
-    the engine's coefficients, and (once priced) their estimates and features."""
+    """Requests of one context: their positions in the list and resolved inputs."""
 
     positions: list[int] = field(default_factory=list)
     resolved: list[ResolvedRequest] = field(default_factory=list)
-    coefficients: CostModelCoefficients | None = None
-    estimates: WorkloadEstimates | None = None
-    features: Features | None = None
-    static: StaticReadings | None = None
 
 
 class Estimator:
@@ -153,37 +145,43 @@ class Estimator:
         `registered[i]`, when given, is the tenant's registered model request i names."""
         results: list[PricedRequest | ServiceError | None] = [None] * len(requests)
         groups = self._groups(requests, results, registered or [None] * len(requests))
-        for group in groups:
-            self._estimate(group, requests, results)
-        priced = [g for g in groups if g.estimates is not None and g.estimates.positions]
-        energies = self._energies(priced)
+        contexts = self._contexts_of(groups, requests, results)
+        # Every request of every context in one array evaluation; row `number` of the pass is
+        # request rows[number] (its index in `requests`) resolved as resolved[number].
+        rows = [i for group, _ in contexts for i in group.positions]
+        resolved = [r for group, _ in contexts for r in group.resolved]
+        estimates, errors = estimate_contexts(
+            [(context, [r.workload for r in group.resolved]) for group, context in contexts]
+        )
+        for number, error in errors.items():
+            index = rows[number]
+            results[index] = invalid_request(error, custom=requests[index].architecture is not None)
+        priced_rows = [resolved[number] for number in estimates.positions]
+        energies = self._energies(estimates, priced_rows)
         if calibration is not None and calibration.model_version != self.model_version:
             calibration = None
         priced_at = datetime.now(UTC)
-        for group, energy in zip(priced, energies, strict=True):
-            estimates = group.estimates
-            assert estimates is not None
-            phase_s = estimates.phase_s.T.tolist()
-            for j, position in enumerate(estimates.positions):
-                index = group.positions[position]
-                if results[index] is not None:  # priced, then found not to fit in memory
-                    continue
-                resolved = group.resolved[position]
-                prefill_s, decode_s = phase_s[j]
-                steps = float(estimates.decode_steps[j])  # all waves' decode passes
-                latency = Latency(
-                    prefill_s,
-                    decode_s,
-                    decode_s / steps if steps else 0.0,
-                    prefill_s + decode_s,
-                    estimates.gpu_count,
-                    resolved.workload.batch_size,
-                    estimates.warnings_of(j),
-                )
-                breakdown = estimates.item(j) if verbose else None
-                results[index] = self._priced(
-                    resolved, latency, energy[j], breakdown, calibration, priced_at
-                )
+        phase_s = estimates.phase_s.T.tolist()
+        for j, number in enumerate(estimates.positions):
+            index = rows[number]
+            if results[index] is not None:  # priced, then found not to fit in memory
+                continue
+            request = priced_rows[j]
+            prefill_s, decode_s = phase_s[j]
+            steps = float(estimates.decode_steps[j])  # all waves' decode passes
+            latency = Latency(
+                prefill_s,
+                decode_s,
+                decode_s / steps if steps else 0.0,
+                prefill_s + decode_s,
+                estimates.gpu_count(j),
+                request.workload.batch_size,
+                estimates.warnings_of(j),
+            )
+            breakdown = estimates.item(j) if verbose else None
+            results[index] = self._priced(
+                request, latency, energies[j], breakdown, calibration, priced_at
+            )
         return [_done(result) for result in results]
 
     def resolve(
@@ -284,81 +282,54 @@ class Estimator:
             group.resolved.append(resolved)
         return list(groups.values())
 
-    def _estimate(
+    def _contexts_of(
         self,
-        group: _Group,
+        groups: list[_Group],
         requests: Sequence[EstimateRequest],
         results: list[PricedRequest | ServiceError | None],
-    ) -> None:
-        """The group's analytical estimates (errors of single workloads in `results`)."""
-        first = group.resolved[0]
-        custom = requests[group.positions[0]].architecture is not None
-        coefficients = self.engine_coefficients.get(first.engine, self.coefficients)
-        group.coefficients = coefficients
-        try:
-            estimates, errors = estimate_workloads(
-                first.architecture,
-                [r.workload for r in group.resolved],
-                first.deployment,
-                coefficients,
-            )
-        except CostModelError as error:  # the model or layout fails for every request
-            refused = invalid_request(error, custom=custom)
-            for index in group.positions:
-                results[index] = refused
-            return
-        for position, workload_error in errors.items():
-            results[group.positions[position]] = invalid_request(workload_error, custom=custom)
-        group.estimates = estimates
-        if self.regressor is not None:
-            group.static = static_readings(
-                first.architecture,
-                [group.resolved[p].workload for p in estimates.positions],
-                first.deployment,
-                coefficients,
-            )
-
-    def _energies(self, groups: list[_Group]) -> list[list[EnergyPrediction]]:
-        """Each group's priced requests' GPU energies: the regressor's (one pass for all
-        groups; a continuous batch's corrected as its static reading is, see
-        service.pricing.continuous_energy) or, without one or if it fails, the roofline's."""
-        if self.regressor is not None and groups:
+    ) -> list[tuple[_Group, PricingContext]]:
+        """Each group with the context its requests are priced in; a group whose model or
+        layout cannot be priced has every request refused in `results`."""
+        contexts = []
+        for group in groups:
+            first = group.resolved[0]
+            coefficients = self.engine_coefficients.get(first.engine, self.coefficients)
             try:
-                features = []
-                for group in groups:
-                    assert group.estimates is not None
-                    first = group.resolved[0]
-                    group.features = workload_features(
-                        first.architecture, first.deployment, group.estimates
-                    )
-                    features.append(group.features)
-                for group in groups:  # the static readings of continuous workloads
-                    if group.static is not None:
-                        first = group.resolved[0]
-                        features.append(
-                            workload_features(
-                                first.architecture, first.deployment, group.static.estimates
-                            )
-                        )
-                predictions = self.regressor.predict(features)
-                pairs = [(g.estimates, g.static) for g in groups if g.estimates is not None]
-                return with_static_corrections(pairs, predictions)
+                context = pricing_context(first.architecture, first.deployment, coefficients)
+            except CostModelError as error:  # the model or layout fails for every request
+                custom = requests[group.positions[0]].architecture is not None
+                refused = invalid_request(error, custom=custom)
+                for index in group.positions:
+                    results[index] = refused
+                continue
+            contexts.append((group, context))
+        return contexts
+
+    def _energies(
+        self, estimates: WorkloadEstimates, resolved: list[ResolvedRequest]
+    ) -> list[EnergyPrediction]:
+        """Each priced row's GPU energy: the regressor's (one pass for all; a continuous
+        batch's corrected as its static reading is, see service.pricing.continuous_energy)
+        or, without one or if it fails, the roofline's."""
+        if self.regressor is not None and resolved:
+            regressor = self.regressor
+            try:
+                predictions = regressor.predict(workload_features(estimates))
+                return with_static_corrections(
+                    estimates,
+                    [r.workload for r in resolved],
+                    predictions,
+                    lambda readings: regressor.predict(workload_features(readings)),
+                )
             except Exception:  # a bug, never an input error: the roofline priced these inputs
                 logger.exception("learned regressor failed; answering with the roofline energy")
-                for group in groups:
-                    for resolved in group.resolved:
-                        resolved.notes.append(REGRESSOR_FAILED_NOTE)
-        energies = []
-        for group in groups:
-            assert group.estimates is not None and group.coefficients is not None
-            coefficients = group.coefficients
-            energies.append(
-                [
-                    roofline_energy(prefill_j, decode_j, coefficients)
-                    for prefill_j, decode_j in group.estimates.phase_gpu_j.T.tolist()
-                ]
-            )
-        return energies
+                for request in resolved:
+                    request.notes.append(REGRESSOR_FAILED_NOTE)
+        plans = estimates.plans
+        return [
+            roofline_energy(prefill_j, decode_j, plans.contexts[int(plans.context[j])].coefficients)
+            for j, (prefill_j, decode_j) in enumerate(estimates.phase_gpu_j.T.tolist())
+        ]
 
     def _priced(
         self,

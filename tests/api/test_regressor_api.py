@@ -47,7 +47,7 @@ def test_energy_comes_from_the_regressor_and_latency_from_the_roofline(database_
     coefficients = load_engine_coefficients()["vllm-v1"]
     analytical = estimate_request(arch, workload, deployment, coefficients)
     features = request_features(arch, workload, deployment, coefficients)
-    (predicted,) = regressor.predict([Features.of_one(features)])[0]
+    (predicted,) = regressor.predict(Features.of_requests([features]))
     energy, latency = body["energy"], body["latency"]
     assert_allclose(energy["gpu_j"], predicted.gpu_j, rtol=RTOL)
     # The interval is the evidence level's (family held out here), around the regressor's value.

@@ -11,13 +11,15 @@ import numpy as np
 from core_support import A100_1_5TB, IDEAL, ONE_LAYER_DENSE, POWER, deployment, estimate
 from numpy.testing import assert_allclose
 
-from service.core.estimate import estimate_workloads
+from service.core.coefficients import CostModelCoefficients
+from service.core.estimate import estimate_workloads, pricing_context
 from service.core.host_overhead import (
     decode_overhead_s,
     overhead_gpu_j,
     per_sequence_s,
     worker_wait_s,
 )
+from service.core.pass_plans import ContextRows
 from service.core.workload import Workload
 
 ARCH = ONE_LAYER_DENSE
@@ -31,28 +33,39 @@ POWER_SPLIT = dataclasses.replace(POWER, host_overhead=0.4, host_per_sequence=0.
 COEFFICIENTS = dataclasses.replace(IDEAL, roofline=ROOFLINE, power=POWER_SPLIT)
 
 
+def rows_of(gpus: int, coefficients: CostModelCoefficients = COEFFICIENTS) -> ContextRows:
+    """The context constants of one workload of ARCH on `gpus` A100s (tensor parallel)."""
+    context = pricing_context(ARCH, deployment(A100_1_5TB, tensor=gpus), coefficients)
+    return ContextRows.of([context], np.zeros(1, dtype=np.intp))
+
+
+def one(value: float) -> np.ndarray:
+    return np.array([value])
+
+
 def test_decode_overhead_adds_a_term_per_worker_beyond_the_first() -> None:
     # 9 steps x (2 ms + 16 sequences x 0.1 ms + (4 - 1) workers x 5 ms) = 9 x 18.6 ms
-    assert_allclose(decode_overhead_s(ROOFLINE, 16.0, 9.0, 4), 0.1674, rtol=1e-12)
-    assert_allclose(worker_wait_s(ROOFLINE, 9.0, 4), 0.135, rtol=1e-12)
+    four, single = rows_of(4), rows_of(1)
+    assert_allclose(decode_overhead_s(four, one(16.0), one(9.0)), [0.1674], rtol=1e-12)
+    assert_allclose(worker_wait_s(four, one(9.0)), [0.135], rtol=1e-12)
     # 9 steps x 16 sequences x 0.1 ms
-    assert_allclose(per_sequence_s(ROOFLINE, 16.0, 9.0), 0.0144, rtol=1e-12)
+    assert_allclose(per_sequence_s(four, one(16.0), one(9.0)), [0.0144], rtol=1e-12)
     # one GPU: no worker to feed
-    assert_allclose(decode_overhead_s(ROOFLINE, 16.0, 9.0, 1), 0.0324, rtol=1e-12)
-    assert worker_wait_s(ROOFLINE, 9.0, 1) == 0.0
+    assert_allclose(decode_overhead_s(single, one(16.0), one(9.0)), [0.0324], rtol=1e-12)
+    assert worker_wait_s(single, one(9.0))[0] == 0.0
 
 
 def test_each_part_of_the_host_time_draws_its_own_power() -> None:
     # 4 GPUs (idle 50 W, TDP 400 W): the fixed 9 x 2 ms = 0.018 s at 50 + 0.4 x 350 = 190 W,
     # the per-sequence 0.0144 s at 50 + 0.9 x 350 = 365 W, the workers' 0.135 s at 50 W
     expected_j = 4 * (190.0 * 0.018 + 365.0 * 0.0144 + 50.0 * 0.135)  # = 61.704 J
-    assert_allclose(
-        overhead_gpu_j(0.1674, 0.0144, 0.135, A100_1_5TB, POWER_SPLIT, 4), expected_j, rtol=1e-12
-    )
+    times = (one(0.1674), one(0.0144), one(0.135))
+    assert_allclose(overhead_gpu_j(rows_of(4), *times), [expected_j], rtol=1e-12)
     # one power for both parts: the fixed and per-sequence time at 190 W, as before the split
     same = dataclasses.replace(POWER_SPLIT, host_per_sequence=0.4)
     expected_j = 4 * (190.0 * 0.0324 + 50.0 * 0.135)  # = 51.624 J
-    assert_allclose(overhead_gpu_j(0.1674, 0.0144, 0.135, A100_1_5TB, same, 4), expected_j)
+    same_rows = rows_of(4, dataclasses.replace(COEFFICIENTS, power=same))
+    assert_allclose(overhead_gpu_j(same_rows, *times), [expected_j])
 
 
 def test_estimate_prices_the_worker_term_in_time_and_energy() -> None:

@@ -55,7 +55,7 @@ def test_the_encoder_equals_the_training_encoder(
     dep = Deployment(load_gpu_catalog().get(gpu).spec, parallelism, precision, flash)
     batch, errors = estimate_workloads(arch, WORKLOADS, dep, COEFFICIENTS, check_memory=False)
     assert errors == {}
-    many = workload_features(arch, dep, batch)
+    many = workload_features(batch)
     for j, workload in enumerate(WORKLOADS):
         estimate = estimate_request(arch, workload, dep, COEFFICIENTS, check_memory=False)
         expected = reference_features(arch, workload, dep, estimate)

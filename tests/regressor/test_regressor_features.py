@@ -32,7 +32,7 @@ def test_training_and_serving_encode_a_request_identically(m: EnergyMeasurement)
     estimates, _ = estimate_workloads(
         inputs.arch, [inputs.workload], inputs.deployment, coefficients, check_memory=False
     )
-    served = workload_features(inputs.arch, inputs.deployment, estimates).item(0)
+    served = workload_features(estimates).item(0)
     recomputed = request_features(inputs.arch, inputs.workload, inputs.deployment, coefficients)
     for other in (served, recomputed):
         for name in ("node_x", "adjacency", "global_x", "log_analytical_j"):

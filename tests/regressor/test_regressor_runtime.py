@@ -11,7 +11,7 @@ import pytest
 from regressor_support import METADATA_PATH, MODEL_PATH, measurements, request_inputs
 
 from service.catalog import load_engine_coefficients, load_gpu_catalog, load_model_catalog
-from service.core.estimate import estimate_workloads
+from service.core.estimate import estimate_contexts, pricing_context
 from service.core.workload import Deployment, Parallelism, Precision, Workload
 from service.pricing.regressor.encoding import INPUT_NAMES, OUTPUT_NAMES
 from service.pricing.regressor.feature_spec import feature_spec, feature_spec_sha256
@@ -33,7 +33,7 @@ MAX_MODEL_BYTES = 1_000_000
 
 def predict_one(regressor: EnergyRegressor, features: RequestFeatures) -> EnergyPrediction:
     """The prediction for one request, as a group of one."""
-    return regressor.predict([Features.of_one(features)])[0][0]
+    return regressor.predict(Features.of_requests([features]))[0]
 
 
 @pytest.fixture(scope="module")
@@ -111,8 +111,7 @@ def test_a_padded_batch_answers_as_single_requests(
     regressor: EnergyRegressor, features: list[RequestFeatures]
 ) -> None:
     assert len({f.node_x.shape[0] for f in features}) > 1  # graphs of different sizes
-    groups = regressor.predict([Features.of_one(f) for f in features])
-    batch = [p for group in groups for p in group]
+    batch = regressor.predict(Features.of_requests(features))
     for f, p in zip(features, batch, strict=True):
         assert p.gpu_j == pytest.approx(predict_one(regressor, f).gpu_j, rel=1e-5)
 
@@ -143,11 +142,12 @@ def test_more_output_tokens_cost_more_energy(regressor: EnergyRegressor) -> None
 def test_a_batch_larger_than_one_inference_slice_answers_as_single_requests(
     regressor: EnergyRegressor,
 ) -> None:
-    """predict runs big batches INFERENCE_SLICE requests at a time: two groups of
-    different graphs, 2.3 slices in all (the last one partial), each request as if alone."""
+    """predict runs big batches INFERENCE_SLICE requests at a time: two contexts of
+    different graphs priced in one pass, 2.3 slices in all (the last one partial), each
+    request as if alone."""
     coefficients = load_engine_coefficients()["vllm-v1"]
     models = load_model_catalog()
-    groups, singles = [], []
+    contexts, singles = [], []
     for model, gpu, tensor, count in (
         ("meta-llama/Llama-3.1-8B-Instruct", "H100-SXM5-80GB", 1, 90),
         ("mistralai/Mixtral-8x7B-Instruct-v0.1", "A100-SXM4-80GB", 4, 57),
@@ -157,15 +157,15 @@ def test_a_batch_larger_than_one_inference_slice_answers_as_single_requests(
             load_gpu_catalog().get(gpu).spec, Parallelism(tensor=tensor), Precision(), True
         )
         workloads = [Workload(1 + i % 16, 32 + 7 * i, 1 + 3 * i) for i in range(count)]
-        batch, errors = estimate_workloads(arch, workloads, deployment, coefficients)
-        assert errors == {}
-        groups.append(workload_features(arch, deployment, batch))
+        contexts.append((pricing_context(arch, deployment, coefficients), workloads))
         singles += [
             predict_one(regressor, request_features(arch, w, deployment, coefficients))
             for w in workloads
         ]
     assert 2 * INFERENCE_SLICE < len(singles) < 3 * INFERENCE_SLICE
-    batched = [p for group in regressor.predict(groups) for p in group]
+    batch, errors = estimate_contexts(contexts)
+    assert errors == {}
+    batched = regressor.predict(workload_features(batch))
     assert len(batched) == len(singles)
     for b, s in zip(batched, singles, strict=True):
         assert b.gpu_j == pytest.approx(s.gpu_j, rel=1e-5)
@@ -182,6 +182,5 @@ def test_the_session_keeps_no_memory_pattern_per_input_shape(
     assert regressor.session.get_session_options().enable_mem_pattern is False
     alone = [predict_one(regressor, f).gpu_j for f in features[:12]]
     for size in (1, 2, 5, 12):
-        groups = [Features.of_one(f) for f in features[:size]]
-        together = [p[0].gpu_j for p in regressor.predict(groups)]
+        together = [p.gpu_j for p in regressor.predict(Features.of_requests(features[:size]))]
         assert together == pytest.approx(alone[:size], rel=1e-5)

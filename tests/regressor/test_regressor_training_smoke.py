@@ -36,5 +36,5 @@ def test_tiny_training_run_end_to_end(tmp_path: Path) -> None:
     inputs = request_inputs(measurements()[0])
     coefficients = load_engine_coefficients()[inputs.engine]
     features = request_features(inputs.arch, inputs.workload, inputs.deployment, coefficients)
-    ((prediction,),) = regressor.predict([Features.of_one(features)])
+    (prediction,) = regressor.predict(Features.of_requests([features]))
     assert prediction.gpu_j > 0

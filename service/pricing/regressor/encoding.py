@@ -58,9 +58,9 @@ def _std(values: FloatArray) -> FloatArray:
     return np.where(std < MIN_STD, 1.0, std)
 
 
-def model_inputs(groups: Sequence[Features], norm: Normalisation) -> dict[str, Float32Array]:
-    """The ONNX model's inputs (INPUT_NAMES), float32, for the requests of `groups` in order
-    (each group shares one kernel graph; a single request is a group of one).
+def model_inputs(features: Features, norm: Normalisation) -> dict[str, Float32Array]:
+    """The ONNX model's inputs (INPUT_NAMES), float32, for the requests of `features` in order
+    (each on its own kernel graph, padded to the largest's node count).
 
     Every input but the last carries a length-1 axis 1 that broadcasts over the ensemble's
     members: node_x [B, 1, N, 2F], each node's standardised features then the mean of its
@@ -69,36 +69,37 @@ def model_inputs(groups: Sequence[Features], norm: Normalisation) -> dict[str, F
     readout_weight [B, 1, 1, N] (1/n on a graph's n real nodes, 0 on padding: the mean
     readout); global_x [B, 1, 1, G] standardised; log_analytical_j [B, 2] [log J].
     """
-    total = sum(group.count for group in groups)
-    nodes = max(group.adjacency.shape[0] for group in groups)
+    total = features.count
+    sizes = [a.shape[0] for a in features.adjacency]
+    nodes = max(sizes[g] for g in set(features.graph.tolist()))
     width = norm.node_mean.shape[0]
     node_x = np.zeros((total, 1, nodes, 2 * width), dtype=np.float32)
     adjacency = np.zeros((total, 1, nodes, nodes), dtype=np.float32)
     readout = np.zeros((total, 1, 1, nodes), dtype=np.float32)
-    start = 0
-    for group in groups:
-        count, n = group.count, group.adjacency.shape[0]
-        rows = slice(start, start + count)
-        standard = (group.node_x - norm.node_mean) / norm.node_std  # [count, n, width]
-        node_x[rows, 0, :n, :width] = standard
-        node_x[rows, 0, :n, width:] = group.adjacency @ standard  # neighbours' mean
-        adjacency[rows, 0, :n, :n] = group.adjacency
+    standard = (features.node_x[:, :nodes] - norm.node_mean) / norm.node_std  # [B, N, width]
+    real = np.arange(nodes) < np.array(sizes)[features.graph][:, None]  # [B, N]
+    standard *= real[..., None]  # padded nodes are zero
+    node_x[:, 0, :, :width] = standard
+    for g, graph_adjacency in enumerate(features.adjacency):
+        rows = np.flatnonzero(features.graph == g)
+        if not rows.size:
+            continue
+        n = sizes[g]
+        node_x[rows, 0, :n, width:] = graph_adjacency @ standard[rows, :n]  # neighbours' mean
+        adjacency[rows, 0, :n, :n] = graph_adjacency
         readout[rows, 0, 0, :n] = 1.0 / n
-        start += count
-    global_x = np.concatenate([group.global_x for group in groups])
-    global_x = (global_x - norm.global_mean) / norm.global_std
-    log_analytical_j = np.concatenate([group.log_analytical_j for group in groups])
+    global_x = (features.global_x - norm.global_mean) / norm.global_std
     return {
         "node_x": node_x,
         "adjacency": adjacency,
         "readout_weight": readout,
         "global_x": global_x.astype(np.float32)[:, None, None, :],
-        "log_analytical_j": log_analytical_j.astype(np.float32),
+        "log_analytical_j": features.log_analytical_j.astype(np.float32),
     }
 
 
 def request_inputs(
     features: Sequence[RequestFeatures], norm: Normalisation
 ) -> dict[str, Float32Array]:
-    """`model_inputs` of single requests (training's rows), each a group of one."""
-    return model_inputs([Features.of_one(f) for f in features], norm)
+    """`model_inputs` of single requests (training's rows)."""
+    return model_inputs(Features.of_requests(features), norm)

@@ -1,6 +1,6 @@
-"""The regressor's input for N requests of one context (model and deployment) at once, from the
-cost model's estimates of them: per-node features of both phases over the kernel graph, and
-global features (named in service.pricing.regressor.feature_spec). One request is N = 1;
+"""The regressor's input for N requests at once, each of its own context (model and deployment),
+from the cost model's estimates of them: per-node features of both phases over each kernel
+graph, and global features (named in service.pricing.regressor.feature_spec). One request is N = 1;
 training and serving both encode through `workload_features`, so the two can never encode a
 request differently. Pure numpy.
 """
@@ -8,6 +8,7 @@ request differently. Pure numpy.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -58,26 +59,34 @@ class RequestFeatures:
 
 @dataclass(frozen=True, slots=True)
 class Features:
-    """RequestFeatures of N requests on one kernel graph, stacked.
+    """RequestFeatures of N requests, each on its context's kernel graph, stacked and padded
+    with zero nodes to one node count.
 
     Attributes:
-        node_x: [N, nodes, node features]; adjacency: [nodes, nodes] (shared);
-        global_x: [N, global features]; log_analytical_j: [N, 2].
+        node_x: [N, nodes, node features]; global_x: [N, global features];
+        log_analytical_j: [N, 2].
+        adjacency: per graph, its [n, n] mean-aggregation matrix; graph: [N] each request's.
     """
 
     node_x: FloatArray
-    adjacency: FloatArray
     global_x: FloatArray
     log_analytical_j: FloatArray
+    adjacency: tuple[FloatArray, ...]
+    graph: npt.NDArray[np.intp]
 
     @classmethod
-    def of_one(cls, features: RequestFeatures) -> Features:
-        """One request's features as a group of one."""
+    def of_requests(cls, requests: Sequence[RequestFeatures]) -> Features:
+        """Single requests' features, each on its own graph."""
+        nodes = max(r.node_x.shape[0] for r in requests)
+        node_x = np.zeros((len(requests), nodes, requests[0].node_x.shape[1]))
+        for j, request in enumerate(requests):
+            node_x[j, : request.node_x.shape[0]] = request.node_x
         return cls(
-            features.node_x[None],
-            features.adjacency,
-            features.global_x[None],
-            features.log_analytical_j[None],
+            node_x,
+            np.stack([r.global_x for r in requests]),
+            np.stack([r.log_analytical_j for r in requests]),
+            tuple(r.adjacency for r in requests),
+            np.arange(len(requests), dtype=np.intp),
         )
 
     @property
@@ -85,8 +94,12 @@ class Features:
         return int(self.node_x.shape[0])
 
     def item(self, j: int) -> RequestFeatures:
+        adjacency = self.adjacency[int(self.graph[j])]
         return RequestFeatures(
-            self.node_x[j], self.adjacency, self.global_x[j], self.log_analytical_j[j]
+            self.node_x[j, : adjacency.shape[0]],
+            adjacency,
+            self.global_x[j],
+            self.log_analytical_j[j],
         )
 
 
@@ -102,14 +115,13 @@ def request_features(
     )
     if errors:
         raise errors[0]
-    return workload_features(arch, deployment, estimates).item(0)
+    return workload_features(estimates).item(0)
 
 
-def workload_features(
-    arch: ModelArchitecture, deployment: Deployment, estimates: WorkloadEstimates
-) -> Features:
-    """The features of every workload of `estimates` (priced for `arch` on `deployment`)."""
-    static, adjacency = graph_arrays(arch, deployment)
+def workload_features(estimates: WorkloadEstimates) -> Features:
+    """The features of every workload of `estimates` (each priced in its own context)."""
+    plans = estimates.plans
+    graphs = [graph_arrays(c.plan.arch, c.deployment) for c in plans.contexts]
     arrays = estimates.arrays
     totals = estimates.totals()  # [2, N, K, WORK_FIELDS]
     raw = np.empty((*totals.shape[:3], len(RAW_COLUMNS)))
@@ -121,18 +133,22 @@ def workload_features(
         strict=True,
     ):
         raw[..., column] = values
-    n, kernels, width = totals.shape[1], static.shape[0], static.shape[1]
+    n, kernels, width = totals.shape[1], totals.shape[2], graphs[0][0].shape[1]
     node_x = np.empty((n, kernels, width + 2 * len(NODE_PHASE_FEATURES)))
-    node_x[:, :, :width] = static
+    static = np.zeros((len(graphs), kernels, width))
+    for c, (own, _) in enumerate(graphs):
+        static[c, : own.shape[0]] = own
+    node_x[:, :, :width] = static[plans.context]
     # Prefill's block, then decode's, written in place: [N, K, 2, F] seen as [2, N, K, F].
     phases = node_x[:, :, width:].reshape(n, kernels, 2, -1).transpose(2, 0, 1, 3)
     phase_node_block_of(raw, out=phases)
     log_phase_j = np.log(np.maximum(estimates.phase_gpu_j, MIN_ENERGY_J)).T
     return Features(
         node_x=node_x,
-        adjacency=adjacency,
-        global_x=_global_matrix(arch, deployment, estimates, totals),
+        global_x=_global_matrix(estimates, totals),
         log_analytical_j=np.ascontiguousarray(log_phase_j),
+        adjacency=tuple(adjacency for _, adjacency in graphs),
+        graph=plans.context,
     )
 
 
@@ -212,25 +228,22 @@ def phase_node_block_of(raw: FloatArray, out: FloatArray | None = None) -> Float
     return block
 
 
-def _global_matrix(
-    arch: ModelArchitecture,
-    deployment: Deployment,
-    estimates: WorkloadEstimates,
-    totals: FloatArray,
-) -> FloatArray:
+def _global_matrix(estimates: WorkloadEstimates, totals: FloatArray) -> FloatArray:
     """[N, GLOBAL_FEATURES]: the global features of each request, filled in place column block
     by column block (few array operations: one request costs what many do)."""
-    fixed = fixed_global_values(arch, deployment)
+    plans = estimates.plans
+    rows = plans.rows
+    fixed = np.array([fixed_global_values(c.plan.arch, c.deployment) for c in plans.contexts])[
+        plans.context
+    ]
     sizes = estimates.sizes  # [N, (batch, prompt, output)]
     n, at = sizes.shape[0], WORKLOAD_AT
     out = np.empty((n, len(GLOBAL_FEATURES)))
-    out[:, :at] = fixed[:at]
+    out[:, :at] = fixed[:, :at]
     np.log(sizes, out=out[:, at : at + 3])
-    end = fixed.shape[0] + 3  # the fixed values resume after the workload's three
-    out[:, at + 3 : end] = fixed[at:]
-    out[:, end] = (estimates.plan.weight_bytes_per_gpu + estimates.kv_cache_bytes) / (
-        estimates.capacity_bytes_per_gpu
-    )
+    end = fixed.shape[1] + 3  # the fixed values resume after the workload's three
+    out[:, at + 3 : end] = fixed[:, at:]
+    out[:, end] = (rows.weight_bytes + estimates.kv_cache_bytes) / rows.capacity_bytes
     phase_s, phase_j = estimates.phase_s, estimates.phase_gpu_j
     gpu_j = phase_j[0] + phase_j[1]
     energies = np.empty((n, 3))
@@ -248,7 +261,6 @@ def _global_matrix(
     np.log1p(logged, out=logged)
     out[:, end + 1 : end + 7] = logged[:, :6]
     out[:, end + 10 : end + 15] = logged[:, 6:]
-    gpu_count = deployment.parallelism.gpu_count
     kernel_s = phase_s[0] + phase_s[1]
-    out[:, end + 15] = gpu_j / (np.maximum(kernel_s, 1e-12) * gpu_count * deployment.gpu.tdp_w)
+    out[:, end + 15] = gpu_j / (np.maximum(kernel_s, 1e-12) * rows.held * rows.tdp_w)
     return out

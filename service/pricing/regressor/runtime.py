@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -118,11 +117,10 @@ class EnergyRegressor:
         )
         return cls(session, metadata)
 
-    def predict(self, groups: Sequence[Features]) -> list[list[EnergyPrediction]]:
-        """GPU energies [J], with intervals and phase split, of the requests of each group
-        (requests sharing a kernel graph): inputs built in one pass, run INFERENCE_SLICE
-        requests at a time."""
-        inputs = model_inputs(groups, self.normalisation)
+    def predict(self, features: Features) -> list[EnergyPrediction]:
+        """GPU energies [J], with intervals and phase split, of the requests of `features`, in
+        order: inputs built in one pass, run INFERENCE_SLICE requests at a time."""
+        inputs = model_inputs(features, self.normalisation)
         total = inputs["log_analytical_j"].shape[0]
         if total <= INFERENCE_SLICE:  # one call, as most requests need
             log_gpu_j, log_phase = self._session.run(_OUTPUTS, inputs)
@@ -135,13 +133,7 @@ class EnergyRegressor:
             log_phase = np.concatenate([out[1] for out in outputs])
         log_gpu_j = np.asarray(log_gpu_j, dtype=np.float64)
         log_phase = np.asarray(log_phase, dtype=np.float64)
-        flat = self._predictions(log_gpu_j, log_phase)
-        result, start = [], 0
-        for group in groups:
-            count = group.count
-            result.append(flat[start : start + count])
-            start += count
-        return result
+        return self._predictions(log_gpu_j, log_phase)
 
     def _predictions(self, log_gpu_j: np.ndarray, log_phase: np.ndarray) -> list[EnergyPrediction]:
         """EnergyPredictions from the model's outputs. Plain float arithmetic: a handful of

@@ -1,0 +1,216 @@
+"""The contexts one pricing pass evaluates together, as per-row arrays.
+
+A pass prices N workloads, each of its own context (model, deployment, engine coefficients):
+one array evaluation for all of them costs about what it costs for one, whether they share a
+context or not. Each context's constants (GPU power, engine overheads, memory, layout, window,
+experts, KV-cache sizes) become a column of `ContextRows` ([N] arrays); each plan's per-kernel
+arrays are padded with zero kernels to one width (`PassPlans.width`, a multiple of 8 with at
+least one spare column, so sums over kernels add whole blocks of zeros and come out as for the
+plan alone). The spare column holds nothing: attention kernels a plan lacks point at it, with
+no layers, so their work vanishes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+import numpy.typing as npt
+
+from service.core.coefficients import CostModelCoefficients
+from service.core.plan import CostPlan
+from service.core.recurrent import recurrent_state_bytes
+from service.core.workload import Deployment
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.intp]
+BoolArray = npt.NDArray[np.bool_]
+NO_WINDOW = float(2**52)
+"""The window of a context without one: longer than any context, so min(c, window) is c."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class PricingContext:
+    """What one context prices its workloads with."""
+
+    plan: CostPlan
+    deployment: Deployment
+    coefficients: CostModelCoefficients
+    warnings: tuple[str, ...]
+
+    @property
+    def values(self) -> tuple[float, ...]:
+        """Its constants, in ContextRows' field order."""
+        return _context_values(self.plan, self.deployment, self.coefficients)
+
+
+@dataclass(frozen=True, slots=True)
+class ContextRows:
+    """Each row's context constants, [N] arrays (units in the names; flags 0 or 1)."""
+
+    idle_w: FloatArray
+    tdp_w: FloatArray
+    power_compute: FloatArray
+    power_memory: FloatArray
+    power_network: FloatArray
+    power_host_overhead: FloatArray
+    power_host_per_sequence: FloatArray
+    prefill_launch_s: FloatArray
+    decode_launch_s: FloatArray
+    prefill_overhead_s: FloatArray
+    decode_step_overhead_s: FloatArray
+    decode_overhead_per_sequence_s: FloatArray
+    decode_overhead_per_worker_s: FloatArray
+    tile_m: FloatArray
+    held: FloatArray
+    gpus_per_stage: FloatArray
+    pipeline: FloatArray
+    group: FloatArray
+    capacity_bytes: FloatArray
+    weight_bytes: FloatArray
+    window: FloatArray
+    has_window: FloatArray
+    flash: FloatArray
+    experts_per_token: FloatArray
+    num_experts: FloatArray
+    expert: FloatArray
+    moe: FloatArray
+    kv_full_layers: FloatArray
+    kv_sliding_layers: FloatArray
+    kv_window: FloatArray
+    kv_data: FloatArray
+    kv_width: FloatArray
+    kv_bytes: FloatArray
+    state_bytes: FloatArray
+
+    @classmethod
+    def of(cls, contexts: Sequence[PricingContext], context: IntArray) -> ContextRows:
+        columns = np.array([c.values for c in contexts])[context].T
+        return cls(*columns)
+
+
+@lru_cache(maxsize=4096)
+def _context_values(
+    plan: CostPlan, deployment: Deployment, coefficients: CostModelCoefficients
+) -> tuple[float, ...]:
+    arch, s, gpu = plan.arch, plan.shapes, deployment.gpu
+    roofline, power, par = coefficients.roofline, coefficients.power, deployment.parallelism
+    window = arch.capped_window
+    recurrent = arch.num_mamba_layers or arch.num_delta_net_layers
+    return (
+        gpu.idle_w,
+        gpu.tdp_w,
+        power.compute,
+        power.memory,
+        power.network,
+        power.host_overhead,
+        power.host_per_sequence,
+        roofline.kernel_launch_s,
+        roofline.decode_kernel_launch_s,
+        roofline.prefill_overhead_s,
+        roofline.decode_step_overhead_s,
+        roofline.decode_overhead_per_sequence_s,
+        roofline.decode_overhead_per_worker_s,
+        float(roofline.gemm_tile_m),
+        float(deployment.gpu_count),
+        float(par.gpus_per_stage),
+        float(par.pipeline),
+        float(s.group),
+        gpu.memory_bytes,
+        plan.weight_bytes_per_gpu,
+        NO_WINDOW if window is None else float(window),
+        float(window is not None),
+        float(deployment.flash_attention),
+        float(arch.experts_per_token if arch.is_moe else 0),
+        float(arch.num_experts if arch.is_moe else 1),
+        float(s.expert),
+        float(arch.is_moe),
+        float(arch.num_attention_layers - arch.num_sliding_window_layers),
+        float(arch.num_sliding_window_layers),
+        NO_WINDOW if arch.sliding_window_tokens is None else float(arch.sliding_window_tokens),
+        float(s.data),
+        s.kv_cache_width,
+        s.kv_bytes,
+        recurrent_state_bytes(arch, s) if recurrent else 0.0,
+    )
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class PassPlans:
+    """The plans of a pass's rows, padded to `width` kernels.
+
+    Attributes:
+        contexts: the pass's contexts; `context` [N] each row's index in it.
+        members: per context, its rows [intp arrays].
+        rows: the rows' context constants.
+        width: kernels per row, padding included.
+        layers: [N, width] executions of each kernel per forward pass (0 on padding).
+        attention: [N, A] each row's context-dependent kernels (padding: the spare column).
+        per_key: [N, A, 5 units] their seconds per sequence and context key.
+        sliding: [N, A] whether each attends over the sliding window.
+        attention_layers: [N, A] their executions per forward pass (0 on padding).
+        pieces: pieces a decode range is cut into: 2 when any kernel slides, else 1.
+    """
+
+    contexts: tuple[PricingContext, ...]
+    context: IntArray
+    members: tuple[IntArray, ...]
+    rows: ContextRows
+    width: int
+    layers: FloatArray
+    attention: IntArray
+    per_key: FloatArray
+    sliding: BoolArray
+    attention_layers: FloatArray
+    pieces: int
+
+    @property
+    def count(self) -> int:
+        return int(self.context.shape[0])
+
+    def plan_of(self, j: int) -> CostPlan:
+        return self.contexts[int(self.context[j])].plan
+
+    @classmethod
+    def of(cls, contexts: Sequence[PricingContext], context: IntArray) -> PassPlans:
+        kernels = max(len(c.plan.nodes) for c in contexts)
+        width = (kernels + 1 + 7) // 8 * 8
+        spare = width - 1
+        lines = [_attention_lines(c.plan) for c in contexts]
+        count = max(1, max(len(index) for index, _, _ in lines))
+        layers = np.zeros((len(contexts), width))
+        attention = np.full((len(contexts), count), spare, dtype=np.intp)
+        per_key = np.zeros((len(contexts), count, 5))
+        sliding = np.zeros((len(contexts), count), dtype=np.bool_)
+        attention_layers = np.zeros((len(contexts), count))
+        for c, (ctx, (index, keys, slides)) in enumerate(zip(contexts, lines, strict=True)):
+            layers[c, : len(ctx.plan.nodes)] = ctx.plan.layers
+            a = len(index)
+            attention[c, :a], per_key[c, :a], sliding[c, :a] = index, keys, slides
+            attention_layers[c, :a] = ctx.plan.layers[index]
+        members = tuple(np.flatnonzero(context == c) for c in range(len(contexts)))
+        return cls(
+            contexts=tuple(contexts),
+            context=context,
+            members=members,
+            rows=ContextRows.of(contexts, context),
+            width=width,
+            layers=layers[context],
+            attention=attention[context],
+            per_key=per_key[context],
+            sliding=sliding[context],
+            attention_layers=attention_layers[context],
+            pieces=2 if sliding.any() else 1,
+        )
+
+
+@lru_cache(maxsize=1024)
+def _attention_lines(plan: CostPlan) -> tuple[IntArray, FloatArray, BoolArray]:
+    """The plan's attention kernels: their indices, each unit's seconds per sequence and
+    context key [A, units], whether each attends over the sliding window [A]."""
+    index = np.array(plan.attention, dtype=np.intp)
+    per_key = np.array([plan.seconds_per_context_key[i] for i in plan.attention]).reshape(-1, 5)
+    sliding = np.array([plan.nodes[i].operand == "sliding" for i in plan.attention], dtype=bool)
+    return index, per_key, sliding
