@@ -120,17 +120,17 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for model_id, gpu_id, par, weights in CASES:
         features = case_features(model_id, gpu_id, par, weights)
-        inputs = model_inputs([features], regressor.normalisation)
+        inputs = model_inputs(features, regressor.normalisation)
         arch = load_model_catalog().get(model_id).require_architecture()
         timings = {
             "onnxruntime run": thread_cpu_us(
                 lambda i=inputs: session.run(list(OUTPUT_NAMES), i), args.repeats, 500
             ),
             "encode inputs": thread_cpu_us(
-                lambda f=features: model_inputs([f], regressor.normalisation), args.repeats, 500
+                lambda f=features: model_inputs(f, regressor.normalisation), args.repeats, 500
             ),
             "predict (encode + run)": thread_cpu_us(
-                lambda f=features: regressor.predict([f]), args.repeats, 500
+                lambda f=features: regressor.predict(f), args.repeats, 500
             ),
             "features (estimate + encode graph)": thread_cpu_us(
                 lambda m=model_id, g=gpu_id, p=par, w=weights: case_features(m, g, p, w),

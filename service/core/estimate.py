@@ -9,6 +9,7 @@ for a list of one.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
 
@@ -64,12 +65,14 @@ def estimate_workloads(
     return estimate_contexts([(context, workloads)], check_memory=check_memory)
 
 
+@lru_cache(maxsize=4096)
 def pricing_context(
     arch: ModelArchitecture, deployment: Deployment, coefficients: CostModelCoefficients
 ) -> PricingContext:
-    """The context `arch` on `deployment` is priced in. Raises the cost model's typed errors
-    for an invalid architecture, a layout that does not divide it, or a precision the GPU
-    cannot run."""
+    """The context `arch` on `deployment` is priced in (cached: a serving process sees few
+    combinations, and a pass's per-context arrays are cached by context). Raises the cost
+    model's typed errors for an invalid architecture, a layout that does not divide it, or a
+    precision the GPU cannot run."""
     _check_pipeline(arch, deployment)
     plan = cost_plan(arch, deployment, coefficients.roofline)
     return PricingContext(plan, deployment, coefficients, _warnings(arch, deployment))

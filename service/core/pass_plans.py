@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import numpy as np
 import numpy.typing as npt
@@ -31,7 +31,7 @@ NO_WINDOW = float(2**52)
 """The window of a context without one: longer than any context, so min(c, window) is c."""
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(frozen=True, eq=False)
 class PricingContext:
     """What one context prices its workloads with."""
 
@@ -40,7 +40,7 @@ class PricingContext:
     coefficients: CostModelCoefficients
     warnings: tuple[str, ...]
 
-    @property
+    @cached_property
     def values(self) -> tuple[float, ...]:
         """Its constants, in ContextRows' field order."""
         return _context_values(self.plan, self.deployment, self.coefficients)
@@ -91,7 +91,6 @@ class ContextRows:
         return cls(*columns)
 
 
-@lru_cache(maxsize=4096)
 def _context_values(
     plan: CostPlan, deployment: Deployment, coefficients: CostModelCoefficients
 ) -> tuple[float, ...]:
@@ -151,6 +150,7 @@ class PassPlans:
         per_key: [N, A, 5 units] their seconds per sequence and context key.
         sliding: [N, A] whether each attends over the sliding window.
         attention_layers: [N, A] their executions per forward pass (0 on padding).
+        (With one context, the per-kernel arrays have one row that every row broadcasts.)
         pieces: pieces a decode range is cut into: 2 when any kernel slides, else 1.
     """
 
@@ -177,33 +177,59 @@ class PassPlans:
     def of(cls, contexts: Sequence[PricingContext], context: IntArray) -> PassPlans:
         kernels = max(len(c.plan.nodes) for c in contexts)
         width = (kernels + 1 + 7) // 8 * 8
-        spare = width - 1
-        lines = [_attention_lines(c.plan) for c in contexts]
-        count = max(1, max(len(index) for index, _, _ in lines))
-        layers = np.zeros((len(contexts), width))
-        attention = np.full((len(contexts), count), spare, dtype=np.intp)
-        per_key = np.zeros((len(contexts), count, 5))
-        sliding = np.zeros((len(contexts), count), dtype=np.bool_)
-        attention_layers = np.zeros((len(contexts), count))
-        for c, (ctx, (index, keys, slides)) in enumerate(zip(contexts, lines, strict=True)):
-            layers[c, : len(ctx.plan.nodes)] = ctx.plan.layers
-            a = len(index)
-            attention[c, :a], per_key[c, :a], sliding[c, :a] = index, keys, slides
-            attention_layers[c, :a] = ctx.plan.layers[index]
-        members = tuple(np.flatnonzero(context == c) for c in range(len(contexts)))
+        count = max(len(c.plan.attention) for c in contexts) or 1
+        padded = [_padded(c.plan, width, count) for c in contexts]
+        if len(contexts) == 1:  # rows broadcast the one context's arrays
+            members: tuple[IntArray, ...] = (np.arange(context.shape[0], dtype=np.intp),)
+            pick = np.zeros(1, dtype=np.intp)
+        else:
+            members = tuple(np.flatnonzero(context == c) for c in range(len(contexts)))
+            pick = context
+        layers = np.stack([p.layers for p in padded])[pick]
+        attention = np.stack([p.attention for p in padded])[pick]
+        per_key = np.stack([p.per_key for p in padded])[pick]
+        sliding = np.stack([p.sliding for p in padded])[pick]
+        attention_layers = np.stack([p.attention_layers for p in padded])[pick]
         return cls(
             contexts=tuple(contexts),
             context=context,
             members=members,
             rows=ContextRows.of(contexts, context),
             width=width,
-            layers=layers[context],
-            attention=attention[context],
-            per_key=per_key[context],
-            sliding=sliding[context],
-            attention_layers=attention_layers[context],
-            pieces=2 if sliding.any() else 1,
+            layers=layers,
+            attention=attention,
+            per_key=per_key,
+            sliding=sliding,
+            attention_layers=attention_layers,
+            pieces=2 if any(p.sliding.any() for p in padded) else 1,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class _PaddedPlan:
+    """A plan's per-kernel layers padded to a pass's width, and its attention kernels
+    (indices, seconds per key, sliding, layers) padded to its count with the spare column."""
+
+    layers: FloatArray
+    attention: IntArray
+    per_key: FloatArray
+    sliding: BoolArray
+    attention_layers: FloatArray
+
+
+@lru_cache(maxsize=1024)
+def _padded(plan: CostPlan, width: int, count: int) -> _PaddedPlan:
+    layers = np.zeros(width)
+    layers[: len(plan.nodes)] = plan.layers
+    index, keys, slides = _attention_lines(plan)
+    a = len(index)
+    attention = np.full(count, width - 1, dtype=np.intp)
+    per_key = np.zeros((count, 5))
+    sliding = np.zeros(count, dtype=np.bool_)
+    attention_layers = np.zeros(count)
+    attention[:a], per_key[:a], sliding[:a] = index, keys, slides
+    attention_layers[:a] = plan.layers[index]
+    return _PaddedPlan(layers, attention, per_key, sliding, attention_layers)
 
 
 @lru_cache(maxsize=1024)

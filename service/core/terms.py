@@ -136,7 +136,9 @@ def workload_terms(
     new = mix.new_tokens
     cached = prompt - new
     flash = rows.flash > 0
-    full = np.where(flash, cached * new + new * (new + 1.0) / 2.0, new * prompt)
+    full = cached * new + new * (new + 1.0) / 2.0  # causal flash; unfused: every pair
+    if not flash.all():
+        full = np.where(flash, full, new * prompt)
     window, windowed = rows.window, rows.has_window
     p, d = mix.prefilling, mix.decoding  # [2, N]
     tokens = d + p * new
@@ -151,12 +153,13 @@ def workload_terms(
     basis[..., decode] = np.stack([baked, baked, d], axis=-1)
     # Sliding terms: with a window, its capped spans; without, only decode's new keys (their
     # writes are the decode tokens whichever layer writes them).
-    sliding = np.where(flash, capped_sum(cached + 1.0, prompt, window), new * prompt)
-    steps = np.maximum(output - 1.0, 1.0)
-    baked[0] = d[0] * capped_sum(prompt + 1.0, prompt + output - 1.0, window) / steps
-    basis[..., 6] = (p * sliding + baked) * windowed
-    basis[..., 7] = (p * (new + np.minimum(cached, window)) + baked) * windowed
-    basis[..., 8] = tokens * windowed
+    if windowed.any():
+        sliding = np.where(flash, capped_sum(cached + 1.0, prompt, window), new * prompt)
+        steps = np.maximum(output - 1.0, 1.0)
+        baked[0] = d[0] * capped_sum(prompt + 1.0, prompt + output - 1.0, window) / steps
+        basis[..., 6] = (p * sliding + baked) * windowed
+        basis[..., 7] = (p * (new + np.minimum(cached, window)) + baked) * windowed
+        basis[..., 8] = tokens * windowed
     basis[1, :, 8] = tokens[1]
     expert_padded = []
     if rows.moe.any():

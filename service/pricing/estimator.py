@@ -146,6 +146,8 @@ class Estimator:
         results: list[PricedRequest | ServiceError | None] = [None] * len(requests)
         groups = self._groups(requests, results, registered or [None] * len(requests))
         contexts = self._contexts_of(groups, requests, results)
+        if not contexts:  # every request failed to resolve
+            return [_done(result) for result in results]
         # Every request of every context in one array evaluation; row `number` of the pass is
         # request rows[number] (its index in `requests`) resolved as resolved[number].
         rows = [i for group, _ in contexts for i in group.positions]
