@@ -1,7 +1,8 @@
 """The catalogue document: the hand-made entries as they are, then one entry per published
-config whose repo id no earlier entry names (aiconfigurator-core first: its configs are
-verbatim; then litgpt, llm-analysis and genz-llm, whose own fields are written as config.json
-keys), sorted by family and id so that a rebuild writes the same file."""
+config whose repo id no earlier entry names (aiconfigurator-core first and the config.json files
+vendored in offline/catalog/published_configs next: both verbatim; then litgpt, llm-analysis and
+genz-llm, whose own fields are written as config.json keys), sorted by family and id so that a
+rebuild writes the same file."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from offline.catalog.litgpt_configs import litgpt_configs
 from offline.catalog.llm_analysis_configs import llm_analysis_configs
 from offline.catalog.packages import PINNED
 from offline.catalog.published import PublishedConfig
+from offline.catalog.vendored_configs import vendored_configs
 
 # Other repo ids the measured data names a generated entry by (the same checkpoint).
 EXTRA_ALIASES = {
@@ -28,6 +30,7 @@ EXTRA_ALIASES = {
 def published_configs(packages: Mapping[str, Path]) -> Iterable[PublishedConfig]:
     """Every published config, in order of preference."""
     yield from aiconfigurator_configs(packages["aiconfigurator-core"])
+    yield from vendored_configs()
     yield from litgpt_configs(packages["litgpt"])
     yield from llm_analysis_configs(packages["llm-analysis"])
     yield from genz_configs(packages["genz-llm"])
@@ -84,7 +87,8 @@ def catalogue_document(previous: Mapping[str, Any], packages: Mapping[str, Path]
     notes = previous["notes"].split(" Entries with built_by")[0]
     notes += (
         f" Entries with built_by '{BUILT_BY}' are written by `python -m offline.catalog` from "
-        f"the config files published in {inputs} (sources.config names the file); their "
+        f"the config files published in {inputs} and the config.json files vendored in "
+        "offline/catalog/published_configs (sources.config names the file); their "
         "parameter counts are computed from the architecture unless sources.parameters says "
         "otherwise."
     )

@@ -31,6 +31,7 @@ from service.core.dtypes import DType
 TEXT_READERS: dict[str, Reader] = {
     "llama": dense.read_llama,
     "mistral": dense.read_mistral,
+    "ministral3": dense.read_ministral3,
     "qwen2": dense.read_qwen2,
     "qwen3": dense.read_qwen3,
     "qwen3_vl_text": dense.read_qwen3_vl_text,
@@ -38,6 +39,8 @@ TEXT_READERS: dict[str, Reader] = {
     "olmo": dense.read_olmo,
     "olmo2": dense.read_olmo2,
     "olmo3": dense.read_olmo3,
+    "exaone4": dense.read_exaone4,
+    "exaone4_5_text": dense.read_exaone4,
     "glm": dense.read_glm,
     "glm4": dense.read_glm4,
     "chameleon": dense.read_chameleon,

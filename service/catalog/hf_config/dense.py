@@ -3,6 +3,8 @@ the family's own windows, biases and norms. Defaults are each transformers confi
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from service.catalog.hf_config.layers import every_nth, set_window, windowed_layers
 from service.catalog.hf_config.reading import ClassDefaults, Reading, read_decoder
 from service.catalog.hf_config.view import ConfigView
@@ -25,6 +27,8 @@ SMOLLM3 = ClassDefaults(128256, 2048, 11008, 36, 16, 4, 32768, True)
 PHI3 = ClassDefaults(32064, 3072, 8192, 32, 32, None, 4096, False)
 COHERE = ClassDefaults(256000, 8192, 22528, 40, 64, None, 8192, True)
 NEMOTRON = ClassDefaults(256000, 6144, 24576, 32, 48, None, 4096, False, hidden_act="relu2")
+MINISTRAL3 = ClassDefaults(131072, 4096, 14336, 34, 32, 8, 262144, False, head_dim=128)
+EXAONE4 = ClassDefaults(102400, 4096, 16384, 32, 32, 32, 2048, False)
 
 
 def read_llama(view: ConfigView) -> Reading:
@@ -37,6 +41,16 @@ def read_mistral(view: ConfigView) -> Reading:
     otherwise; `null` turns it off, as in Mistral 7B v0.2 onwards)."""
     reading = read_decoder(view, MISTRAL)
     window = view.optional_size("sliding_window", 4096)
+    set_window(reading, window, windowed_layers(reading, lambda i: True), "sliding_window")
+    return reading
+
+
+def read_ministral3(view: ConfigView) -> Reading:
+    """Ministral3Config (Ministral 3, Devstral 2, the text decoder of Mistral 3 checkpoints
+    saved by transformers 5): Mistral's layers, with no window unless `sliding_window` sets one
+    (the published configs set it to null)."""
+    reading = read_decoder(view, MINISTRAL3)
+    window = view.optional_size("sliding_window", None)
     set_window(reading, window, windowed_layers(reading, lambda i: True), "sliding_window")
     return reading
 
@@ -89,9 +103,7 @@ def read_olmo(view: ConfigView) -> Reading:
 
 def read_olmo2(view: ConfigView) -> Reading:
     """Olmo2Config: norms after attention and MLP instead of before (still two per layer)."""
-    reading = read_decoder(view, OLMO2)
-    reading.notes.append(QK_NORM_NOTE)
-    return reading
+    return read_olmo2_like(view, OLMO2)
 
 
 def read_olmo3(view: ConfigView) -> Reading:
@@ -99,6 +111,34 @@ def read_olmo3(view: ConfigView) -> Reading:
     reading = read_olmo2(view)
     window = view.optional_size("sliding_window", 4096)
     set_window(reading, window, windowed_layers(reading, every_nth(4)), "sliding_window")
+    return reading
+
+
+def read_exaone4(view: ConfigView) -> Reading:
+    """Exaone4Config (EXAONE 4.0, and the text decoder of EXAONE 4.5): OLMo 2's norms after
+    attention and MLP and QK-norm; local layers windowed to `sliding_window` (4096) as
+    `layer_types` lists them, else by `sliding_window_pattern` ("LLLG": three local, one
+    global; an integer n: every n-th global). The global layers' missing RoPE costs nothing."""
+    reading = read_olmo2_like(view, EXAONE4)
+    window = view.optional_size("sliding_window", 4096)
+    local = windowed_layers(reading, _exaone_local_layers(view))
+    set_window(reading, window, local, "sliding_window")
+    return reading
+
+
+def _exaone_local_layers(view: ConfigView) -> Callable[[int], bool]:
+    """Whether layer i is local by `sliding_window_pattern`: a string of L (local) and G
+    (global) repeated over the layers, or every n-th layer global for an integer n."""
+    pattern = view.raw.get("sliding_window_pattern", 4)
+    if isinstance(pattern, str) and pattern:
+        return lambda i: pattern[i % len(pattern)] == "L"
+    return every_nth(view.size("sliding_window_pattern", 4))
+
+
+def read_olmo2_like(view: ConfigView, defaults: ClassDefaults) -> Reading:
+    """A Llama with its two norms after attention and MLP, and QK-norm."""
+    reading = read_decoder(view, defaults)
+    reading.notes.append(QK_NORM_NOTE)
     return reading
 
 
