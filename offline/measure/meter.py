@@ -86,14 +86,21 @@ def nvml_handles(nvml: Any, devices: Sequence[TorchDevice]) -> list[Any]:
     return handles
 
 
+INSTANT_POWER_FIELD = 186
+"""NVML_FI_DEV_POWER_INSTANT (nvml.h): the board's power now [mW]. nvmlDeviceGetPowerUsage
+averages over one second on Ampere and newer GPUs (NVML API reference), too slow for a
+kernel loop's trace; it is the fallback where the field is not supported."""
+
+
 class NvmlMeter:
     """The total-energy counters of the GPUs a configuration runs on, summed [J]; their
-    instantaneous board power summed [W]."""
+    board power now, summed [W] (`power_source` says which NVML reading)."""
 
     def __init__(self, nvml: Any, handles: Sequence[Any], name: str) -> None:
         self._nvml = nvml
         self._handles = tuple(handles)
         self.name = name
+        self.power_source = "nvml-field-power-instant"
 
     @property
     def gpu_count(self) -> int:
@@ -104,9 +111,29 @@ class NvmlMeter:
         return sum(float(read(h)) for h in self._handles) / 1000.0
 
     def power_w(self) -> float:
-        """Board power now [W], summed: ``nvmlDeviceGetPowerUsage`` (milliwatts)."""
-        read = self._nvml.nvmlDeviceGetPowerUsage
-        return sum(float(read(h)) for h in self._handles) / 1000.0
+        return sum(self._power_mw(h) for h in self._handles) / 1000.0
+
+    def _power_mw(self, handle: Any) -> float:
+        if self.power_source == "nvml-field-power-instant":
+            try:
+                value = self._nvml.nvmlDeviceGetFieldValues(handle, [INSTANT_POWER_FIELD])[0]
+                if value.nvmlReturn == 0:
+                    return float(value.value.uiVal)
+            except (AttributeError, getattr(self._nvml, "NVMLError", RuntimeError)):
+                pass
+            self.power_source = "nvmlDeviceGetPowerUsage (1 s average)"  # said in provenance
+        return float(self._nvml.nvmlDeviceGetPowerUsage(handle))
+
+    def facts(self) -> dict[str, Any]:
+        """Driver version, power limit [W] and UUID of each GPU, for provenance."""
+        nvml = self._nvml
+        return {
+            "driver": _text(nvml.nvmlSystemGetDriverVersion()),
+            "power_limit_w": [
+                nvml.nvmlDeviceGetEnforcedPowerLimit(h) / 1000.0 for h in self._handles
+            ],
+            "uuids": [_text(nvml.nvmlDeviceGetUUID(h)) for h in self._handles],
+        }
 
 
 def torch_devices(count: int) -> list[TorchDevice]:

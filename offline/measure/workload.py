@@ -94,10 +94,11 @@ def build_runners(
                 torch.softmax(flat @ self.router, -1), arch.experts_per_token
             )
             out = torch.zeros_like(flat)
-            for e, expert in enumerate(self.experts):
+            # Only the experts some token chose, found with one host sync, as transformers'
+            # eager MoE blocks loop over `expert_hit`.
+            for e in torch.unique(chosen).tolist():
                 rows, slot = torch.nonzero(chosen == e, as_tuple=True)
-                if rows.numel():
-                    out.index_add_(0, rows, expert(flat[rows]) * weights[rows, slot, None])
+                out.index_add_(0, rows, self.experts[e](flat[rows]) * weights[rows, slot, None])
             return out.reshape(x.shape)
 
     class Layer(nn.Module):
