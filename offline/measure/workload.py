@@ -157,8 +157,10 @@ def build_runners(
 
     @torch.inference_mode()
     def decode() -> None:  # the cache holds the prompt (prefilled once when built)
+        # The prefill yields the first output token; `output_tokens - 1` steps yield the rest
+        # (as transformers' generate and the cost model's `decode_steps` count them).
         token = prompt[:, -1:]
-        for i in range(output_tokens):
+        for i in range(output_tokens - 1):
             token = step(token, prompt_tokens + i)
 
     def together() -> None:
