@@ -16,6 +16,7 @@ import numpy.typing as npt
 from scipy.optimize import least_squares
 from tqdm import tqdm
 
+from offline.fitting.campaign_rows import KernelPowerRows
 from offline.fitting.datasets import EnergyMeasurement, PhaseTimeMeasurement
 from offline.fitting.end_to_end import (
     EndToEndRow,
@@ -34,6 +35,7 @@ from offline.fitting.kernel_fit import (
     predict_kernel_s,
 )
 from offline.fitting.request_inputs import DRIVER_WORKER_ENGINES
+from offline.measure.plan import HARNESS_ENGINE
 from service.catalog import GpuCatalog, ModelCatalog
 from service.core.coefficients import CostModelCoefficients, PowerCoefficients
 
@@ -113,13 +115,22 @@ class HeldOut:
 
 
 def fit_all(
-    samples: KernelSamples, network: dict[str, float], rows: list[EndToEndRow]
+    samples: KernelSamples,
+    network: dict[str, float],
+    rows: list[EndToEndRow],
+    kernel_power: KernelPowerRows | None = None,
 ) -> FittedModel:
-    """Fit overheads per engine and power on `rows` (already estimated with the kernel fit)."""
-    # Engines with prefill measurements first: the others borrow their prefill overhead.
+    """Fit overheads per engine and power on `rows` (already estimated with the kernel fit),
+    the power also on a committed campaign's `kernel_power` rows when given."""
+    # Engines with prefill measurements first: the others borrow their prefill overhead. The
+    # project's own eager-PyTorch harness (a committed campaign) never lends its prefill.
     engines = sorted(
         {r.engine for r in rows},
-        key=lambda e: not any(r.measured_prefill_s for r in rows if r.engine == e),
+        key=lambda e: (
+            not any(r.measured_prefill_s for r in rows if r.engine == e),
+            e == HARNESS_ENGINE,
+            e,
+        ),
     )
     overheads: dict[str, Overheads] = {}
     for engine in engines:
@@ -130,12 +141,14 @@ def fit_all(
             per_worker=engine in DRIVER_WORKER_ENGINES,
         )
     energy_rows = [r for r in rows if r.measured_per_sequence_j is not None]
-    power, overhead_power = _fit_power_per_engine(energy_rows, overheads)
+    power, overhead_power = _fit_power_per_engine(energy_rows, overheads, kernel_power)
     return FittedModel(fit_kernel_efficiencies(samples), network, overheads, power, overhead_power)
 
 
 def _fit_power_per_engine(
-    rows: list[EndToEndRow], overheads: dict[str, Overheads]
+    rows: list[EndToEndRow],
+    overheads: dict[str, Overheads],
+    kernel_power: KernelPowerRows | None = None,
 ) -> tuple[FloatArray, dict[str, tuple[float, float]]]:
     """Shared (compute, memory, network) power and each engine's two host-overhead powers.
 
@@ -151,13 +164,19 @@ def _fit_power_per_engine(
     Llama-8B on H100, that CPU overhead becomes pronounced), the GPUs mostly waiting; the time
     per running sequence is work that grows with the batch (under V1 on the GPU: the v3 rows'
     own power rises with the batch, Llama-3.1-8B from ~490 W at 8 sequences to ~690 W at 192
-    and more, which one fraction for both parts cannot follow).
+    and more, which one fraction for both parts cannot follow). A committed campaign's kernel
+    loops (`kernel_power`) add one log residual of mean power each, on the shared fractions.
     """
     groups = {engine: [r for r in rows if r.engine == engine] for engine in overheads}
     measured = {e: np.array([r.measured_per_sequence_j for r in g]) for e, g in groups.items() if g}
     engines = list(measured)
 
     def residuals(p: FloatArray) -> FloatArray:
+        kernels = (
+            []
+            if kernel_power is None
+            else [np.log(kernel_power.predicted_w(p[:3]) / kernel_power.measured_w)]
+        )
         return np.concatenate(
             [
                 np.log(
@@ -168,6 +187,7 @@ def _fit_power_per_engine(
                 )
                 for i, e in enumerate(engines)
             ]
+            + kernels
         )
 
     start = fit_power(rows, next(iter(overheads.values())))

@@ -104,6 +104,17 @@ def _row(
     )
 
 
+def estimated_row(
+    source: str,
+    inputs: RequestInputs,
+    coeffs: CostModelCoefficients,
+    measured: tuple[float, float | None, float | None],
+) -> EndToEndRow:
+    """One measured request as a row, estimated with `coeffs` without host overheads;
+    `measured` is its (TPOT [s], prefill time [s] or None, energy per sequence [J] or None)."""
+    return _row(source, inputs, without_overheads(coeffs), *measured)
+
+
 def without_overheads(coeffs: CostModelCoefficients) -> CostModelCoefficients:
     """`coeffs` with no host overheads and decode kernels launched like prefill ones (the fit
     adjusts the decode launch cost from each kernel's execution count)."""

@@ -6,6 +6,9 @@ model families and GPUs, and write the coefficients file and the validation repo
 Writes service/catalog/data/cost_model_coefficients.json (with provenance) and
 bench/results/cost_model_validation.md (+ a predicted-vs-measured plot), then fits the
 vllm/sglang/trtllm profiles into it (`fit_engine_profiles`, bench/results/engine_profiles.md).
+The project's own measurement campaigns committed under data/campaigns/ (none: nothing
+changes) join the final fit: kernel power in the power fit, end-to-end rows as the
+hf-transformers profile (offline.fitting.campaign_rows).
 """
 
 from __future__ import annotations
@@ -19,6 +22,12 @@ from typing import Any
 
 import numpy as np
 
+from offline.fitting.campaign_rows import (
+    campaign_end_to_end_rows,
+    campaign_provenance,
+    campaign_versions,
+    kernel_power_rows,
+)
 from offline.fitting.cross_validation import (
     FittedModel,
     HeldOut,
@@ -46,6 +55,8 @@ from offline.fitting.kernel_fit import (
 )
 from offline.fitting.metrics import accuracy
 from offline.fitting.report import write_report
+from offline.measure.campaign_output import committed_campaigns
+from offline.measure.plan import HARNESS_ENGINE
 from service.catalog import load_gpu_catalog, load_model_catalog
 from service.catalog.engines import (
     COEFFICIENTS_PATH,
@@ -82,7 +93,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     coeffs = with_roofline_values(base, {**kernel, **network})
     rows, skipped = end_to_end_rows(energy, phases, models, gpus, coeffs)
-    final = fit_all(samples, network, rows)
+    campaigns = committed_campaigns()
+    campaign_rows = campaign_end_to_end_rows(campaigns, models, gpus, coeffs)
+    final = fit_all(
+        samples, network, rows + campaign_rows, kernel_power_rows(campaigns, coeffs, gpus)
+    )
 
     families = sorted({r.family for r in rows} | set(samples.family))
     by_family = cross_validate(
@@ -113,6 +128,10 @@ def main(argv: list[str] | None = None) -> int:
     interval = _energy_interval(by_family)
     document = _coefficients_document(args, final, interval, by_family, rows, skipped)
     document, engine_held = add_engine_profiles(document, args.data)
+    if campaigns:
+        document["provenance"]["campaigns"] = campaign_provenance(campaigns)
+        if HARNESS_ENGINE in document["engines"]:
+            document["engine_versions"][HARNESS_ENGINE] = campaign_versions(campaigns)
     args.out.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
     write_report(args.report, document, by_family, by_gpu, (net_pred, net_meas), skipped)
     write_engine_report(ENGINE_REPORT_PATH, document, engine_held)

@@ -1,5 +1,7 @@
 """``python -m offline.measure run PLAN [--out measurements.jsonl] [--post URL --key KEY]``.
 
+A configuration of N GPUs runs on torch's ``cuda:0`` .. ``cuda:N-1`` (restrict or reorder
+them with CUDA_VISIBLE_DEVICES), metered on the same N GPUs; wider ones are skipped.
 Exit codes: 0 done, 1 the plan cannot be read, 2 no NVIDIA GPU/NVML (or no CUDA torch) here.
 """
 
@@ -11,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from offline.measure.meter import NoGpu, open_nvml_meter
+from offline.measure.meter import EnergyMeter, NoGpu, open_nvml_meter, torch_devices
 from offline.measure.plan import InvalidPlan, PlannedConfiguration, read_plan
 from offline.measure.run import ServicePoster, run_plan
 from offline.measure.stability import StabilityRule
@@ -35,11 +37,29 @@ def cuda_device_count() -> int:
     return int(torch.cuda.device_count())
 
 
-def builder(dtype_name: str) -> Callable[[PlannedConfiguration], PhaseRunners]:
+def torch_version() -> str:
+    import torch
+
+    return str(torch.__version__)
+
+
+def meters_on_torch_devices() -> Callable[[int], EnergyMeter]:
+    """`meters(n)`: a meter on the GPUs of torch's cuda:0 .. cuda:n-1 (opened once per n)."""
+    opened: dict[int, EnergyMeter] = {}
+
+    def meters(count: int) -> EnergyMeter:
+        if count not in opened:
+            opened[count] = open_nvml_meter(torch_devices(count))
+        return opened[count]
+
+    return meters
+
+
+def builder(dtype_name: str) -> Callable[[PlannedConfiguration, list[str]], PhaseRunners]:
     """Builds a configuration's runners from the catalogue's shapes, layers moved."""
     models = load_model_catalog()
 
-    def build(config: PlannedConfiguration) -> PhaseRunners:
+    def build(config: PlannedConfiguration, devices: list[str]) -> PhaseRunners:
         arch = models.get(config.model).require_architecture()
         if config.layers_delta:
             arch = replace(arch, num_layers=arch.num_layers + config.layers_delta)
@@ -48,6 +68,7 @@ def builder(dtype_name: str) -> Callable[[PlannedConfiguration], PhaseRunners]:
             config.batch_size,
             config.prompt_tokens,
             config.output_tokens,
+            devices=devices,
             dtype_name=dtype_name,
         )
 
@@ -62,7 +83,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     run.add_argument("--out", type=Path, default=Path("measurements.jsonl"))
     run.add_argument("--post", metavar="URL", help="quote and post observations to this service")
     run.add_argument("--key", help="API key for --post (scopes estimate, observe)")
-    run.add_argument("--device", type=int, default=0)
     run.add_argument("--dtype", default="bfloat16")
     run.add_argument("--min-repeats", type=int, default=3)
     run.add_argument("--max-repeats", type=int, default=10)
@@ -75,8 +95,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_BAD_PLAN
     try:
-        meter = open_nvml_meter(args.device)
         gpus = cuda_device_count()
+        meters = meters_on_torch_devices()
+        meters(1)  # refuse here, before any output, when cuda:0 cannot be metered
     except NoGpu as error:
         print(f"refusing to measure: {error}", file=sys.stderr)
         return EXIT_NO_GPU
@@ -86,11 +107,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     with args.out.open("w", encoding="utf-8") as out:
         measured, skipped = run_plan(
             configs[: args.limit],
-            meter,
+            meters,
             builder(args.dtype),
             out,
             rule=rule,
-            gpus_available=gpus,
+            devices_available=gpus,
+            engine_version=torch_version(),
             poster=poster,
         )
     print(f"wrote {args.out}: {measured} measured, {skipped} skipped")

@@ -67,3 +67,38 @@ def read_plan(path: Path) -> list[PlannedConfiguration]:
     if len(set(ids)) != len(ids):
         raise InvalidPlan(f"{path}: configuration ids are not unique")
     return configurations
+
+
+HARNESS_ENGINE = "hf-transformers"
+"""The engine profile of what this harness runs (eager PyTorch, see workload.py)."""
+
+
+def harness_request(config: PlannedConfiguration, torch_version: str) -> dict[str, Any] | str:
+    """The estimate request that prices what the harness measures for `config`, or why the
+    harness cannot measure it.
+
+    The harness runs eager PyTorch, so the request names `hf-transformers` at torch's version;
+    a plan that names another engine is refused (its quote prices another engine's kernels
+    and overheads). On N GPUs the layers are split into N contiguous stages run one after
+    another, so the request is `parallelism` pipeline = N; a plan asking for tensor, data or
+    expert parallelism is refused rather than measured as something else.
+    """
+    request = dict(config.request)
+    serving = dict(request.get("serving") or {})
+    engine = serving.get("engine")
+    if engine not in (None, HARNESS_ENGINE):
+        return f"the plan asks for engine {engine}; this harness measures {HARNESS_ENGINE}"
+    hardware = dict(request["hardware"])
+    wanted = {k: int(v) for k, v in (hardware.get("parallelism") or {}).items()}
+    stages = wanted.get("pipeline", config.gpu_count)
+    others = {k: v for k, v in wanted.items() if k != "pipeline" and v != 1}
+    if others or stages != config.gpu_count:
+        return (
+            f"the plan asks for parallelism {wanted}; this harness splits layers over the GPUs "
+            f"(pipeline {config.gpu_count}) and runs no tensor, data or expert parallelism"
+        )
+    if config.gpu_count > 1:
+        hardware["parallelism"] = {"tensor": 1, "pipeline": config.gpu_count}
+    request["hardware"] = hardware
+    request["serving"] = {**serving, "engine": HARNESS_ENGINE, "engine_version": torch_version}
+    return request

@@ -21,8 +21,18 @@ ENGINE_FAMILIES: dict[str, tuple[str, ...]] = {
     "vllm-v0": ("vllm-v0",),
     "sglang": ("sglang",),
     "trtllm": ("trtllm",),
+    "hf-transformers": ("hf-transformers",),
 }
 """Each `serving.engine` name and the profiles its versions may take, its default first."""
+
+STAND_IN_PROFILES: dict[str, str] = {
+    # Eager PyTorch (what offline.measure runs): no CUDA graphs, the host launching every
+    # kernel of every decode step. Of the fitted profiles, vLLM V0's (host work per step and
+    # per sequence while the GPU waits) is the nearest; V1's CUDA-graph profile is not.
+    "hf-transformers": "vllm-v0",
+}
+"""Engines whose own profile may not be fitted yet (no measurement campaign committed), and
+the fitted profile that prices them meanwhile, with a note and an engine-level interval."""
 
 _RELEASE = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?")
 
@@ -56,11 +66,21 @@ def choose_profile(
 ) -> EngineChoice:
     """The profile of `engine` at `version` given each profile's `measured` versions.
 
-    No version: the engine's default profile. A measured version (compared as releases, so
+    An engine none of whose profiles was measured and that has a stand-in
+    (`STAND_IN_PROFILES`): the stand-in, noted. No version: the engine's default profile. A
+    measured version (compared as releases, so
     "0.5.9" and "v0.5.9" agree): its profile. Any other version: the profile with the nearest
     measured release (the default one when the version has no release number), noted.
     """
     family = ENGINE_FAMILIES[engine]
+    if engine in STAND_IN_PROFILES and not any(p in measured for p in family):
+        stand_in = STAND_IN_PROFILES[engine]
+        evidence = engine if version is None else f"{engine}=={version}"
+        note = (
+            f"no fitted profile of {engine} yet (no measurement campaign of it): priced with "
+            f"the {stand_in} profile, the nearest, and intervals as for an engine never fitted on"
+        )
+        return EngineChoice(stand_in, evidence, note)
     if version is None:
         return EngineChoice(family[0], family[0])
     wanted = release(version)

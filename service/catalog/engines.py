@@ -39,6 +39,9 @@ ENGINE_DESCRIPTIONS = {
     "overheads on its SGLang H100/H200 serving runs",
     "trtllm": "TensorRT-LLM (PyTorch flow); kernel efficiencies on aiconfigurator's TRT-LLM GEMM "
     "tables, decode overheads on its TRT-LLM H100/H200 serving runs",
+    "hf-transformers": "eager PyTorch as Hugging Face transformers runs it (no CUDA graphs, static "
+    "batches, layers split over GPUs): what offline.measure measures; fitted on a committed "
+    "measurement campaign, else priced with vllm-v0's profile (engine_versions.py)",
 }
 
 UNFUSED_UNIT_OFFSET_NORM_ENGINES = frozenset({"vllm-v0"})

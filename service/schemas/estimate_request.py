@@ -133,7 +133,8 @@ class PrecisionIn(BaseModel):
 class ServingIn(BaseModel):
     """How the model is served: fused attention, the engine whose fitted profile applies
     (`vllm`, `sglang`, `trtllm`, and the older vLLM profiles `vllm-v1`: vLLM >= 0.8, the
-    default, and `vllm-v0`: vLLM <= 0.6) at `engine_version` (a version never measured takes
+    default, and `vllm-v0`: vLLM <= 0.6; `hf-transformers`: eager PyTorch, what the project's
+    own measurement harness runs) at `engine_version` (a version never measured takes
     the nearest profile and wider intervals, with a warning), and the sequences running
     on the replica while this request runs, its own included (`concurrent_sequences`, at least
     `batch_size`; omitted: a static batch of the request's own sequences alone)."""
@@ -141,7 +142,9 @@ class ServingIn(BaseModel):
     model_config = example({"flash_attention": True, "engine": "vllm-v1"})
 
     flash_attention: StrictBool | None = None
-    engine: Literal["vllm", "sglang", "trtllm", "vllm-v1", "vllm-v0"] | None = None
+    engine: Literal["vllm", "sglang", "trtllm", "vllm-v1", "vllm-v0", "hf-transformers"] | None = (
+        None
+    )
     engine_version: Annotated[str, Field(min_length=1, max_length=50)] | None = None
     concurrent_sequences: Annotated[StrictInt, Field(ge=1, le=1_000_000)] | None = None
 

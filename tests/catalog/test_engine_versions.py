@@ -83,3 +83,25 @@ def test_every_engine_has_a_fitted_profile_and_its_measured_versions() -> None:
     sglang, shared = coefficients["sglang"].roofline, coefficients["vllm-v1"].roofline
     assert sglang.tensor_efficiency != shared.tensor_efficiency
     assert sglang.memory_efficiency != shared.memory_efficiency
+
+
+@pytest.mark.parametrize("version", [None, "2.13.0+cu128"])
+def test_hf_transformers_without_a_campaign_takes_its_stand_in_with_a_note(
+    version: str | None,
+) -> None:
+    choice = choose_profile("hf-transformers", version, MEASURED)
+    assert choice.profile == "vllm-v0"
+    label = "hf-transformers" if version is None else f"hf-transformers=={version}"
+    assert choice.evidence == label
+    assert choice.note is not None and "no fitted profile of hf-transformers" in choice.note
+    assert "the vllm-v0 profile" in choice.note
+
+
+def test_hf_transformers_once_fitted_takes_its_own_profile() -> None:
+    fitted = {**MEASURED, "hf-transformers": ("2.13.0",)}
+    assert choose_profile("hf-transformers", None, fitted).profile == "hf-transformers"
+    assert choose_profile("hf-transformers", "2.13.0", fitted).note is None
+    # The shipped coefficients hold no campaign yet: the stand-in is a fitted profile.
+    shipped = load_engine_versions()
+    assert "hf-transformers" not in shipped
+    assert choose_profile("hf-transformers", None, shipped).profile in load_engine_coefficients()

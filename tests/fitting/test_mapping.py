@@ -41,7 +41,9 @@ def test_splitwise_has_its_own_profile_that_is_never_served() -> None:
     }
     document = json.loads(COEFFICIENTS_PATH.read_text(encoding="utf-8"))
     served = {"vllm-v0", "vllm-v1", "vllm", "sglang", "trtllm"}
-    assert set(document["engines"]) == set(ENGINE_DESCRIPTIONS) == served
+    # hf-transformers is described always, fitted once a measurement campaign is committed.
+    assert set(ENGINE_DESCRIPTIONS) == served | {"hf-transformers"}
+    assert served <= set(document["engines"]) <= set(ENGINE_DESCRIPTIONS)
     assert set(document["measurement_harnesses"]) == {SPLITWISE_HARNESS}
 
 

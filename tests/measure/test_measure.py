@@ -128,18 +128,28 @@ def test_run_plan_writes_observations_and_skips_what_it_cannot_run(tmp_path: Pat
     configs = read_plan(write_plan(tmp_path / "p.json", [plan_item("a"), plan_item("b", 4)]))
     meter, out, poster = FakeMeter(), io.StringIO(), FakePoster()
     measured, skipped = run_plan(
-        configs, meter, lambda _: fake_runners(meter), out, poster=poster, log=lambda _: None
+        configs,
+        lambda _: meter,
+        lambda _, __: fake_runners(meter),
+        out,
+        poster=poster,
+        log=lambda _: None,
     )
     assert (measured, skipped) == (1, 1)
     first, second = (json.loads(line) for line in out.getvalue().splitlines())
     assert second == {"configuration_id": "b", "skipped": "needs 4 GPUs, 1 here"}
     assert first["quote_id"] == "q_1" and first["device"] == "fake GPU" and first["stable"]
+    assert first["devices"] == ["cuda:0"] and first["engine"] == "hf-transformers"
     assert first["phases"]["prefill"]["gpu_j"] == pytest.approx(2.0)
     assert first["phases"]["decode"]["gpu_j"] == pytest.approx(8.0)
     assert first["phases"]["request"]["gpu_j"] == pytest.approx(10.0)
     observation = ObservationIn.model_validate(first["observation"])  # what the service takes
     assert observation.gpu_j == pytest.approx(10.0)
-    assert first["request"] == configs[0].request
+    # The plan's request, as the engine that was measured prices it.
+    assert first["request"] == {
+        **configs[0].request,
+        "serving": {"engine": "hf-transformers", "engine_version": "unknown"},
+    }
 
 
 def test_refuses_without_a_gpu(
@@ -168,10 +178,14 @@ def test_a_tiny_random_weight_model_runs_every_phase_on_the_cpu() -> None:
         num_moe_layers=2,
     )
     for arch in (dense, moe):
-        runners = build_runners(arch, 2, 12, 3, device="cpu", dtype_name="float32")
+        runners = build_runners(arch, 2, 12, 3, devices=["cpu"], dtype_name="float32")
         meter = FakeMeter()
-        config = PlannedConfiguration("t", "tiny", 0, 2, 12, 3, "cpu", 1, {})
+        request = {"hardware": {"gpu": "H100-SXM5-80GB"}}
+        config = PlannedConfiguration("t", "tiny", 0, 2, 12, 3, "cpu", 1, request)
         out = io.StringIO()
         built = runners
-        assert run_plan([config], meter, lambda _, r=built: r, out, log=lambda _: None) == (1, 0)
+        run = run_plan(
+            [config], lambda _, m=meter: m, lambda *_, r=built: r, out, device_kind="cpu", log=print
+        )
+        assert run == (1, 0)
         assert json.loads(out.getvalue())["phases"]["request"]["repeats"] >= 3
