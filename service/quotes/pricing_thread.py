@@ -3,9 +3,9 @@ loop, and the requests that arrive while it is busy are priced together in its n
 
 Pricing is CPU-bound, so it must not run in the event loop (which would stop serving while it
 prices); but many threads pricing at once would only take turns on the GIL. One thread prices
-one list at a time with `Estimator.price`, which evaluates the requests of one context in one
-array pass: under load the waiting requests form larger lists, and each costs less. Each
-request is answered with its own result (or error), as if priced alone.
+one list at a time with `Estimator.price`, which evaluates all of them, whatever their models and
+deployments, in one array pass: under load the waiting requests form larger lists, and each
+costs less. Each request is answered with its own result (or error), as if priced alone.
 """
 
 from __future__ import annotations
