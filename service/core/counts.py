@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from service.core.architecture import ModelArchitecture
 from service.core.graph import KernelNode
-from service.core.mixers import delta_net_shard, mamba_shard
+from service.core.mixers import delta_net_shard, kda_gate_width, mamba_shard
 from service.core.mla import (
     KV_UP_OPERAND,
     AttentionDims,
@@ -138,7 +138,9 @@ def _gemm_shape(
             mla = arch.mla
             q_out = s.heads * (mla.qk_nope_head_dim + mla.qk_rope_head_dim)
             # q_a, kv_a (latent + k_pe) and q_b; kv_b_proj is its own node (service.core.mla)
-            weights = h * (mla.q_lora_rank + s.kv_proj_width) + mla.q_lora_rank * q_out
+            # q_lora_rank 0: a full-rank q_proj (DeepSeek-V2-Lite, Kimi Linear)
+            q_weights = mla.q_lora_rank * (h + q_out) if mla.q_lora_rank else h * q_out
+            weights = h * s.kv_proj_width + q_weights
             out = q_out + s.kv_proj_width
             if arch.dsa is not None:  # the indexer's wq_b, wk, weights_proj (replicated)
                 index_q = arch.dsa.index_n_heads * arch.dsa.index_head_dim
@@ -175,6 +177,10 @@ def _recurrent_projection(
     h = float(s.hidden)
     if operand.endswith("_in"):
         return h, r.in_proj_width, h * r.in_proj_width
+    if operand == "delta_net_gate":  # KDA's f_b and g_b: rank key_head_dim -> value width each
+        assert arch.delta_net is not None
+        rank, width = arch.delta_net.key_head_dim, kda_gate_width(arch.delta_net, s.group)
+        return rank, width, rank * width
     if operand in ("mamba_x", "mamba_dt"):  # Mamba-1: d_inner -> dt, B, C; dt -> d_inner
         assert arch.mamba is not None
         rank, x_width = arch.mamba.dt_rank, arch.mamba.x_proj_width

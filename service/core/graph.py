@@ -43,6 +43,7 @@ RECURRENT_KERNEL_KINDS: tuple[str, ...] = (
     "selective_scan",
     "delta_rule",
     "gated_norm",
+    "lightning_attention",
 )
 """Kernels of the recurrent mixers (service.core.recurrent). The shipped regressor was trained
 before them: it encodes each as the kind of KERNEL_KINDS that does the same sort of work
@@ -53,6 +54,7 @@ ENCODED_AS = {
     "selective_scan": "attention",
     "delta_rule": "attention",
     "gated_norm": "norm",
+    "lightning_attention": "attention",
 }
 
 
@@ -177,12 +179,21 @@ def _add_attention_block(
 
 
 def _add_recurrent(b: _GraphBuilder, arch: ModelArchitecture, mixer: str, norm: int) -> int:
-    """in_proj, causal conv1d, the scan (Mamba-2's SSD, gated DeltaNet's delta rule) with its
-    gated RMSNorm, and out_proj of a recurrent mixer (`mixer`: ``mamba`` or ``delta_net``);
-    Mamba-1 projects dt, B and C from x (x_proj, dt_proj) and gates inside its scan."""
+    """in_proj, causal conv1d, the scan (Mamba-2's SSD, the delta rule of gated DeltaNet and
+    KDA, lightning attention) with its gated RMSNorm, and out_proj of a recurrent mixer
+    (`mixer`: ``mamba`` or ``delta_net``). Mamba-1 projects dt, B and C from x (x_proj,
+    dt_proj) and gates inside its scan; KDA widens its decay and output-gate bottlenecks
+    (gate_proj); lightning attention has no conv1d."""
     short = "mamba" if mixer == "mamba" else "linear_attn"
     layers = arch.num_mamba_layers if mixer == "mamba" else arch.num_delta_net_layers
     proj_in = b.add(KernelNode(f"{short}_in_proj", "gemm", layers, f"{mixer}_in"), norm)
+    rule = arch.delta_net.rule if mixer == "delta_net" and arch.delta_net else ""
+    if rule == "lightning":
+        scan = b.add(
+            KernelNode("linear_attn_lightning", "lightning_attention", layers, mixer), proj_in
+        )
+        gated = b.add(KernelNode(f"{short}_gated_norm", "gated_norm", layers, mixer), scan, proj_in)
+        return b.add(KernelNode(f"{short}_out_proj", "gemm", layers, f"{mixer}_out"), gated)
     conv = b.add(KernelNode(f"{short}_conv1d", "causal_conv1d", layers, mixer), proj_in)
     if mixer == "mamba" and arch.mamba is not None and arch.mamba.selective:
         x_proj = b.add(KernelNode("mamba_x_proj", "gemm", layers, "mamba_x"), conv)
@@ -195,9 +206,16 @@ def _add_recurrent(b: _GraphBuilder, arch: ModelArchitecture, mixer: str, norm: 
             proj_in,
         )
     else:
+        scan_inputs = [conv, proj_in]
+        if rule == "kda":
+            scan_inputs.append(
+                b.add(KernelNode(f"{short}_gate_proj", "gemm", layers, "delta_net_gate"), proj_in)
+            )
         scan_kind = "ssd_scan" if mixer == "mamba" else "delta_rule"
-        scan = b.add(KernelNode(f"{short}_{scan_kind}", scan_kind, layers, mixer), conv, proj_in)
-        gated = b.add(KernelNode(f"{short}_gated_norm", "gated_norm", layers, mixer), scan, proj_in)
+        scan = b.add(KernelNode(f"{short}_{scan_kind}", scan_kind, layers, mixer), *scan_inputs)
+        gated = b.add(
+            KernelNode(f"{short}_gated_norm", "gated_norm", layers, mixer), scan, *scan_inputs[1:]
+        )
     return b.add(KernelNode(f"{short}_out_proj", "gemm", layers, f"{mixer}_out"), gated)
 
 

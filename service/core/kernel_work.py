@@ -38,6 +38,7 @@ COUNTERS: dict[str, KernelCounter] = {
     "selective_scan": recurrent.selective_scan,
     "delta_rule": recurrent.delta_rule,
     "gated_norm": recurrent.gated_norm,
+    "lightning_attention": recurrent.lightning_attention,
 }
 
 

@@ -59,7 +59,7 @@ def test_a_config_is_quoted_as_its_catalogue_model(client: TestClient) -> None:
             {**GEMMA3, "text_config": {**GEMMA3["text_config"], "num_hidden_layers": 0}},
             "architecture.text_config.num_hidden_layers",
         ),
-        ({"model_type": "falcon_mamba", "hidden_size": 4096}, "architecture.model_type"),
+        ({"model_type": "rwkv", "hidden_size": 4096}, "architecture.model_type"),
         ({"model_type": "not_a_model"}, "architecture.model_type"),
         ({"model_type": 7, "hidden_size": 4096}, "architecture.model_type"),  # schema
         ({"model_type": ""}, "architecture.model_type"),  # schema
