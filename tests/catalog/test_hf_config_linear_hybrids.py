@@ -127,3 +127,25 @@ def test_bad_linear_configs_name_the_key(config: dict[str, Any], field: str) -> 
     with pytest.raises(InvalidArchitecture) as raised:
         read_config(config)
     assert raised.value.field == field, raised.value.message
+
+
+# https://huggingface.co/XiaomiMiMo/MiMo-7B-RL/blob/main/config.json
+MIMO_7B: dict[str, Any] = {
+    "model_type": "mimo", "attention_bias": True, "hidden_size": 4096,
+    "intermediate_size": 11008, "max_position_embeddings": 32768, "num_attention_heads": 32,
+    "num_hidden_layers": 36, "num_key_value_heads": 8, "num_nextn_predict_layers": 1,
+    "tie_word_embeddings": False, "vocab_size": 151680,
+}  # fmt: skip
+
+
+def test_mtp_layers_are_neither_loaded_nor_priced() -> None:
+    """MiMo-7B is Qwen2's stack plus one MTP layer that vLLM's loader skips unless it serves
+    speculative decoding (no request field asks for it). Parameters without it, by hand:
+    tables 2 x 151,680 x 4,096 = 1,242,562,560; a layer 4,096 x (4,096 + 2 x 1,024) +
+    4,096 x 4,096 + 3 x 4,096 x 11,008 = 177,209,344, x 36: 7,622,098,944."""
+    read = read_config(MIMO_7B)
+    assert read.architecture.num_layers == 36 and read.architecture.qkv_bias
+    assert parameter_count(read.architecture) == 7_622_098_944
+    assert any(n.startswith("1 multi-token-prediction layer(s) not loaded") for n in read.notes)
+    kimi_notes = read_config({**KIMI_LINEAR_48B, "num_nextn_predict_layers": 2}).notes
+    assert any(n.startswith("2 multi-token-prediction layer(s)") for n in kimi_notes)

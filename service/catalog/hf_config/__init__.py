@@ -41,6 +41,7 @@ TEXT_READERS: dict[str, Reader] = {
     "llama": dense.read_llama,
     "mistral": dense.read_mistral,
     "qwen2": dense.read_qwen2,
+    "mimo": dense.read_mimo,
     "qwen3": dense.read_qwen3,
     "qwen3_vl_text": dense.read_qwen3_vl_text,
     "granite": dense.read_granite,

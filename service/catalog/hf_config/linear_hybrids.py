@@ -4,7 +4,7 @@ MiniMax-M1 (lightning attention beside grouped-query attention), both with route
 
 from __future__ import annotations
 
-from service.catalog.hf_config.layers import set_experts
+from service.catalog.hf_config.layers import note_mtp_layers, set_experts
 from service.catalog.hf_config.mla import mla_shape, set_mla
 from service.catalog.hf_config.reading import ClassDefaults, ConfigKeys, Reading, read_decoder
 from service.catalog.hf_config.view import ConfigView
@@ -81,8 +81,7 @@ def read_kimi_linear(view: ConfigView) -> Reading:
         moe_layers=sum(1 for i in range(layers) if i >= first and i % freq == 0),
         shared_width=view.count("num_shared_experts", 0) * width,
     )
-    if view.count("num_nextn_predict_layers", 0):
-        reading.notes.append("multi-token-prediction module not modelled")
+    note_mtp_layers(reading, ("num_nextn_predict_layers",))
     return reading
 
 

@@ -5,7 +5,7 @@ un-absorbed in prefill and absorbed in decode (service.core.mla, service.core.ds
 
 from __future__ import annotations
 
-from service.catalog.hf_config.layers import set_experts
+from service.catalog.hf_config.layers import note_mtp_layers, set_experts
 from service.catalog.hf_config.reading import ClassDefaults, Reading, read_decoder
 from service.catalog.hf_config.view import ConfigView
 from service.core.architecture import DsaShape, MlaShape
@@ -62,8 +62,7 @@ def _read_mla(
         moe_layers=sum(1 for i in range(layers) if i >= first and i % freq == 0),
         shared_width=view.count("n_shared_experts", shared) * width,
     )
-    if view.count("num_nextn_predict_layers", 0):
-        reading.notes.append("multi-token-prediction module not modelled")
+    note_mtp_layers(reading, ("num_nextn_predict_layers",))
     return reading
 
 
