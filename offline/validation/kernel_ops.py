@@ -5,6 +5,12 @@ executions (`kernel_pricing.RowCalls`), or into the reason the row is not priced
 stem is not in `MAPPERS` is listed in the report as not priced: adding an op type is one
 function and one entry here (the Mamba-2 and gated-DeltaNet rows: `recurrent_ops`).
 
+Every row, prefill or decode, is priced with the launch cost of a kernel launched on its own
+(`kernel_launch_s`, fitted on Vidur's per-kernel timings): the collectors time a kernel or a
+module's forward called by itself, not replayed inside a decode step's CUDA graph, which is
+what `decode_kernel_launch_s` (about 0) prices, the step's fixed cost carried by
+`decode_step_overhead_s`.
+
 Row semantics, from aiconfigurator's collectors (``collector/<engine>/collect_*.py``):
 - GEMM: an ``m x k`` activation times a ``k x n`` weight, `gemm_dtype` the quantisation.
 - Attention: `batch_size` sequences; context rows compute `isl` new tokens each with no cached
@@ -147,7 +153,7 @@ def attention(table: KernelTable, i: int, ctx: PricingContext) -> RowResult:
     call = _attention(arch, precision, ctx, batch, span, batch * isl, variant)
     label = ("context" if context else "generation") + " attention"
     label += " (sliding window)" if window else ""
-    return label, [call], ctx.launch_s if context else ctx.decode_launch_s
+    return label, [call], ctx.launch_s
 
 
 @lru_cache(maxsize=1)
@@ -169,13 +175,13 @@ def mla(table: KernelTable, i: int, ctx: PricingContext) -> RowResult:
     variant = "decode" if absorbed else "full"
     call = _attention(arch, precision, ctx, batch, span, batch * isl, variant)
     label = "mla " + ("context" if context else "generation")
-    return label, [call], ctx.launch_s if context else ctx.decode_launch_s
+    return label, [call], ctx.launch_s
 
 
 # A module row is the whole attention block (collector/vllm/collect_mla_module.py: vLLM's
 # DeepseekV2MLAAttention forward, projections + attention + output; TensorRT-LLM's likewise):
 # the cost model's kernels of it. The q_a / kv_a RMSNorms are not in the cost model's graph.
-_MODULE_KERNELS = ("qkv_proj", "rope", "kv_b_proj", "dsa_indexer", "attention", "o_proj")
+_MODULE_KERNELS = ("qkv_proj", "rope", "kv_b_proj", "attention", "o_proj")
 _DSA = DsaShape(index_n_heads=64, index_head_dim=128, index_topk=2048)  # DeepSeek-V3.2's
 
 
@@ -205,10 +211,10 @@ def attention_module(table: KernelTable, i: int, ctx: PricingContext) -> RowResu
     calls = [
         KernelCall(kernel_work(node, arch, shapes, shape), key, node.kind in STREAMING_KINDS)
         for node in graph.nodes
-        if node.name.removesuffix("_sparse") in _MODULE_KERNELS
+        if node.name.removesuffix("_sparse") in _MODULE_KERNELS or node.name.startswith("dsa_")
     ]
     label = ("dsa" if sparse else "mla") + " module " + ("context" if context else "generation")
-    return label, calls, ctx.launch_s if context else ctx.decode_launch_s
+    return label, calls, ctx.launch_s
 
 
 def _module_spans(context: bool, new: float, cached: float) -> dict[str, AttentionSpan]:
@@ -322,5 +328,6 @@ MAPPERS = {
     "nccl_perf": nccl,
     "mamba2_perf": recurrent,
     "gdn_perf": recurrent,
+    "kda_perf": recurrent,
 }
 """Table file stem -> row mapper. Every other table is reported as not priced."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from service.core.architecture import ModelArchitecture
 from service.core.graph import KernelNode
@@ -38,6 +38,7 @@ _NORM_OPS = {"rmsnorm": 4.0, "layernorm": 7.0}
 _ACTIVATION_OPS = {"silu": (4.0, 1.0), "gelu": (7.0, 1.0), "relu": (1.0, 0.0)}
 _SOFTMAX_OPS, _SOFTMAX_SFU = 5.0, 1.0
 _SAMPLING_LOGIT_BYTES = 4.0  # logits are upcast to fp32 for sampling
+_SPARSE_HEAD_TILE = 64  # query heads per FlashMLA sparse kernel tile
 _FP32_BYTES = 4.0
 _UNFUSED_NORM_FP32_READS, _UNFUSED_NORM_FP32_WRITES = 5.0, 4.0
 
@@ -260,20 +261,35 @@ def _attention_parts(
     return qk, softmax, sv
 
 
+def sparse_kernel_heads(heads: int) -> int:
+    """Query heads FlashMLA's sparse kernels compute for `heads` on one GPU: they run 64 or 128
+    (vLLM's flashmla_sparse backend pads the fp8 decode kernel's h_q to 64 or 128, and runs the
+    bf16 prefill kernel on 128), so fewer heads cost as many as the padded count."""
+    return _SPARSE_HEAD_TILE if heads <= _SPARSE_HEAD_TILE else 2 * _SPARSE_HEAD_TILE
+
+
 def _attended(
     node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape
-) -> list[tuple[AttentionSpan, float, AttentionDims]]:
-    """(span, query tokens, widths) of each group of sequences `node` attends for: a sliding
-    kernel all of them; a full kernel the prefilling sequences (MLA: un-absorbed) and the
-    decoding ones (MLA: absorbed over the latent), service.core.mla."""
+) -> list[tuple[AttentionSpan, float, AttentionDims, ShardShapes]]:
+    """(span, query tokens, widths, shapes) of each group of sequences `node` attends for: a
+    sliding kernel all of them; a full kernel the prefilling sequences (MLA: un-absorbed) and
+    the decoding ones (MLA: absorbed over the latent), service.core.mla. DSA's sparse kernel
+    scores all `index_topk` slots of every query (the top-k list is padded, not cut to the
+    causal prefix) on its padded heads (`sparse_kernel_heads`), and reads only the keys it
+    selected."""
     if node.operand == "sliding":
-        return [(_span(p, "sliding"), p.tokens, cached_dims(s))]
+        span = _span(p, "sliding")
+        if arch.dsa is not None:
+            pairs = span.new_tokens * arch.dsa.index_topk
+            span = AttentionSpan(pairs, span.keys_read, span.new_tokens)
+            s = replace(s, heads=sparse_kernel_heads(s.heads))
+        return [(span, p.tokens, cached_dims(s), s)]
     decode = _span(p, "decode")
     decode_tokens = p.sequences * decode.new_tokens
     prefill = cached_dims(s) if arch.mla is None else prefill_dims(arch.mla, s)
     return [
-        (_span(p, "full"), p.tokens - decode_tokens, prefill),
-        (decode, decode_tokens, cached_dims(s)),
+        (_span(p, "full"), p.tokens - decode_tokens, prefill, s),
+        (decode, decode_tokens, cached_dims(s), s),
     ]
 
 
@@ -294,8 +310,8 @@ def attention_work_of(
     node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape
 ) -> Work:
     total = Work()
-    for span, tokens, dims in _attended(node, arch, s, p):
-        total = total.plus(_fused_attention(s, p, span, tokens, dims))
+    for span, tokens, dims, shapes in _attended(node, arch, s, p):
+        total = total.plus(_fused_attention(shapes, p, span, tokens, dims))
     return total
 
 
@@ -304,8 +320,8 @@ def attention_piece(
 ) -> Callable[[KernelNode, ModelArchitecture, ShardShapes, PassShape], Work]:
     def piece(node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape) -> Work:
         total = Work()
-        for span, tokens, dims in _attended(node, arch, s, p):
-            total = total.plus(_attention_parts(s, p, span, tokens, dims)[index])
+        for span, tokens, dims, shapes in _attended(node, arch, s, p):
+            total = total.plus(_attention_parts(shapes, p, span, tokens, dims)[index])
         return total
 
     return piece

@@ -15,6 +15,16 @@ from functools import lru_cache
 from service.core.architecture import ModelArchitecture
 from service.core.mla import INDEXER, KV_UP_OPERAND
 
+INDEXER_STEPS: tuple[tuple[str, str, str], ...] = (
+    ("dsa_index_k_norm", "norm", "indexer_norm"),
+    ("dsa_index_rope", "rope", "indexer_rope"),
+    ("dsa_index_quant", "activation", "indexer_quant"),
+    ("dsa_indexer", "attention", INDEXER),
+    ("dsa_index_topk", "softmax", "indexer_topk"),
+)
+"""DSA's lightning-indexer kernels in order: (node name, kind the regressor encodes it as,
+operand); service.core.dsa counts each."""
+
 KERNEL_KINDS: tuple[str, ...] = (
     "norm",
     "gemm",
@@ -169,7 +179,10 @@ def _add_attention_block(
     if arch.mla is not None:  # kv_b_proj: decompresses in prefill, absorbs in decode
         qkv = b.add(KernelNode("kv_b_proj", "gemm", layers, KV_UP_OPERAND), qkv)
     if arch.dsa is not None:  # DSA's lightning indexer picks the keys attention reads
-        qkv = b.add(KernelNode("dsa_indexer", "attention", layers, INDEXER), roped, qkv)
+        step = b.add(KernelNode("dsa_index_k_norm", "norm", layers, "indexer_norm"), qkv)
+        for name, kind, operand in INDEXER_STEPS[1:]:
+            step = b.add(KernelNode(name, kind, layers, operand), step, roped, qkv)
+        qkv = step
     sparse = arch.dsa is not None
     attention_outputs = [
         _add_attention(b, variant, count, flash_attention, roped, qkv, sparse)

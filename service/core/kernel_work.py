@@ -46,6 +46,6 @@ def kernel_work(
     node: KernelNode, arch: ModelArchitecture, shapes: ShardShapes, shape: PassShape
 ) -> Work:
     """Counts of one execution of `node` on one GPU in a pass of `shape`."""
-    if node.operand == INDEXER:  # DSA's indexer: an attention-kind kernel of its own
+    if node.operand.startswith(INDEXER):  # DSA's indexer kernels (service.core.dsa)
         return dsa.indexer_work(node, arch, shapes, shape)
     return COUNTERS[node.kind](node, arch, shapes, shape)

@@ -30,7 +30,10 @@ overcount the basis cannot separate (service.core.plan).
   with a decay per key channel: its fp32 gate g (value heads x dk per token) is formed by
   fused_kda_gate (-exp(A) softplus(g + bias): 6 ops + 2 exp per element, counted here), written
   and read once, and weights k and q per channel inside the chunk (2 exp per element); the
-  decode update decays each state row by its own channel (the same 7 ops per element).
+  intra-chunk q k^T and k k^T cannot be plain matrix products across a per-channel decay: FLA
+  forms them on CUDA cores within sub-chunks of 16 tokens, each of the 2 products 16 x dk
+  pairs-by-channel per token (an exp and 3 ops each); the decode update decays each state row
+  by its own channel (the same 7 ops per element).
 - lightning_attention, MiniMax's linear attention with a fixed decay per head (lightning
   attention prefill in blocks of C, linear_decode_forward_triton in decode; dk = dv = d):
   SiLU of q, k, v first (4 ops + 1 exp per element); per token and head, intra-block q k^T
@@ -57,6 +60,7 @@ _GATED_NORM_OPS = 9.0
 _MAMBA_CHUNK_STATE_PASSES = 4.0
 _SELECTIVE_OPS, _SELECTIVE_CHANNEL_OPS = 7.0, 6.0
 _KDA_GATE_OPS, _KDA_GATE_EXPS = 6.0, 4.0  # fused_kda_gate (2 exp) and the chunk's k, q decay (2)
+_KDA_SUB_CHUNK, _KDA_INTRA_OPS = 16.0, 3.0  # FLA chunk_kda's intra-chunk block, ops per term
 _LIGHTNING_UPDATE_OPS, _SILU_OPS = 5.0, 4.0
 
 
@@ -175,10 +179,11 @@ def delta_rule(node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: Pas
     if d.rule != "kda":
         return work
     gates = p.tokens * heads * dk  # one decay per key channel and token
+    intra = 2.0 * _KDA_SUB_CHUNK * gates  # q k^T and k k^T within each sub-chunk, per channel
     return work.plus(
         Work(
-            cuda_core_ops=_KDA_GATE_OPS * gates,
-            special_function_ops=_KDA_GATE_EXPS * gates,
+            cuda_core_ops=_KDA_GATE_OPS * gates + _KDA_INTRA_OPS * intra,
+            special_function_ops=_KDA_GATE_EXPS * gates + intra,
             activation_read_bytes=gates * (ab + _FP32_BYTES),  # f_b's output, then g in the chunk
             activation_write_bytes=gates * _FP32_BYTES,
         )

@@ -6,8 +6,9 @@ KDA layer: hidden 64, 2 heads of 16 (dk = dv = 16), conv 4, chunk 48, bf16, fp32
   out_proj 2 x 32 x 64 = 4,096. Weights: 64 x 130 + 16 x 64 + 96 x 4 + 32 x 64 = 11,776.
 - delta rule: 2 heads x (3 C dk + 2 C dv + 3 dk dv + C^2 / 3) = 2 x (2,304 + 1,536 + 768 + 768)
   = 10,752 MAC = 21,504 tensor FLOP per token; CUDA-core ops per token 2 x (2 x 48 + 6 x 16)
-  = 384 plus the per-channel gate's 6 x 32 = 192: 576; a decode update 7 x 2 x 16 x 16 = 3,584
-  ops per sequence; exps per token 2 x (48 + 2) + 4 x 32 = 228.
+  = 384, the per-channel gate's 6 x 32 = 192 and the gated intra-chunk products
+  3 x 2 x 16 x 32 = 3,072: 3,648; a decode update 7 x 2 x 16 x 16 = 3,584 ops per sequence;
+  exps per token 2 x (48 + 2) + 4 x 32 + 2 x 16 x 32 = 1,252.
 - state per sequence: conv 3 x 96 x 2 B = 576 B; recurrent 2 x 16 x 16 x 4 B = 2,048 B.
 
 Lightning layer: hidden 64, 2 heads of 16, block 32, fp32 state, no conv.
@@ -71,8 +72,8 @@ def test_kda_projections_by_hand() -> None:
 def test_kda_delta_rule_prefill_and_decode_by_hand() -> None:
     prefill = _work("delta_rule", "delta_net", KDA, 100, 2)
     assert prefill.tensor_flops == pytest.approx(100 * 21_504)
-    assert prefill.cuda_core_ops == pytest.approx(100 * 576 + 2 * 3_584)
-    assert prefill.special_function_ops == pytest.approx(100 * 228 + 2 * 2 * 2)
+    assert prefill.cuda_core_ops == pytest.approx(100 * 3_648 + 2 * 3_584)
+    assert prefill.special_function_ops == pytest.approx(100 * 1_252 + 2 * 2 * 2)
     assert prefill.kv_cache_read_bytes == prefill.kv_cache_write_bytes == 2 * 2_048
     decode = _work("delta_rule", "delta_net", KDA, 4, 4)
     assert decode.kv_cache_read_bytes == 4 * 2_048  # each sequence's fp32 state once
