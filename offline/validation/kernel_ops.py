@@ -51,6 +51,7 @@ from service.core.graph import KernelNode, build_kernel_graph
 from service.core.kernel_work import kernel_work
 from service.core.roofline import STREAMING_KINDS
 from service.core.terms import capped_sum
+from service.core.work import Work
 from service.core.workload import Precision
 
 RowResult = RowCalls | str
@@ -106,6 +107,17 @@ def _attention(
     return KernelCall(work, gemm_compute_key(precision.weights, precision.activations), True)
 
 
+def with_cache_append(call: KernelCall) -> list[KernelCall]:
+    """An attention row as the engine runs it: a kernel appending the new keys and values to
+    the cache (vLLM's reshape_and_cache_flash / concat_and_cache_mla, TensorRT-LLM's QKV
+    preprocessing), reading them and writing them at the cache's precision, then the attention
+    kernel; each its own launch."""
+    written = call.work.kv_cache_write_bytes
+    append = Work(activation_read_bytes=written, kv_cache_write_bytes=written)
+    attend = call.work._replace(kv_cache_write_bytes=0.0)
+    return [KernelCall(append, call.compute_key, False), KernelCall(attend, call.compute_key, True)]
+
+
 def attention_span(
     context: bool, new_tokens: float, cached: float, window: int
 ) -> tuple[AttentionSpan, str]:
@@ -153,7 +165,7 @@ def attention(table: KernelTable, i: int, ctx: PricingContext) -> RowResult:
     call = _attention(arch, precision, ctx, batch, span, batch * isl, variant)
     label = ("context" if context else "generation") + " attention"
     label += " (sliding window)" if window else ""
-    return label, [call], ctx.launch_s
+    return label, with_cache_append(call), ctx.launch_s
 
 
 @lru_cache(maxsize=1)
@@ -175,7 +187,7 @@ def mla(table: KernelTable, i: int, ctx: PricingContext) -> RowResult:
     variant = "decode" if absorbed else "full"
     call = _attention(arch, precision, ctx, batch, span, batch * isl, variant)
     label = "mla " + ("context" if context else "generation")
-    return label, [call], ctx.launch_s
+    return label, with_cache_append(call), ctx.launch_s
 
 
 # A module row is the whole attention block (collector/vllm/collect_mla_module.py: vLLM's

@@ -102,7 +102,7 @@ class DeltaNetShape:
         return 0 if self.rule == "lightning" else 2 * self.key_width + self.value_width
 
     @property
-    def in_proj_width(self) -> int:
+    def in_proj_width(self) -> float:
         """Output width of the projections from the hidden state (whole layer)."""
         return delta_net_shard(self, 1).in_proj_width
 

@@ -98,13 +98,13 @@ def _minimax_linear_layers(view: ConfigView, layers: int) -> tuple[int, str]:
     kinds = view.int_list("attn_type_list")
     if kinds is not None:
         key, linear = "attn_type_list", [k == 0 for k in kinds]
-        bad = len(kinds) != layers or set(kinds) - {0, 1}
+        bad = len(kinds) != layers or bool(set(kinds) - {0, 1})
     else:
         types = view.text_list("layer_types") or [
             "full_attention" if (i + 1) % 8 == 0 else "linear_attention" for i in range(layers)
         ]
         key, linear = "layer_types", [t == "linear_attention" for t in types]
-        bad = len(types) != layers or set(types) - {"full_attention", "linear_attention"}
+        bad = len(types) != layers or bool(set(types) - {"full_attention", "linear_attention"})
     if bad:
         raise InvalidArchitecture(
             f"{view.field(key)} must give lightning or softmax attention for each of the "
