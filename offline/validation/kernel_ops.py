@@ -192,8 +192,8 @@ def mla(table: KernelTable, i: int, ctx: PricingContext) -> RowResult:
 
 # A module row is the whole attention block (collector/vllm/collect_mla_module.py: vLLM's
 # DeepseekV2MLAAttention forward, projections + attention + output; TensorRT-LLM's likewise):
-# the cost model's kernels of it. The q_a / kv_a RMSNorms are not in the cost model's graph.
-_MODULE_KERNELS = ("qkv_proj", "rope", "kv_b_proj", "attention", "o_proj")
+# the cost model's kernels of it, the q_a / kv_a RMSNorms and DSA's indexer kernels included.
+_MODULE_KERNELS = ("qkv_proj", "q_a_norm", "kv_a_norm", "rope", "kv_b_proj", "attention", "o_proj")
 _DSA = DsaShape(index_n_heads=64, index_head_dim=128, index_topk=2048)  # DeepSeek-V3.2's
 
 

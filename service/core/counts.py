@@ -192,7 +192,13 @@ def _recurrent_projection(
 
 
 def norm_work_of(node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape) -> Work:
-    elements = p.tokens * s.hidden
+    """RMSNorm or LayerNorm over the hidden state, or MLA's over its latents (`mla_q_a`: the
+    q_lora_rank-wide query latent, `mla_kv_a`: the kv_lora_rank-wide KV latent)."""
+    width = float(s.hidden)
+    if node.operand in ("mla_q_a", "mla_kv_a") and arch.mla is not None:
+        m = arch.mla
+        width = float(m.q_lora_rank if node.operand == "mla_q_a" else m.kv_lora_rank)
+    elements = p.tokens * width
     read = write = s.activation_bytes  # per element, fused
     if s.unfused_norms:
         read += _UNFUSED_NORM_FP32_READS * _FP32_BYTES
@@ -200,7 +206,7 @@ def norm_work_of(node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: P
     return Work(
         cuda_core_ops=_NORM_OPS[arch.norm] * elements,
         special_function_ops=p.tokens,
-        weight_bytes=s.hidden * s.embedding_bytes * (2 if arch.norm == "layernorm" else 1),
+        weight_bytes=width * s.embedding_bytes * (2 if arch.norm == "layernorm" else 1),
         activation_read_bytes=elements * read,
         activation_write_bytes=elements * write,
     )

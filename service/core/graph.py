@@ -173,6 +173,10 @@ def _add_attention_block(
 ) -> int:
     layers = arch.num_attention_layers
     qkv = b.add(KernelNode("qkv_proj", "gemm", layers, "qkv"), norm)
+    if arch.mla is not None:  # q_a_layernorm and kv_a_layernorm: an RMSNorm on each latent
+        if arch.mla.q_lora_rank:
+            qkv = b.add(KernelNode("q_a_norm", "norm", layers, "mla_q_a"), qkv)
+        qkv = b.add(KernelNode("kv_a_norm", "norm", layers, "mla_kv_a"), qkv)
     roped = qkv
     if arch.position == "rope":
         roped = b.add(KernelNode("rope", "rope", layers), qkv)

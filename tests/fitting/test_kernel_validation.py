@@ -243,9 +243,9 @@ def test_dsa_module_row_is_the_attention_block_with_the_indexer() -> None:
     label, calls, _ = _calls("dsa_generation_module_perf", **row)
     assert label == "dsa module generation"
     flops = [c.work.tensor_flops for c in calls]
-    # qkv_proj, rope, kv_b_proj, the indexer's 5 kernels (k norm, RoPE, fp8 quantisation,
-    # logits, top-k), sparse attention, o_proj
-    assert len(calls) == 10
+    # qkv_proj, the q_a and kv_a norms, rope, kv_b_proj, the indexer's 5 kernels (k norm,
+    # RoPE, fp8 quantisation, logits, top-k), sparse attention, o_proj
+    assert len(calls) == 12
     # the indexer scores all 4,096 keys: 2 x 64 heads x 128 x 4,096 = 67,108,864 FLOP
     assert 67_108_864 in flops
     # attention reads the top 2,048 absorbed, its 16 heads padded to FlashMLA's 64:
