@@ -5,6 +5,12 @@ executions (`kernel_pricing.RowCalls`), or into the reason the row is not priced
 stem is not in `MAPPERS` is listed in the report as not priced: adding an op type is one
 function and one entry here (the Mamba-2 and gated-DeltaNet rows: `recurrent_ops`).
 
+Every row, prefill or decode, is priced with the launch cost of a kernel launched on its own
+(`kernel_launch_s`, fitted on Vidur's per-kernel timings): the collectors time a kernel or a
+module's forward called by itself, not replayed inside a decode step's CUDA graph, which is
+what `decode_kernel_launch_s` (about 0) prices, the step's fixed cost carried by
+`decode_step_overhead_s`.
+
 Row semantics, from aiconfigurator's collectors (``collector/<engine>/collect_*.py``):
 - GEMM: an ``m x k`` activation times a ``k x n`` weight, `gemm_dtype` the quantisation.
 - Attention: `batch_size` sequences; context rows compute `isl` new tokens each with no cached
@@ -45,6 +51,7 @@ from service.core.graph import KernelNode, build_kernel_graph
 from service.core.kernel_work import kernel_work
 from service.core.roofline import STREAMING_KINDS
 from service.core.terms import capped_sum
+from service.core.work import Work
 from service.core.workload import Precision
 
 RowResult = RowCalls | str
@@ -100,6 +107,17 @@ def _attention(
     return KernelCall(work, gemm_compute_key(precision.weights, precision.activations), True)
 
 
+def with_cache_append(call: KernelCall) -> list[KernelCall]:
+    """An attention row as the engine runs it: a kernel appending the new keys and values to
+    the cache (vLLM's reshape_and_cache_flash / concat_and_cache_mla, TensorRT-LLM's QKV
+    preprocessing), reading them and writing them at the cache's precision, then the attention
+    kernel; each its own launch."""
+    written = call.work.kv_cache_write_bytes
+    append = Work(activation_read_bytes=written, kv_cache_write_bytes=written)
+    attend = call.work._replace(kv_cache_write_bytes=0.0)
+    return [KernelCall(append, call.compute_key, False), KernelCall(attend, call.compute_key, True)]
+
+
 def attention_span(
     context: bool, new_tokens: float, cached: float, window: int
 ) -> tuple[AttentionSpan, str]:
@@ -147,7 +165,7 @@ def attention(table: KernelTable, i: int, ctx: PricingContext) -> RowResult:
     call = _attention(arch, precision, ctx, batch, span, batch * isl, variant)
     label = ("context" if context else "generation") + " attention"
     label += " (sliding window)" if window else ""
-    return label, [call], ctx.launch_s if context else ctx.decode_launch_s
+    return label, with_cache_append(call), ctx.launch_s
 
 
 @lru_cache(maxsize=1)
@@ -169,13 +187,13 @@ def mla(table: KernelTable, i: int, ctx: PricingContext) -> RowResult:
     variant = "decode" if absorbed else "full"
     call = _attention(arch, precision, ctx, batch, span, batch * isl, variant)
     label = "mla " + ("context" if context else "generation")
-    return label, [call], ctx.launch_s if context else ctx.decode_launch_s
+    return label, with_cache_append(call), ctx.launch_s
 
 
 # A module row is the whole attention block (collector/vllm/collect_mla_module.py: vLLM's
 # DeepseekV2MLAAttention forward, projections + attention + output; TensorRT-LLM's likewise):
-# the cost model's kernels of it. The q_a / kv_a RMSNorms are not in the cost model's graph.
-_MODULE_KERNELS = ("qkv_proj", "rope", "kv_b_proj", "dsa_indexer", "attention", "o_proj")
+# the cost model's kernels of it, the q_a / kv_a RMSNorms and DSA's indexer kernels included.
+_MODULE_KERNELS = ("qkv_proj", "q_a_norm", "kv_a_norm", "rope", "kv_b_proj", "attention", "o_proj")
 _DSA = DsaShape(index_n_heads=64, index_head_dim=128, index_topk=2048)  # DeepSeek-V3.2's
 
 
@@ -205,10 +223,10 @@ def attention_module(table: KernelTable, i: int, ctx: PricingContext) -> RowResu
     calls = [
         KernelCall(kernel_work(node, arch, shapes, shape), key, node.kind in STREAMING_KINDS)
         for node in graph.nodes
-        if node.name.removesuffix("_sparse") in _MODULE_KERNELS
+        if node.name.removesuffix("_sparse") in _MODULE_KERNELS or node.name.startswith("dsa_")
     ]
     label = ("dsa" if sparse else "mla") + " module " + ("context" if context else "generation")
-    return label, calls, ctx.launch_s if context else ctx.decode_launch_s
+    return label, calls, ctx.launch_s
 
 
 def _module_spans(context: bool, new: float, cached: float) -> dict[str, AttentionSpan]:
@@ -322,5 +340,6 @@ MAPPERS = {
     "nccl_perf": nccl,
     "mamba2_perf": recurrent,
     "gdn_perf": recurrent,
+    "kda_perf": recurrent,
 }
 """Table file stem -> row mapper. Every other table is reported as not priced."""

@@ -54,10 +54,6 @@ class PricingContext:
         return self.coefficients.roofline.kernel_launch_s
 
     @property
-    def decode_launch_s(self) -> float:
-        return self.coefficients.roofline.decode_kernel_launch_s
-
-    @property
     def tile_m(self) -> int:
         return self.coefficients.roofline.gemm_tile_m
 

@@ -1,12 +1,16 @@
 """The recurrent-mixer rows of aiconfigurator's kernel tables as the cost model's kernels
-(``<gpu>/linear_attention/<engine>/<version>/{mamba2,gdn}_perf.parquet``).
+(``<gpu>/linear_attention/<engine>/<version>/{mamba2,gdn}_perf.parquet`` and
+``<gpu>/kda/<engine>/<version>/kda_perf.parquet``).
 
 A row is one measured kernel of a Mamba-2 layer (``op_name`` mamba2: the causal conv1d of
-prefill and decode) or a gated-DeltaNet layer (``gdn``: the conv1d, the chunked delta rule in
-prefill, the recurrent update in decode) at `batch_size` sequences of `seq_len` tokens (decode:
-one token each). Its shapes are per GPU (the tables sweep the head counts a tensor-parallel
-shard holds), so it is priced on one GPU: a mixer of those shapes in a one-layer model, bf16,
-the pass's tokens and sequences, through the counter a quote uses (`service.core.kernel_work`).
+prefill and decode), a gated-DeltaNet layer (``gdn``: the conv1d, the chunked delta rule in
+prefill, the recurrent update in decode) or a Kimi Delta Attention layer (``kda``: the conv1d
+over q, k and v in one kernel, chunk_kda or FlashKDA in prefill, the recurrent update in
+decode) at `batch_size` sequences of `seq_len` tokens (decode: one token each); KDA's
+``verify`` rows (speculative decoding's several tokens per sequence) are not priced. A row's
+shapes are per GPU (the tables sweep the head counts a tensor-parallel shard holds), so it is
+priced on one GPU: a mixer of those shapes in a one-layer model, bf16, the pass's tokens and
+sequences, through the counter a quote uses (`service.core.kernel_work`).
 The SSD scan of Mamba-2 and Jamba's selective scan have no rows in these tables.
 """
 
@@ -37,6 +41,13 @@ KERNEL_KINDS = {
     "chunk_gated_delta_rule_triton": "delta_rule",
     "fused_recurrent_gated_delta_rule": "delta_rule",
     "fused_recurrent_gated_delta_rule_packed_decode": "delta_rule",
+    "causal_conv1d_fn_qkv3": "causal_conv1d",
+    "chunk_kda": "delta_rule",
+    "flashkda_fwd": "delta_rule",
+    "fused_recurrent_kda": "delta_rule",
+    "fused_recurrent_kda_packed_decode": "delta_rule",
+    "kda_fused_decode": "delta_rule",
+    "fused_kda_decode": "delta_rule",
 }
 
 
@@ -60,7 +71,8 @@ def row_architecture(row: Mapping[str, Any]) -> ModelArchitecture:
             key_head_dim=int(row["head_k_dim"]),
             value_head_dim=int(row["head_v_dim"]),
             conv_kernel=int(row["d_conv"]),
-            state_fp32=True,  # the tables' models (Qwen3.5) state mamba_ssm_dtype float32
+            state_fp32=True,  # Qwen3.5's mamba_ssm_dtype float32; vLLM keeps KDA's in fp32
+            rule="kda" if row["op_name"] == "kda" else "gated_delta",
         )
     return ModelArchitecture(
         hidden_size=hidden,
@@ -96,5 +108,7 @@ def recurrent(table: KernelTable, i: int, ctx: PricingContext) -> RowCalls | str
     row = {column: values[i] for column, values in table.columns.items()}
     if row["kernel_source"] not in KERNEL_KINDS:
         return f"kernel {row['kernel_source']} is not one the cost model counts"
+    if row["phase"] not in ("context", "generation"):
+        return f"{row['phase']} rows (speculative decoding) are not priced"
     label, work, streaming = row_work(row, ctx.gpu)
     return label, [KernelCall(work, "bf16", streaming)], ctx.launch_s

@@ -16,7 +16,8 @@ PositionKind = Literal["rope", "alibi", "learned", "none"]
 
 @dataclass(frozen=True, slots=True)
 class MlaShape:
-    """DeepSeek multi-head latent attention ranks (elements, not bytes)."""
+    """DeepSeek multi-head latent attention ranks (elements, not bytes); `q_lora_rank` 0 is a
+    full-rank query projection (config `q_lora_rank` null: DeepSeek-V2-Lite, Kimi Linear)."""
 
     q_lora_rank: int
     kv_lora_rank: int

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from service.core.architecture import ModelArchitecture
 from service.core.graph import KernelNode
-from service.core.mixers import delta_net_shard, mamba_shard
+from service.core.mixers import delta_net_shard, kda_gate_width, mamba_shard
 from service.core.mla import (
     KV_UP_OPERAND,
     AttentionDims,
@@ -38,6 +38,7 @@ _NORM_OPS = {"rmsnorm": 4.0, "layernorm": 7.0}
 _ACTIVATION_OPS = {"silu": (4.0, 1.0), "gelu": (7.0, 1.0), "relu": (1.0, 0.0)}
 _SOFTMAX_OPS, _SOFTMAX_SFU = 5.0, 1.0
 _SAMPLING_LOGIT_BYTES = 4.0  # logits are upcast to fp32 for sampling
+_SPARSE_HEAD_TILE = 64  # query heads per FlashMLA sparse kernel tile
 _FP32_BYTES = 4.0
 _UNFUSED_NORM_FP32_READS, _UNFUSED_NORM_FP32_WRITES = 5.0, 4.0
 
@@ -138,7 +139,9 @@ def _gemm_shape(
             mla = arch.mla
             q_out = s.heads * (mla.qk_nope_head_dim + mla.qk_rope_head_dim)
             # q_a, kv_a (latent + k_pe) and q_b; kv_b_proj is its own node (service.core.mla)
-            weights = h * (mla.q_lora_rank + s.kv_proj_width) + mla.q_lora_rank * q_out
+            # q_lora_rank 0: a full-rank q_proj (DeepSeek-V2-Lite, Kimi Linear)
+            q_weights = mla.q_lora_rank * (h + q_out) if mla.q_lora_rank else h * q_out
+            weights = h * s.kv_proj_width + q_weights
             out = q_out + s.kv_proj_width
             if arch.dsa is not None:  # the indexer's wq_b, wk, weights_proj (replicated)
                 index_q = arch.dsa.index_n_heads * arch.dsa.index_head_dim
@@ -175,6 +178,10 @@ def _recurrent_projection(
     h = float(s.hidden)
     if operand.endswith("_in"):
         return h, r.in_proj_width, h * r.in_proj_width
+    if operand == "delta_net_gate":  # KDA's f_b and g_b: rank key_head_dim -> value width each
+        assert arch.delta_net is not None
+        rank, width = arch.delta_net.key_head_dim, kda_gate_width(arch.delta_net, s.group)
+        return rank, width, rank * width
     if operand in ("mamba_x", "mamba_dt"):  # Mamba-1: d_inner -> dt, B, C; dt -> d_inner
         assert arch.mamba is not None
         rank, x_width = arch.mamba.dt_rank, arch.mamba.x_proj_width
@@ -185,7 +192,13 @@ def _recurrent_projection(
 
 
 def norm_work_of(node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape) -> Work:
-    elements = p.tokens * s.hidden
+    """RMSNorm or LayerNorm over the hidden state, or MLA's over its latents (`mla_q_a`: the
+    q_lora_rank-wide query latent, `mla_kv_a`: the kv_lora_rank-wide KV latent)."""
+    width = float(s.hidden)
+    if node.operand in ("mla_q_a", "mla_kv_a") and arch.mla is not None:
+        m = arch.mla
+        width = float(m.q_lora_rank if node.operand == "mla_q_a" else m.kv_lora_rank)
+    elements = p.tokens * width
     read = write = s.activation_bytes  # per element, fused
     if s.unfused_norms:
         read += _UNFUSED_NORM_FP32_READS * _FP32_BYTES
@@ -193,7 +206,7 @@ def norm_work_of(node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: P
     return Work(
         cuda_core_ops=_NORM_OPS[arch.norm] * elements,
         special_function_ops=p.tokens,
-        weight_bytes=s.hidden * s.embedding_bytes * (2 if arch.norm == "layernorm" else 1),
+        weight_bytes=width * s.embedding_bytes * (2 if arch.norm == "layernorm" else 1),
         activation_read_bytes=elements * read,
         activation_write_bytes=elements * write,
     )
@@ -254,20 +267,35 @@ def _attention_parts(
     return qk, softmax, sv
 
 
+def sparse_kernel_heads(heads: int) -> int:
+    """Query heads FlashMLA's sparse kernels compute for `heads` on one GPU: they run 64 or 128
+    (vLLM's flashmla_sparse backend pads the fp8 decode kernel's h_q to 64 or 128, and runs the
+    bf16 prefill kernel on 128), so fewer heads cost as many as the padded count."""
+    return _SPARSE_HEAD_TILE if heads <= _SPARSE_HEAD_TILE else 2 * _SPARSE_HEAD_TILE
+
+
 def _attended(
     node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape
-) -> list[tuple[AttentionSpan, float, AttentionDims]]:
-    """(span, query tokens, widths) of each group of sequences `node` attends for: a sliding
-    kernel all of them; a full kernel the prefilling sequences (MLA: un-absorbed) and the
-    decoding ones (MLA: absorbed over the latent), service.core.mla."""
+) -> list[tuple[AttentionSpan, float, AttentionDims, ShardShapes]]:
+    """(span, query tokens, widths, shapes) of each group of sequences `node` attends for: a
+    sliding kernel all of them; a full kernel the prefilling sequences (MLA: un-absorbed) and
+    the decoding ones (MLA: absorbed over the latent), service.core.mla. DSA's sparse kernel
+    scores all `index_topk` slots of every query (the top-k list is padded, not cut to the
+    causal prefix) on its padded heads (`sparse_kernel_heads`), and reads only the keys it
+    selected."""
     if node.operand == "sliding":
-        return [(_span(p, "sliding"), p.tokens, cached_dims(s))]
+        span = _span(p, "sliding")
+        if arch.dsa is not None:
+            pairs = span.new_tokens * arch.dsa.index_topk
+            span = AttentionSpan(pairs, span.keys_read, span.new_tokens)
+            s = replace(s, heads=sparse_kernel_heads(s.heads))
+        return [(span, p.tokens, cached_dims(s), s)]
     decode = _span(p, "decode")
     decode_tokens = p.sequences * decode.new_tokens
     prefill = cached_dims(s) if arch.mla is None else prefill_dims(arch.mla, s)
     return [
-        (_span(p, "full"), p.tokens - decode_tokens, prefill),
-        (decode, decode_tokens, cached_dims(s)),
+        (_span(p, "full"), p.tokens - decode_tokens, prefill, s),
+        (decode, decode_tokens, cached_dims(s), s),
     ]
 
 
@@ -288,8 +316,8 @@ def attention_work_of(
     node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape
 ) -> Work:
     total = Work()
-    for span, tokens, dims in _attended(node, arch, s, p):
-        total = total.plus(_fused_attention(s, p, span, tokens, dims))
+    for span, tokens, dims, shapes in _attended(node, arch, s, p):
+        total = total.plus(_fused_attention(shapes, p, span, tokens, dims))
     return total
 
 
@@ -298,8 +326,8 @@ def attention_piece(
 ) -> Callable[[KernelNode, ModelArchitecture, ShardShapes, PassShape], Work]:
     def piece(node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape) -> Work:
         total = Work()
-        for span, tokens, dims in _attended(node, arch, s, p):
-            total = total.plus(_attention_parts(s, p, span, tokens, dims)[index])
+        for span, tokens, dims, shapes in _attended(node, arch, s, p):
+            total = total.plus(_attention_parts(shapes, p, span, tokens, dims)[index])
         return total
 
     return piece

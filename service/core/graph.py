@@ -15,6 +15,16 @@ from functools import lru_cache
 from service.core.architecture import ModelArchitecture
 from service.core.mla import INDEXER, KV_UP_OPERAND
 
+INDEXER_STEPS: tuple[tuple[str, str, str], ...] = (
+    ("dsa_index_k_norm", "norm", "indexer_norm"),
+    ("dsa_index_rope", "rope", "indexer_rope"),
+    ("dsa_index_quant", "activation", "indexer_quant"),
+    ("dsa_indexer", "attention", INDEXER),
+    ("dsa_index_topk", "softmax", "indexer_topk"),
+)
+"""DSA's lightning-indexer kernels in order: (node name, kind the regressor encodes it as,
+operand); service.core.dsa counts each."""
+
 KERNEL_KINDS: tuple[str, ...] = (
     "norm",
     "gemm",
@@ -43,6 +53,7 @@ RECURRENT_KERNEL_KINDS: tuple[str, ...] = (
     "selective_scan",
     "delta_rule",
     "gated_norm",
+    "lightning_attention",
 )
 """Kernels of the recurrent mixers (service.core.recurrent). The shipped regressor was trained
 before them: it encodes each as the kind of KERNEL_KINDS that does the same sort of work
@@ -53,6 +64,7 @@ ENCODED_AS = {
     "selective_scan": "attention",
     "delta_rule": "attention",
     "gated_norm": "norm",
+    "lightning_attention": "attention",
 }
 
 
@@ -161,13 +173,20 @@ def _add_attention_block(
 ) -> int:
     layers = arch.num_attention_layers
     qkv = b.add(KernelNode("qkv_proj", "gemm", layers, "qkv"), norm)
+    if arch.mla is not None:  # q_a_layernorm and kv_a_layernorm: an RMSNorm on each latent
+        if arch.mla.q_lora_rank:
+            qkv = b.add(KernelNode("q_a_norm", "norm", layers, "mla_q_a"), qkv)
+        qkv = b.add(KernelNode("kv_a_norm", "norm", layers, "mla_kv_a"), qkv)
     roped = qkv
     if arch.position == "rope":
         roped = b.add(KernelNode("rope", "rope", layers), qkv)
     if arch.mla is not None:  # kv_b_proj: decompresses in prefill, absorbs in decode
         qkv = b.add(KernelNode("kv_b_proj", "gemm", layers, KV_UP_OPERAND), qkv)
     if arch.dsa is not None:  # DSA's lightning indexer picks the keys attention reads
-        qkv = b.add(KernelNode("dsa_indexer", "attention", layers, INDEXER), roped, qkv)
+        step = b.add(KernelNode("dsa_index_k_norm", "norm", layers, "indexer_norm"), qkv)
+        for name, kind, operand in INDEXER_STEPS[1:]:
+            step = b.add(KernelNode(name, kind, layers, operand), step, roped, qkv)
+        qkv = step
     sparse = arch.dsa is not None
     attention_outputs = [
         _add_attention(b, variant, count, flash_attention, roped, qkv, sparse)
@@ -177,12 +196,21 @@ def _add_attention_block(
 
 
 def _add_recurrent(b: _GraphBuilder, arch: ModelArchitecture, mixer: str, norm: int) -> int:
-    """in_proj, causal conv1d, the scan (Mamba-2's SSD, gated DeltaNet's delta rule) with its
-    gated RMSNorm, and out_proj of a recurrent mixer (`mixer`: ``mamba`` or ``delta_net``);
-    Mamba-1 projects dt, B and C from x (x_proj, dt_proj) and gates inside its scan."""
+    """in_proj, causal conv1d, the scan (Mamba-2's SSD, the delta rule of gated DeltaNet and
+    KDA, lightning attention) with its gated RMSNorm, and out_proj of a recurrent mixer
+    (`mixer`: ``mamba`` or ``delta_net``). Mamba-1 projects dt, B and C from x (x_proj,
+    dt_proj) and gates inside its scan; KDA widens its decay and output-gate bottlenecks
+    (gate_proj); lightning attention has no conv1d."""
     short = "mamba" if mixer == "mamba" else "linear_attn"
     layers = arch.num_mamba_layers if mixer == "mamba" else arch.num_delta_net_layers
     proj_in = b.add(KernelNode(f"{short}_in_proj", "gemm", layers, f"{mixer}_in"), norm)
+    rule = arch.delta_net.rule if mixer == "delta_net" and arch.delta_net else ""
+    if rule == "lightning":
+        scan = b.add(
+            KernelNode("linear_attn_lightning", "lightning_attention", layers, mixer), proj_in
+        )
+        gated = b.add(KernelNode(f"{short}_gated_norm", "gated_norm", layers, mixer), scan, proj_in)
+        return b.add(KernelNode(f"{short}_out_proj", "gemm", layers, f"{mixer}_out"), gated)
     conv = b.add(KernelNode(f"{short}_conv1d", "causal_conv1d", layers, mixer), proj_in)
     if mixer == "mamba" and arch.mamba is not None and arch.mamba.selective:
         x_proj = b.add(KernelNode("mamba_x_proj", "gemm", layers, "mamba_x"), conv)
@@ -195,9 +223,16 @@ def _add_recurrent(b: _GraphBuilder, arch: ModelArchitecture, mixer: str, norm: 
             proj_in,
         )
     else:
+        scan_inputs = [conv, proj_in]
+        if rule == "kda":
+            scan_inputs.append(
+                b.add(KernelNode(f"{short}_gate_proj", "gemm", layers, "delta_net_gate"), proj_in)
+            )
         scan_kind = "ssd_scan" if mixer == "mamba" else "delta_rule"
-        scan = b.add(KernelNode(f"{short}_{scan_kind}", scan_kind, layers, mixer), conv, proj_in)
-        gated = b.add(KernelNode(f"{short}_gated_norm", "gated_norm", layers, mixer), scan, proj_in)
+        scan = b.add(KernelNode(f"{short}_{scan_kind}", scan_kind, layers, mixer), *scan_inputs)
+        gated = b.add(
+            KernelNode(f"{short}_gated_norm", "gated_norm", layers, mixer), scan, *scan_inputs[1:]
+        )
     return b.add(KernelNode(f"{short}_out_proj", "gemm", layers, f"{mixer}_out"), gated)
 
 

@@ -38,6 +38,7 @@ COUNTERS: dict[str, KernelCounter] = {
     "selective_scan": recurrent.selective_scan,
     "delta_rule": recurrent.delta_rule,
     "gated_norm": recurrent.gated_norm,
+    "lightning_attention": recurrent.lightning_attention,
 }
 
 
@@ -45,6 +46,6 @@ def kernel_work(
     node: KernelNode, arch: ModelArchitecture, shapes: ShardShapes, shape: PassShape
 ) -> Work:
     """Counts of one execution of `node` on one GPU in a pass of `shape`."""
-    if node.operand == INDEXER:  # DSA's indexer: an attention-kind kernel of its own
+    if node.operand.startswith(INDEXER):  # DSA's indexer kernels (service.core.dsa)
         return dsa.indexer_work(node, arch, shapes, shape)
     return COUNTERS[node.kind](node, arch, shapes, shape)

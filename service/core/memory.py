@@ -19,7 +19,8 @@ def attention_weight_elements(arch: ModelArchitecture) -> float:
     if arch.mla is not None:
         m = arch.mla
         heads = arch.num_attention_heads
-        q = h * m.q_lora_rank + m.q_lora_rank * heads * (m.qk_nope_head_dim + m.qk_rope_head_dim)
+        q_out = heads * (m.qk_nope_head_dim + m.qk_rope_head_dim)
+        q = m.q_lora_rank * (h + q_out) if m.q_lora_rank else h * q_out  # 0: full-rank q_proj
         kv = h * (m.kv_lora_rank + m.qk_rope_head_dim)
         kv += m.kv_lora_rank * heads * (m.qk_nope_head_dim + m.v_head_dim)
         if arch.dsa is not None:  # the indexer's wq_b, wk and weights_proj

@@ -1,16 +1,22 @@
-"""Recurrent token mixers that replace attention on some layers: Mamba-2 state-space layers and
-gated-DeltaNet linear attention. Sizes are element counts.
+"""Recurrent token mixers that replace attention on some layers: Mamba-2 (and Mamba-1)
+state-space layers and linear attention (gated DeltaNet, Kimi Delta Attention, MiniMax's
+lightning attention). Sizes are element counts.
 
-Both keep a fixed-size state per sequence instead of a KV cache: the last `conv_kernel - 1`
-inputs of a causal depthwise convolution, and the recurrent state (Mamba-2: heads x head_dim x
-state_size; gated DeltaNet: value heads x key_head_dim x value_head_dim). Shapes follow vLLM's
-MambaMixer2 (vllm/model_executor/layers/mamba/mamba_mixer2.py) and GatedDeltaNet
-(vllm/model_executor/models/qwen3_next.py).
+All keep a fixed-size state per sequence instead of a KV cache: the last `conv_kernel - 1`
+inputs of a causal depthwise convolution (none in lightning attention), and the recurrent state
+(Mamba-2: heads x head_dim x state_size; linear attention: value heads x key_head_dim x
+value_head_dim). Shapes follow vLLM's MambaMixer2 (vllm/model_executor/layers/mamba/
+mamba_mixer2.py), GatedDeltaNet (vllm/model_executor/models/qwen3_next.py), KimiDeltaAttention
+(vllm/model_executor/layers/kda.py) and MiniMaxText01LinearAttention
+(vllm/model_executor/models/minimax_text_01.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
+
+LinearRule = Literal["gated_delta", "kda", "lightning"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,11 +62,22 @@ class MambaShape:
 
 @dataclass(frozen=True, slots=True)
 class DeltaNetShape:
-    """A gated-DeltaNet mixer (Qwen3-Next, Qwen3.5): queries and keys of `num_key_heads` x
-    `key_head_dim`, values of `num_value_heads` x `value_head_dim`; queries and keys are shared
-    by `num_value_heads / num_key_heads` value heads. `chunk_size` is the chunked delta rule's
-    (FLA's chunk_gated_delta_rule: 64). `state_fp32`: the recurrent state is kept in fp32
-    (Qwen3.5's `mamba_ssm_dtype`), else in the activation dtype."""
+    """A linear-attention mixer: queries and keys of `num_key_heads` x `key_head_dim`, values of
+    `num_value_heads` x `value_head_dim`; queries and keys are shared by
+    `num_value_heads / num_key_heads` value heads. `chunk_size` is the chunked kernel's block
+    (FLA's chunk_gated_delta_rule and chunk_kda: 64; lightning attention: 256). `state_fp32`:
+    the recurrent state is kept in fp32 (Qwen3.5's `mamba_ssm_dtype`), else in the activation
+    dtype.
+
+    `rule` is the recurrence:
+    - ``gated_delta`` (Qwen3-Next, Qwen3.5): the delta rule with one scalar decay per head;
+      in_proj gives q, k, v, the output gate z, beta and the decay input a.
+    - ``kda`` (Kimi Linear): the delta rule with a decay per key channel; q, k, v and beta from
+      the hidden state, the decay and the output gate each through a rank-`key_head_dim`
+      bottleneck (f_a/f_b, g_a/g_b: hidden -> key_head_dim replicated, then -> value width).
+    - ``lightning`` (MiniMax-Text-01, MiniMax-M1): linear attention with a fixed decay per head
+      and no delta correction; qkv_proj and output_gate from the hidden state, no conv1d
+      (`conv_kernel` 0)."""
 
     num_key_heads: int
     num_value_heads: int
@@ -69,6 +86,7 @@ class DeltaNetShape:
     conv_kernel: int = 4
     chunk_size: int = 64
     state_fp32: bool = False
+    rule: LinearRule = "gated_delta"
 
     @property
     def key_width(self) -> int:
@@ -80,16 +98,16 @@ class DeltaNetShape:
 
     @property
     def conv_channels(self) -> int:
-        """Channels of the causal conv1d: q, k and v [elements]."""
-        return 2 * self.key_width + self.value_width
+        """Channels of the causal conv1d: q, k and v [elements] (none without a conv)."""
+        return 0 if self.rule == "lightning" else 2 * self.key_width + self.value_width
 
     @property
-    def in_proj_width(self) -> int:
-        """in_proj_qkvz plus in_proj_ba output width: q, k, v, z, beta and the gate a."""
-        return self.conv_channels + self.value_width + 2 * self.num_value_heads
+    def in_proj_width(self) -> float:
+        """Output width of the projections from the hidden state (whole layer)."""
+        return delta_net_shard(self, 1).in_proj_width
 
     def weight_elements(self, hidden: int) -> float:
-        """in_proj_qkvz, in_proj_ba, conv1d and out_proj weights of one layer."""
+        """Projection, conv1d and out_proj weights of one layer."""
         return delta_net_weight_elements(self, hidden, 1)
 
 
@@ -137,20 +155,37 @@ def mamba_weight_elements(m: MambaShape, hidden: int, group: int) -> float:
 
 
 def delta_net_shard(d: DeltaNetShape, group: int) -> RecurrentShard:
+    """in_proj_width per rule: gated DeltaNet q, k, v, z, beta, a; KDA q, k, v, beta and the two
+    replicated rank-key_head_dim bottlenecks (f_a, g_a); lightning q, k, v and the output
+    gate."""
     value_heads = d.num_value_heads / group
-    conv = (2 * d.key_width + d.value_width) / group
+    qkv = (2 * d.key_width + d.value_width) / group
     value = d.value_width / group
+    conv = 0.0 if d.rule == "lightning" else qkv
+    if d.rule == "kda":
+        in_proj = qkv + value_heads + 2 * d.key_head_dim
+    else:  # gated DeltaNet: z, beta, a; lightning: the output gate
+        in_proj = qkv + value + (2 * value_heads if d.rule == "gated_delta" else 0.0)
     return RecurrentShard(
         heads=value_heads,
         conv_channels=conv,
-        in_proj_width=conv + value + 2 * value_heads,
+        in_proj_width=in_proj,
         out_width=value,
-        conv_state=(d.conv_kernel - 1) * conv,
+        conv_state=max(d.conv_kernel - 1, 0) * conv,
         recurrent_state=value_heads * d.key_head_dim * d.value_head_dim,
     )
 
 
+def kda_gate_width(d: DeltaNetShape, group: int) -> float:
+    """Output width of KDA's f_b and g_b projections together (rank key_head_dim -> the value
+    width each) on one of `group` GPUs; 0 for the other rules."""
+    return 2.0 * d.value_width / group if d.rule == "kda" else 0.0
+
+
 def delta_net_weight_elements(d: DeltaNetShape, hidden: int, group: int) -> float:
-    """The weights one of `group` tensor-parallel GPUs holds of one gated-DeltaNet layer."""
+    """The weights one of `group` tensor-parallel GPUs holds of one linear-attention layer."""
     r = delta_net_shard(d, group)
-    return float(hidden * r.in_proj_width + r.conv_channels * d.conv_kernel + r.out_width * hidden)
+    gate_up = d.key_head_dim * kda_gate_width(d, group)
+    return float(
+        hidden * r.in_proj_width + gate_up + r.conv_channels * d.conv_kernel + r.out_width * hidden
+    )

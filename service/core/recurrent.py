@@ -26,7 +26,22 @@ overcount the basis cannot separate (service.core.plan).
   the output q h + (q k^T) v (dk dv + C dk + C dv); chunk states (dk dv per chunk) and w, u
   written and read once. The decode update (fused_recurrent_gated_delta_rule) decays the state,
   forms h^T k, adds the rank-1 correction and reads h^T q: 7 ops per state element.
-- gated_norm (RMSNormGated): y * SiLU(z) then RMSNorm: 9 ops + 1 exp per element.
+  Kimi Delta Attention (FLA chunk_kda / fused_recurrent_kda) runs the same chunked algorithm
+  with a decay per key channel: its fp32 gate g (value heads x dk per token) is formed by
+  fused_kda_gate (-exp(A) softplus(g + bias): 6 ops + 2 exp per element, counted here), written
+  and read once, and weights k and q per channel inside the chunk (2 exp per element); the
+  intra-chunk q k^T and k k^T cannot be plain matrix products across a per-channel decay: FLA
+  forms them on CUDA cores within sub-chunks of 16 tokens, each of the 2 products 16 x dk
+  pairs-by-channel per token (an exp and 3 ops each); the decode update decays each state row
+  by its own channel (the same 7 ops per element).
+- lightning_attention, MiniMax's linear attention with a fixed decay per head (lightning
+  attention prefill in blocks of C, linear_decode_forward_triton in decode; dk = dv = d):
+  SiLU of q, k, v first (4 ops + 1 exp per element); per token and head, intra-block q k^T
+  and its (decay-masked) product with v (2 C d MAC), the inter-block q h (d^2) and the block
+  state update k^T v (d^2); the block states (d^2 per block, fp32) written and read once. The
+  decode update h = lambda h + k^T v, o = q h: 5 ops per state element.
+- gated_norm (RMSNormGated): y * SiLU(z) then RMSNorm: 9 ops + 1 exp per element (KDA's and
+  lightning attention's sigmoid gate alike).
 """
 
 from __future__ import annotations
@@ -44,6 +59,9 @@ _MAMBA_UPDATE_OPS, _DELTA_UPDATE_OPS = 5.0, 7.0
 _GATED_NORM_OPS = 9.0
 _MAMBA_CHUNK_STATE_PASSES = 4.0
 _SELECTIVE_OPS, _SELECTIVE_CHANNEL_OPS = 7.0, 6.0
+_KDA_GATE_OPS, _KDA_GATE_EXPS = 6.0, 4.0  # fused_kda_gate (2 exp) and the chunk's k, q decay (2)
+_KDA_SUB_CHUNK, _KDA_INTRA_OPS = 16.0, 3.0  # FLA chunk_kda's intra-chunk block, ops per term
+_LIGHTNING_UPDATE_OPS, _SILU_OPS = 5.0, 4.0
 
 
 def recurrent_shard(node: KernelNode, arch: ModelArchitecture, s: ShardShapes) -> RecurrentShard:
@@ -147,7 +165,7 @@ def delta_rule(node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: Pas
     # chunk states (dk dv per chunk) and w, u (dk + dv per token), written once and read once
     intermediate = heads * (dk * dv / chunk + dk + dv) * ab
     state_bytes = p.logit_rows * r.recurrent_state * _state_bytes(node, arch, s)
-    return Work(
+    work = Work(
         tensor_flops=2.0 * p.tokens * macs,
         padded_tensor_flops=2.0 * p.tokens * macs,
         cuda_core_ops=p.tokens * heads * (2.0 * chunk + 6.0 * dk)
@@ -155,6 +173,42 @@ def delta_rule(node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: Pas
         special_function_ops=p.tokens * heads * (chunk + 2.0) + p.logit_rows * 2.0 * heads,
         activation_read_bytes=p.tokens * (inputs + intermediate),
         activation_write_bytes=p.tokens * (heads * dv * ab + intermediate),
+        kv_cache_read_bytes=state_bytes,
+        kv_cache_write_bytes=state_bytes,
+    )
+    if d.rule != "kda":
+        return work
+    gates = p.tokens * heads * dk  # one decay per key channel and token
+    intra = 2.0 * _KDA_SUB_CHUNK * gates  # q k^T and k k^T within each sub-chunk, per channel
+    return work.plus(
+        Work(
+            cuda_core_ops=_KDA_GATE_OPS * gates + _KDA_INTRA_OPS * intra,
+            special_function_ops=_KDA_GATE_EXPS * gates + intra,
+            activation_read_bytes=gates * (ab + _FP32_BYTES),  # f_b's output, then g in the chunk
+            activation_write_bytes=gates * _FP32_BYTES,
+        )
+    )
+
+
+def lightning_attention(
+    node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: PassShape
+) -> Work:
+    assert arch.delta_net is not None
+    d, r = arch.delta_net, recurrent_shard(node, arch, s)
+    heads, dim, block = r.heads, d.key_head_dim, d.chunk_size
+    macs = heads * (2.0 * block * dim + 2.0 * dim * d.value_head_dim)
+    qkv = heads * (2.0 * dim + d.value_head_dim)  # per token
+    ab = s.activation_bytes
+    block_states = heads * dim * d.value_head_dim * _FP32_BYTES / block  # per token
+    state_bytes = p.logit_rows * r.recurrent_state * _state_bytes(node, arch, s)
+    return Work(
+        tensor_flops=2.0 * p.tokens * macs,
+        padded_tensor_flops=2.0 * p.tokens * macs,
+        cuda_core_ops=p.tokens * (_SILU_OPS * qkv + heads * 2.0 * block)
+        + p.logit_rows * _LIGHTNING_UPDATE_OPS * r.recurrent_state,
+        special_function_ops=p.tokens * qkv,
+        activation_read_bytes=p.tokens * (qkv * ab + block_states),
+        activation_write_bytes=p.tokens * (heads * d.value_head_dim * ab + block_states),
         kv_cache_read_bytes=state_bytes,
         kv_cache_write_bytes=state_bytes,
     )

@@ -31,6 +31,7 @@ STREAMING_KINDS = frozenset(
         "ssd_scan",
         "selective_scan",
         "delta_rule",
+        "lightning_attention",
     }
 )
 """Kernels that stream large contiguous tensors (weights, KV cache, recurrent states) and so reach

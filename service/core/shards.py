@@ -155,7 +155,7 @@ def _check_divides(
             field="hardware.parallelism.expert",
         )
     group = tensor * expert // data
-    if arch.num_attention_heads % group != 0:
+    if arch.num_attention_layers and arch.num_attention_heads % group != 0:
         raise InvalidParallelism(
             f"{group} tensor-parallel GPUs per attention replica must divide the "
             f"{arch.num_attention_heads} attention heads; use a degree that divides it",

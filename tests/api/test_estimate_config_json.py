@@ -59,7 +59,7 @@ def test_a_config_is_quoted_as_its_catalogue_model(client: TestClient) -> None:
             {**GEMMA3, "text_config": {**GEMMA3["text_config"], "num_hidden_layers": 0}},
             "architecture.text_config.num_hidden_layers",
         ),
-        ({"model_type": "falcon_mamba", "hidden_size": 4096}, "architecture.model_type"),
+        ({"model_type": "rwkv", "hidden_size": 4096}, "architecture.model_type"),
         ({"model_type": "not_a_model"}, "architecture.model_type"),
         ({"model_type": 7, "hidden_size": 4096}, "architecture.model_type"),  # schema
         ({"model_type": ""}, "architecture.model_type"),  # schema
@@ -114,3 +114,20 @@ def test_a_deepseek_v32_config_is_quoted_with_its_sparse_attention(client: TestC
     assert sparse.status_code == 200, sparse.text
     names = {k["kernel"] for k in sparse.json()["breakdown"]["kernels"]}
     assert {"dsa_indexer", "attention_sparse"} <= names
+
+
+def test_a_kimi_linear_config_is_quoted_kernel_by_kernel(client: TestClient) -> None:
+    """Kimi-Linear-48B-A3B's config.json on one H200: 7 MLA layers cache a 576-wide bf16 latent
+    per token, its 20 KDA layers a state per sequence (conv 3 x 3 x 4,096 bf16, recurrent
+    32 x 128 x 128 fp32): 8 x (7 x 768 x 576 x 2 B + 20 x (73,728 + 2,097,152) B)."""
+    from tests.catalog.test_hf_config_linear_hybrids import KIMI_LINEAR_48B
+
+    body = example_body(architecture=KIMI_LINEAR_48B, hardware={"gpu": "H200-SXM-141GB"})
+    del body["model"]
+    response = client.post("/v1/estimate", json=body, params={"verbose": "true"})
+    assert response.status_code == 200, response.text
+    breakdown = response.json()["breakdown"]
+    per_sequence = 7 * 768 * 576 * 2 + 20 * (3 * 3 * 4096 * 2 + 32 * 128 * 128 * 4)
+    assert breakdown["kv_cache_bytes_per_gpu"] == pytest.approx(8 * per_sequence)
+    names = {k["kernel"] for k in breakdown["kernels"]}
+    assert {"linear_attn_gate_proj", "linear_attn_delta_rule", "kv_b_proj"} <= names

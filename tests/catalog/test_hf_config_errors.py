@@ -47,7 +47,7 @@ def _text(config: dict[str, Any], **changes: Any) -> dict[str, Any]:
         (_with(GEMMA3, text_config=[1, 2]), "text_config"),
         (_with(KIMI, n_routed_experts=-3), "n_routed_experts"),
         (_with(KIMI, num_experts_per_tok=500), "num_experts_per_tok"),
-        (_with(KIMI, q_lora_rank=None), "q_lora_rank"),  # DeepSeek-V2-Lite's full-rank query
+        (_with(KIMI, q_lora_rank="1536"), "q_lora_rank"),
         (_with(NEO, attention_types=[[["global", "sliding"], 16]]), "attention_types"),
         (_with(NEO, attention_types=[[["global", "local"], 15]]), "attention_types"),
         (_with(MINIMAX, attn_type_list=[0, 0, 0, 0, 0, 0, 0, 1] * 8), "attn_type_list"),
@@ -63,11 +63,9 @@ def test_a_bad_key_is_named(config: dict[str, Any], field: str) -> None:
 @pytest.mark.parametrize(
     ("model_type", "reason"),
     [
-        ("falcon_mamba", "Mamba-1"),
         ("zamba2", "Mamba-2"),
-        ("mamba", "state-space"),
-        ("kimi_linear", "linear attention"),
-        ("minimax", "lightning attention"),
+        ("rwkv", "linear attention"),
+        ("recurrent_gemma", "RG-LRU"),
     ],
 )
 def test_layers_the_cost_model_cannot_price_are_refused_by_model_type(

@@ -113,7 +113,7 @@ def test_qwen3_5_class_defaults() -> None:
         ({**GRANITE_4_H_SMALL, "layer_types": ["mamba"] * 39}, "layer_types"),
         ({**FALCON_H1_1_5B, "mamba_n_heads": 7, "mamba_d_head": "auto"}, "mamba_n_heads"),
         ({"model_type": "bamba", "attn_layer_indices": [40]}, "attn_layer_indices"),
-        ({"model_type": "mamba"}, "model_type"),
+        ({"model_type": "mamba", "time_step_rank": "fast"}, "time_step_rank"),
     ],
 )
 def test_bad_configs_name_the_key(config: dict[str, Any], field: str) -> None:

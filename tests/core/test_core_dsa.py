@@ -26,18 +26,36 @@ def test_indexer_scores_every_key_in_both_phases() -> None:
     assert column_sum(e.prefill, "tensor_flops", {"dsa_indexer"}) == 1_152
     # decode contexts 9 and 10: 19 pairs x 32 = 608 FLOP
     assert column_sum(e.decode, "tensor_flops", {"dsa_indexer"}) == 608
-    # index keys (8 fp8 + 4 B scale = 12 B): prefill writes 8, decode reads 9 + 10, writes 2
-    assert column_sum(e.prefill, "kv_cache_write_bytes", {"dsa_indexer"}) == 8 * 12
+    # index keys (8 fp8 + 4 B scale = 12 B): the quantisation kernel writes the prompt's 8,
+    # the logits read 9 + 10 in decode
+    assert column_sum(e.prefill, "kv_cache_write_bytes", {"dsa_index_quant"}) == 8 * 12
     assert column_sum(e.decode, "kv_cache_read_bytes", {"dsa_indexer"}) == 19 * 12
 
 
-def test_sparse_attention_attends_the_top_k_absorbed() -> None:
+def test_indexer_runs_as_its_own_kernels() -> None:
+    """8 prompt tokens: the index key's LayerNorm 7 x 8 dims x 8 = 448 ops; RoPE on 4 dims of
+    2 query heads and the key, 3 x 8 x 3 x 4 = 288; fp8 quantisation of q and k 3 x 8 x 3 x 8
+    plus the 8 x 2 head weights = 592; top-k 2 x 36 logits = 72 ops, writing 8 x 4 int32
+    indices = 128 B. Five kernels, each its own launch."""
     e = sparse_estimate(8, 3)
-    # prefill: sum over queries of min(c, 4) = 1 + 2 + 3 + 4 x 5 = 26 pairs, absorbed over the
-    # latent (QK 36 + V 32): 2 x 4 heads x 26 x 68 = 14,144 FLOP
-    assert column_sum(e.prefill, "tensor_flops", {"attention_sparse"}) == 14_144
-    # decode: 4 keys at each of 2 steps: 2 x 4 x 8 x 68 = 4,352 FLOP; 8 latents of 72 B read
-    assert column_sum(e.decode, "tensor_flops", {"attention_sparse"}) == 4_352
+    ops = {name: column_sum(e.prefill, "cuda_core_ops", {name}) for name in (
+        "dsa_index_k_norm", "dsa_index_rope", "dsa_index_quant", "dsa_index_topk")}  # fmt: skip
+    assert ops == {
+        "dsa_index_k_norm": 448, "dsa_index_rope": 288, "dsa_index_quant": 592,
+        "dsa_index_topk": 72,
+    }  # fmt: skip
+    assert column_sum(e.prefill, "activation_write_bytes", {"dsa_index_topk"}) == 128
+
+
+def test_sparse_attention_attends_the_top_k_absorbed() -> None:
+    """FlashMLA's sparse kernels score every one of the 4 top-k slots of each query (padded,
+    not cut to the causal prefix) on 64 heads (the 4 heads padded to the kernel's tile), absorbed
+    over the latent (QK 36 + V 32), and read only the keys selected."""
+    e = sparse_estimate(8, 3)
+    # prefill: 8 queries x 4 slots = 32 pairs: 2 x 64 heads x 32 x 68 = 278,528 FLOP
+    assert column_sum(e.prefill, "tensor_flops", {"attention_sparse"}) == 278_528
+    # decode: 4 slots at each of 2 steps: 2 x 64 x 8 x 68 = 69,632 FLOP; 8 latents of 72 B read
+    assert column_sum(e.decode, "tensor_flops", {"attention_sparse"}) == 69_632
     assert column_sum(e.decode, "kv_cache_read_bytes", {"attention_sparse"}) == 8 * 72
     # kv_b_proj absorbs the 8 prompt tokens (no decompression): 2 x 8 x 32 x 64 = 32,768 FLOP
     assert column_sum(e.prefill, "tensor_flops", {"kv_b_proj"}) == 32_768

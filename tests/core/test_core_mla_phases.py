@@ -77,3 +77,26 @@ def test_deepseek_v3_phases_by_hand() -> None:
     assert_allclose(column_sum(e.prefill, "tensor_flops", {"kv_b_proj"}), 130_996_502_528)
     assert_allclose(column_sum(e.decode, "tensor_flops", {"kv_b_proj"}), 8_187_281_408)
     assert e.warnings == ()  # MLA is no longer an approximation
+
+
+def test_the_latents_are_normalised_by_kernels_of_their_own() -> None:
+    """q_a_layernorm over the 16-wide query latent and kv_a_layernorm over the 32-wide KV latent:
+    RMSNorm's 4 ops per element, 10 prefill tokens: 640 and 1,280 ops, reading and writing
+    10 x 16 x 2 B and 10 x 32 x 2 B. A full-rank query (q_lora_rank 0) has no q_a norm."""
+    from dataclasses import replace
+
+    from service.core.counts import norm_work_of
+    from service.core.graph import build_kernel_graph
+
+    q_a = norm_work_of(KernelNode("q_a_norm", "norm", 1, "mla_q_a"), SMALL, SHAPES, PREFILL)
+    kv_a = norm_work_of(KernelNode("kv_a_norm", "norm", 1, "mla_kv_a"), SMALL, SHAPES, PREFILL)
+    assert (q_a.cuda_core_ops, kv_a.cuda_core_ops) == (640, 1_280)
+    assert (q_a.activation_read_bytes, kv_a.activation_write_bytes) == (320, 640)
+    names = [n.name for n in build_kernel_graph(SMALL, flash_attention=True, tensor_group=1,
+                                                pipeline_stages=1).nodes]  # fmt: skip
+    assert names[names.index("qkv_proj") + 1 : names.index("qkv_proj") + 3] == [
+        "q_a_norm", "kv_a_norm"
+    ]  # fmt: skip
+    full_rank = replace(SMALL, mla=replace(SMALL.mla, q_lora_rank=0))  # type: ignore[type-var]
+    graph = build_kernel_graph(full_rank, flash_attention=True, tensor_group=1, pipeline_stages=1)
+    assert "q_a_norm" not in {n.name for n in graph.nodes}

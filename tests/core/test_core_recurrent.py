@@ -226,3 +226,26 @@ def test_one_mamba1_layer_by_hand() -> None:
     graph = build_kernel_graph(jamba, flash_attention=True, tensor_group=1, pipeline_stages=1)
     kinds = [n.kind for n in graph.nodes if n.name.startswith("mamba")]
     assert kinds == ["gemm", "causal_conv1d", "gemm", "gemm", "selective_scan", "gemm"]
+
+
+def test_mamba_1_alone_prices_scan_and_state_only() -> None:
+    """Two Mamba-1 layers and nothing else (Mamba, Falcon-Mamba): d_inner 128, state 16, dt rank
+    8. State per sequence: conv 3 x 128 x 2 B = 768 B and SSM 128 x 16 x 2 B = 4,096 B per
+    layer, 9,728 B for both; on 2 GPUs half each (the channels split; the single attention
+    head of the placeholder fields does not stop tensor parallelism)."""
+    mamba1 = ModelArchitecture(
+        hidden_size=64, num_layers=2, num_attention_heads=1, num_key_value_heads=1,
+        head_dim=64, intermediate_size=128, vocab_size=100, position="none",
+        mamba=MambaShape(128, 1, 16, 1, 4, dt_rank=8), num_mamba_layers=2,
+        num_mlp_free_layers=2,
+    )  # fmt: skip
+    assert recurrent_state_bytes(mamba1, _shapes(mamba1)) == 9_728
+    assert recurrent_state_bytes(mamba1, _shapes(mamba1, tensor=2)) == 9_728 / 2
+    graph = build_kernel_graph(mamba1, flash_attention=True, tensor_group=2, pipeline_stages=1)
+    kinds = {node.kind for node in graph.nodes}
+    assert "attention" not in kinds and "activation" not in kinds
+    assert "selective_scan" in kinds
+    short = estimate(mamba1, 2, 100, 11, _deployment())
+    long = estimate(mamba1, 2, 100, 21, _deployment())
+    scans = [{k.name: k for k in e.decode.kernels}["mamba_selective_scan"] for e in (short, long)]
+    assert scans[1].time_s == pytest.approx(2 * scans[0].time_s)

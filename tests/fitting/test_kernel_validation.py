@@ -88,14 +88,16 @@ def test_context_attention_row_is_a_causal_prefill() -> None:
     label, calls, _ = _calls(
         "context_attention_perf", attn_dtype="bfloat16", kv_cache_dtype="bfloat16", **row
     )
-    work = calls[0].work
+    work = calls[-1].work
     assert label == "context attention"
     # 4 x 5 / 2 = 10 causal pairs per sequence and head; 2 x 8 x 10 = 160 scores; QK and SV
     # each 2 x 160 x 64 FLOP.
     assert work.tensor_flops == 2 * (2 * 160 * 64)
-    # K and V of 4 tokens, 2 KV heads x 64, bf16, two sequences: 2 x 2 x 4 x 128 x 2 B.
+    # K and V of 4 tokens, 2 KV heads x 64, bf16, two sequences: 2 x 2 x 4 x 128 x 2 B, read by
+    # the attention kernel after a kernel of their own appended them to the cache
     assert work.kv_cache_read_bytes == 4096
-    assert work.kv_cache_write_bytes == 4096
+    assert len(calls) == 2 and not calls[0].streaming
+    assert calls[0].work.kv_cache_write_bytes == 4096 and work.kv_cache_write_bytes == 0
 
 
 def test_generation_attention_reads_isl_plus_step_keys() -> None:
@@ -103,7 +105,7 @@ def test_generation_attention_reads_isl_plus_step_keys() -> None:
     label, calls, _ = _calls(
         "generation_attention_perf", attn_dtype="bfloat16", kv_cache_dtype="fp8", **row
     )
-    work = calls[0].work
+    work = calls[-1].work
     assert label == "generation attention"
     assert work.tensor_flops == 2 * (2 * 4 * 8 * 16 * 64)  # 16 keys per sequence
     assert work.kv_cache_read_bytes == 4 * 16 * 2 * 128 * 1  # fp8 cache: 1 B per element
@@ -114,16 +116,16 @@ def test_mla_context_row_is_unabsorbed_except_sglangs() -> None:
     label, calls, _ = _calls("context_mla_perf", **row)
     assert label == "mla context"
     # 2 sequences x 16 heads x 10 causal pairs = 320 scores; QK 192 + V 128 per head
-    assert calls[0].work.tensor_flops == 2 * 320 * (192 + 128) == 204_800
+    assert calls[-1].work.tensor_flops == 2 * 320 * (192 + 128) == 204_800
     # SGLang's collector times the absorbed layout on Hopper: QK 576 + V 512
     _, calls, _ = _calls("context_mla_perf", "sglang", **row)
-    assert calls[0].work.tensor_flops == 2 * 320 * (576 + 512) == 696_320
+    assert calls[-1].work.tensor_flops == 2 * 320 * (576 + 512) == 696_320
 
 
 def test_mla_generation_row_is_absorbed_over_the_latent() -> None:
     row = dict(batch_size=4, isl=1, step=15, num_heads=16, kv_cache_dtype="bfloat16")
     label, calls, _ = _calls("generation_mla_perf", **row)
-    work = calls[0].work
+    work = calls[-1].work
     assert label == "mla generation"
     # 4 sequences x 16 heads x 16 keys = 1,024 scores over the 576 / 512 latent
     assert work.tensor_flops == 2 * 1024 * (576 + 512) == 2_228_224
@@ -141,7 +143,7 @@ def test_sliding_window_prefill_caps_each_query_at_the_window() -> None:
     )
     assert label == "context attention (sliding window)"
     pairs = 1 + 2 + 3 + 4 + 4 + 4 + 4 + 4  # min(c, 4) for c = 1..8
-    assert calls[0].work.tensor_flops == 2 * (2 * pairs * 64)
+    assert calls[-1].work.tensor_flops == 2 * (2 * pairs * 64)
 
 
 def test_moe_row_is_gate_up_activation_down_over_the_touched_experts() -> None:
@@ -171,7 +173,7 @@ def test_all_reduce_row_is_a_ring_over_the_gpus() -> None:
     label, calls, _ = _calls(
         "custom_allreduce_perf", message_size=1_048_576, num_gpus=4, backend="vllm_graph"
     )
-    work = calls[0].work
+    work = calls[-1].work
     assert label == "all-reduce"
     assert work.network_bytes == 2 * 3 / 4 * 1_048_576 * 2  # 2 (n-1)/n of 2 MiB
     assert work.collective_steps == 6
@@ -241,11 +243,14 @@ def test_dsa_module_row_is_the_attention_block_with_the_indexer() -> None:
     label, calls, _ = _calls("dsa_generation_module_perf", **row)
     assert label == "dsa module generation"
     flops = [c.work.tensor_flops for c in calls]
-    assert len(calls) == 6  # qkv_proj, rope, kv_b_proj, indexer, sparse attention, o_proj
+    # qkv_proj, the q_a and kv_a norms, rope, kv_b_proj, the indexer's 5 kernels (k norm,
+    # RoPE, fp8 quantisation, logits, top-k), sparse attention, o_proj
+    assert len(calls) == 12
     # the indexer scores all 4,096 keys: 2 x 64 heads x 128 x 4,096 = 67,108,864 FLOP
     assert 67_108_864 in flops
-    # attention reads the top 2,048 absorbed: 2 x 16 heads x 2,048 x (576 + 512) = 71,303,168
-    assert 71_303_168 in flops
+    # attention reads the top 2,048 absorbed, its 16 heads padded to FlashMLA's 64:
+    # 2 x 64 heads x 2,048 x (576 + 512) = 285,212,672
+    assert 285_212_672 in flops
     # GLM-5's DSA rows have other shapes: not priced
     assert (
         MAPPERS["dsa_generation_module_perf"](

@@ -66,3 +66,30 @@ def test_a_kernel_the_cost_model_does_not_count_is_a_reason() -> None:
     assert MAPPERS["gdn_perf"](_table("gdn_perf", [row]), 0, ctx) == (
         "kernel some_new_kernel is not one the cost model counts"
     )
+
+
+# A Kimi Delta Attention decode row (Kimi-K3's shapes on one GPU: 12 heads of 128).
+KDA_DECODE: dict[str, Any] = {
+    "op_name": "kda", "kernel_source": "fused_recurrent_kda_packed_decode", "phase": "generation",
+    "batch_size": 2, "seq_len": 1, "num_tokens": 2, "d_model": 7168, "d_conv": 4,
+    "num_k_heads": 12, "head_k_dim": 128, "num_v_heads": 12, "head_v_dim": 128,
+    "model_name": "moonshotai/Kimi-K3", "latency": 0.006,
+}  # fmt: skip
+
+
+def test_a_kda_decode_row_updates_each_fp32_state_once() -> None:
+    """2 sequences x 12 heads x 128 x 128 fp32 = 1,572,864 B read and as many written; the
+    update 7 ops per state element, the per-channel gate 6 ops per key channel and token."""
+    label, work, streaming = row_work(KDA_DECODE, load_gpu_catalog().get("H200-SXM-141GB").spec)
+    assert label == "kda delta_rule (generation)" and streaming
+    assert work.kv_cache_read_bytes == work.kv_cache_write_bytes == 2 * 12 * 128 * 128 * 4
+    per_token = 12 * (2 * 64 + 6 * 128) + 6 * 12 * 128 + 3 * 2 * 16 * 12 * 128
+    assert work.cuda_core_ops == 2 * per_token + 2 * 7 * 12 * 128 * 128
+
+
+def test_speculative_verify_rows_are_not_priced() -> None:
+    gpu = load_gpu_catalog().get("H200-SXM-141GB").spec
+    ctx = PricingContext(gpu, load_cost_model_coefficients())
+    verify = {**KDA_DECODE, "phase": "verify", "kernel_source": "fused_recurrent_kda"}
+    reason = MAPPERS["kda_perf"](_table("kda_perf", [verify]), 0, ctx)
+    assert reason == "verify rows (speculative decoding) are not priced"

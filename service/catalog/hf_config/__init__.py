@@ -13,7 +13,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from service.catalog.hf_config import classic, delta_net, dense, gemma, hybrid, mla, moe
+from service.catalog.hf_config import (
+    classic,
+    delta_net,
+    dense,
+    gemma,
+    hybrid,
+    linear_hybrids,
+    mla,
+    moe,
+)
 from service.catalog.hf_config.multimodal import (
     TEXT_MODEL_TYPES,
     Reader,
@@ -33,6 +42,7 @@ TEXT_READERS: dict[str, Reader] = {
     "mistral": dense.read_mistral,
     "ministral3": dense.read_ministral3,
     "qwen2": dense.read_qwen2,
+    "mimo": dense.read_mimo,
     "qwen3": dense.read_qwen3,
     "qwen3_vl_text": dense.read_qwen3_vl_text,
     "granite": dense.read_granite,
@@ -82,11 +92,17 @@ TEXT_READERS: dict[str, Reader] = {
     "granitemoehybrid": hybrid.read_granitemoehybrid,
     "falcon_h1": hybrid.read_falcon_h1,
     "mamba2": hybrid.read_mamba2,
+    "mamba": hybrid.read_mamba,
+    "falcon_mamba": hybrid.read_mamba,
     "bamba": hybrid.read_bamba,
     "jamba": hybrid.read_jamba,
     "qwen3_next": delta_net.read_qwen3_next,
     "qwen3_5_text": delta_net.read_qwen3_5_text,
     "qwen3_5_moe_text": delta_net.read_qwen3_5_moe_text,
+    "kimi_linear": linear_hybrids.read_kimi_linear,
+    "minimax": linear_hybrids.read_minimax,
+    "minimax_text_01": linear_hybrids.read_minimax,
+    "minimax_m1": linear_hybrids.read_minimax,
     "qwen2_vl": read_qwen2_vl,
     "qwen2_5_vl": read_qwen2_vl,
 }

@@ -4,7 +4,7 @@ layer attends), the linear heads, and the MLP or mixture of experts beside them.
 
 from __future__ import annotations
 
-from service.catalog.hf_config.layers import set_experts, sparse_step_layers
+from service.catalog.hf_config.layers import note_mtp_layers, set_experts, sparse_step_layers
 from service.catalog.hf_config.reading import ClassDefaults, Reading, read_decoder
 from service.catalog.hf_config.view import ConfigView
 from service.core.cost_model_errors import InvalidArchitecture
@@ -65,6 +65,7 @@ def read_qwen3_next(view: ConfigView) -> Reading:
     reading = read_decoder(view, QWEN3_NEXT)
     _linear_layers(reading)
     _experts(reading, 512, 10, view.int_list("mlp_only_layers"))
+    note_mtp_layers(reading, ("num_nextn_predict_layers", "mtp_num_hidden_layers"))
     return reading
 
 

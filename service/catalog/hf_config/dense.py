@@ -5,7 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from service.catalog.hf_config.layers import every_nth, set_window, windowed_layers
+from service.catalog.hf_config.layers import (
+    every_nth,
+    note_mtp_layers,
+    set_window,
+    windowed_layers,
+)
 from service.catalog.hf_config.reading import ClassDefaults, Reading, read_decoder
 from service.catalog.hf_config.view import ConfigView
 
@@ -72,6 +77,14 @@ def read_qwen2(view: ConfigView, defaults: ClassDefaults = QWEN2) -> Reading:
     reading = read_decoder(view, defaults)
     reading.set("qkv_bias", True)
     qwen_window(reading)
+    return reading
+
+
+def read_mimo(view: ConfigView) -> Reading:
+    """MiMoConfig (Xiaomi MiMo-7B): Qwen2's layers (vLLM's MiMoForCausalLM is Qwen2's model)
+    plus multi-token-prediction layers that are not served by default."""
+    reading = read_qwen2(view)
+    note_mtp_layers(reading, ("num_nextn_predict_layers",))
     return reading
 
 

@@ -272,3 +272,42 @@ def read_jamba(view: ConfigView) -> Reading:
         )
     reading.notes.append("Mamba-1's RMSNorms on dt, B and C not priced")
     return reading
+
+
+def read_mamba(view: ConfigView) -> Reading:
+    """MambaConfig and FalconMambaConfig (Mamba, Falcon-Mamba): Mamba-1 mixers alone, no MLP
+    and no attention; d_inner `intermediate_size` (else `expand` x hidden), dt rank
+    `time_step_rank` ("auto": ceil(hidden / 16)). The attention fields below are placeholders
+    no kernel reads (one head of hidden_size)."""
+    hidden = view.size("hidden_size", 768)
+    layers = view.size("num_hidden_layers", 32)
+    inner = view.size("intermediate_size", view.size("expand", 2) * hidden)
+    rank = view.raw.get("time_step_rank", "auto")
+    dt_rank = -(-hidden // 16) if rank in ("auto", None) else view.size("time_step_rank", None)
+    reading = Reading(view)
+    for name, value, key in (
+        ("hidden_size", hidden, "hidden_size"),
+        ("num_layers", layers, "num_hidden_layers"),
+        ("num_attention_heads", 1, None),
+        ("num_key_value_heads", 1, None),
+        ("head_dim", hidden, "hidden_size"),
+        ("intermediate_size", inner, "intermediate_size"),
+        ("vocab_size", view.size("vocab_size", 50280), "vocab_size"),
+    ):
+        reading.set(name, value, key)
+    reading.set("tie_word_embeddings", view.flag("tie_word_embeddings", True))
+    reading.set("position", "none")
+    mamba = MambaShape(
+        num_heads=inner,
+        head_dim=1,
+        state_size=view.size("state_size", 16),
+        n_groups=1,
+        conv_kernel=view.size("conv_kernel", 4),
+        dt_rank=dt_rank,
+    )
+    reading.set("mamba", mamba, "intermediate_size")
+    reading.set("num_mamba_layers", layers, "num_hidden_layers")
+    reading.set("num_mlp_free_layers", layers, "num_hidden_layers")
+    if view.raw.get("model_type") == "falcon_mamba":
+        reading.notes.append("Falcon-Mamba's RMSNorms on dt, B and C not priced")
+    return reading

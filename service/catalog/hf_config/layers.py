@@ -81,3 +81,17 @@ def sparse_step_layers(reading: Reading, step: int, dense_only: list[int] | None
     skip = set(dense_only or ())
     num_layers: int = reading.values["num_layers"]
     return sum(1 for i in range(num_layers) if i not in skip and (i + 1) % step == 0)
+
+
+def note_mtp_layers(reading: Reading, keys: tuple[str, ...]) -> None:
+    """Multi-token-prediction layers (DeepSeek-V3's `num_nextn_predict_layers`, Qwen3-Next's
+    `mtp_num_hidden_layers`, MiMo's, GLM-4.5's) are neither loaded nor run: serving engines
+    skip them when they load the model (vLLM's load_weights: "skip spec decode layers for main
+    model") and load them only as the draft of speculative decoding, which the API does not
+    ask for; so they count in neither memory nor time."""
+    layers = max(reading.view.count(key, 0) for key in keys)
+    if layers:
+        reading.notes.append(
+            f"{layers} multi-token-prediction layer(s) not loaded or priced: engines load them "
+            "only as a speculative-decoding draft"
+        )

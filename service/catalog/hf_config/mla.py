@@ -5,14 +5,32 @@ un-absorbed in prefill and absorbed in decode (service.core.mla, service.core.ds
 
 from __future__ import annotations
 
-from service.catalog.hf_config.layers import set_experts
+from service.catalog.hf_config.layers import note_mtp_layers, set_experts
 from service.catalog.hf_config.reading import ClassDefaults, Reading, read_decoder
 from service.catalog.hf_config.view import ConfigView
 from service.core.architecture import DsaShape, MlaShape
-from service.core.cost_model_errors import UnsupportedArchitecture
 
 DEEPSEEK_V2 = ClassDefaults(102400, 4096, 11008, 30, 32, 32, 2048, False)
 DEEPSEEK_V3 = ClassDefaults(129280, 7168, 18432, 61, 128, 128, 4096, False)
+
+
+def mla_shape(view: ConfigView) -> MlaShape:
+    """The MLA ranks, DeepSeek-V3's by default; `q_lora_rank` null is a full-rank query
+    projection (DeepSeek-V2-Lite, Kimi Linear), q_lora_rank 0."""
+    return MlaShape(
+        q_lora_rank=view.optional_size("q_lora_rank", 1536) or 0,
+        kv_lora_rank=view.size("kv_lora_rank", 512),
+        qk_nope_head_dim=view.size("qk_nope_head_dim", 128),
+        qk_rope_head_dim=view.size("qk_rope_head_dim", 64),
+        v_head_dim=view.size("v_head_dim", 128),
+    )
+
+
+def set_mla(reading: Reading, mla: MlaShape) -> None:
+    """MLA attention; head_dim is the query/key head width, as the catalogue's MLA entries
+    state it."""
+    reading.set("mla", mla)
+    reading.set("head_dim", mla.qk_nope_head_dim + mla.qk_rope_head_dim, "qk_nope_head_dim")
 
 
 def _read_mla(
@@ -28,23 +46,8 @@ def _read_mla(
     """The class defaults of the expert keys differ between V2 and V3; the rules do not: layer
     i routes when i >= first_k_dense_replace and i % moe_layer_freq == 0."""
     reading = read_decoder(view, defaults)
-    q_rank = view.optional_size("q_lora_rank", 1536)
-    if q_rank is None:
-        raise UnsupportedArchitecture(
-            "q_lora_rank null (a full-rank query projection, as in DeepSeek-V2-Lite) is not "
-            "priced yet",
-            field=view.field("q_lora_rank"),
-        )
-    mla = MlaShape(
-        q_lora_rank=q_rank,
-        kv_lora_rank=view.size("kv_lora_rank", 512),
-        qk_nope_head_dim=view.size("qk_nope_head_dim", 128),
-        qk_rope_head_dim=view.size("qk_rope_head_dim", 64),
-        v_head_dim=view.size("v_head_dim", 128),
-    )
-    reading.set("mla", mla)
-    # head_dim is the query/key head width, as the catalogue's MLA entries state it.
-    reading.set("head_dim", mla.qk_nope_head_dim + mla.qk_rope_head_dim, "qk_nope_head_dim")
+    mla = mla_shape(view)
+    set_mla(reading, mla)
     layers = reading.values["num_layers"]
     first = view.count("first_k_dense_replace", first_dense)
     freq = view.size("moe_layer_freq", 1)
@@ -59,8 +62,7 @@ def _read_mla(
         moe_layers=sum(1 for i in range(layers) if i >= first and i % freq == 0),
         shared_width=view.count("n_shared_experts", shared) * width,
     )
-    if view.count("num_nextn_predict_layers", 0):
-        reading.notes.append("multi-token-prediction module not modelled")
+    note_mtp_layers(reading, ("num_nextn_predict_layers",))
     return reading
 
 

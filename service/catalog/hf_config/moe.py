@@ -7,6 +7,7 @@ from __future__ import annotations
 from service.catalog.hf_config.dense import QK_NORM_NOTE, qwen_window
 from service.catalog.hf_config.layers import (
     every_nth,
+    note_mtp_layers,
     set_experts,
     set_window,
     sparse_step_layers,
@@ -79,7 +80,7 @@ def read_minimax_m2(view: ConfigView) -> Reading:
     reading = _mixtral_like(view, MINIMAX_M2, 256, 8)
     reading.notes.append(QK_NORM_NOTE)
     if view.flag("use_mtp", False):
-        reading.notes.append("multi-token-prediction modules not modelled")
+        note_mtp_layers(reading, ("num_mtp_modules",))
     return reading
 
 
@@ -177,8 +178,7 @@ def read_glm4_moe(view: ConfigView) -> Reading:
         moe_layers=reading.values["num_layers"] - dense,
         shared_width=view.count("n_shared_experts", 1) * width,
     )
-    if view.count("num_nextn_predict_layers", 0):
-        reading.notes.append("multi-token-prediction layers not modelled")
+    note_mtp_layers(reading, ("num_nextn_predict_layers",))
     return reading
 
 

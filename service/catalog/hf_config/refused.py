@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-_STATE_SPACE = "Mamba-1 state-space layers on their own (priced in Jamba only)"
 _HYBRID = "a hybrid of Mamba-2 state-space layers and attention"
 _LINEAR = "linear attention (recurrent state instead of a KV cache)"
 
 REFUSED_MODEL_TYPES: dict[str, str] = {
-    "mamba": _STATE_SPACE,
-    "falcon_mamba": _STATE_SPACE,
     "zamba": _HYBRID,
     "zamba2": _HYBRID,
     "plamo2": _HYBRID,
     "lfm2": "a hybrid of gated short convolutions and attention",
     "lfm2_moe": "a hybrid of gated short convolutions and attention",
-    "kimi_linear": "Kimi Delta Attention, " + _LINEAR,
-    "minimax": "lightning attention, " + _LINEAR,
     "rwkv": _LINEAR,
     "recurrent_gemma": "RG-LRU recurrent layers",
     "gemma3n": "per-layer embeddings, AltUp and activation sparsity",
