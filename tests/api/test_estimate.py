@@ -193,7 +193,7 @@ def test_unknown_names_are_422_with_near_matches(
             "precision",
         ),
         ({"precision": {"weights": "fp7"}}, "precision.weights"),
-        ({"model": "tiiuae/falcon-mamba-7b"}, "model"),  # Mamba-1: catalogued, not priced
+        ({"model": "databricks/dbrx-base"}, "model"),  # catalogued, its model_type not read
         ({"colour": "blue"}, "colour"),
         ({"architecture": {"hidden_size": 64}}, "architecture.num_layers"),
         (
