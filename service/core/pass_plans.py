@@ -181,15 +181,16 @@ class PassPlans:
         padded = [_padded(c.plan, width, count) for c in contexts]
         if len(contexts) == 1:  # rows broadcast the one context's arrays
             members: tuple[IntArray, ...] = (np.arange(context.shape[0], dtype=np.intp),)
-            pick = np.zeros(1, dtype=np.intp)
+            (one,) = padded
+            layers, attention, per_key = one.layers[None], one.attention[None], one.per_key[None]
+            sliding, attention_layers = one.sliding[None], one.attention_layers[None]
         else:
             members = tuple(np.flatnonzero(context == c) for c in range(len(contexts)))
-            pick = context
-        layers = np.stack([p.layers for p in padded])[pick]
-        attention = np.stack([p.attention for p in padded])[pick]
-        per_key = np.stack([p.per_key for p in padded])[pick]
-        sliding = np.stack([p.sliding for p in padded])[pick]
-        attention_layers = np.stack([p.attention_layers for p in padded])[pick]
+            layers = np.stack([p.layers for p in padded])[context]
+            attention = np.stack([p.attention for p in padded])[context]
+            per_key = np.stack([p.per_key for p in padded])[context]
+            sliding = np.stack([p.sliding for p in padded])[context]
+            attention_layers = np.stack([p.attention_layers for p in padded])[context]
         return cls(
             contexts=tuple(contexts),
             context=context,

@@ -56,7 +56,8 @@ def phase_arrays(plans: PassPlans, terms: WorkloadTerms) -> PhaseArrays:
     limbs = np.empty((4, *scale.shape))
     time_s, compute_s, memory_s, network_s = limbs
     np.max(unit, axis=3, out=time_s)
-    time_s += np.stack([rows.prefill_launch_s, rows.decode_launch_s])[..., None]
+    time_s[0] += rows.prefill_launch_s[:, None]
+    time_s[1] += rows.decode_launch_s[:, None]
     np.max(unit[..., :3], axis=3, out=compute_s)
     memory_s[...] = unit[..., 3]
     # Link-busy time only: collective step latency is in time_s, not in the power share.

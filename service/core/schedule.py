@@ -89,7 +89,11 @@ def kv_schedule(
             waves.tolist(),
             runs.tolist(),
             continuous.tolist(),
-            np.broadcast_to(free_bytes, batch.shape).tolist(),
+            (
+                free_bytes
+                if isinstance(free_bytes, np.ndarray)
+                else np.full_like(batch, free_bytes)
+            ).tolist(),
             strict=True,
         )
     )
