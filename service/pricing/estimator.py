@@ -14,6 +14,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from service.catalog.engines import DEFAULT_ENGINE, load_engine_coefficients
@@ -31,14 +32,14 @@ from service.core.estimates import WorkloadEstimates
 from service.core.results import RequestEstimate
 from service.core.workload import Workload
 from service.errors import ServiceError
-from service.pricing.calibration import ActiveCalibration
+from service.pricing.calibration import ActiveCalibration, Factors, physical_terms
 from service.pricing.continuous_energy import (
     StaticReadings,
     static_readings,
     with_static_corrections,
 )
 from service.pricing.document import Calibrated, Latency, quote_document
-from service.pricing.energy import roofline_energy, scaled_energy
+from service.pricing.energy import roofline_energy, scaled_energy, scaled_latency
 from service.pricing.evidence import Case, Evidence, case_evidence
 from service.pricing.priced import PricedRequest, model_version
 from service.pricing.refusals import invalid_request
@@ -181,8 +182,11 @@ class Estimator:
                     estimates.warnings_of(j),
                 )
                 breakdown = estimates.item(j) if verbose else None
+                factors = self._calibration_factors(calibration, resolved, group, j)
+                if factors is not None:
+                    latency = scaled_latency(latency, factors)
                 results[index] = self._priced(
-                    resolved, latency, energy[j], breakdown, calibration, priced_at
+                    resolved, latency, energy[j], breakdown, calibration, factors, priced_at
                 )
         return [_done(result) for result in results]
 
@@ -360,6 +364,26 @@ class Estimator:
             )
         return energies
 
+    def _calibration_factors(
+        self,
+        calibration: ActiveCalibration | None,
+        resolved: ResolvedRequest,
+        group: _Group,
+        j: int,
+    ) -> Factors | None:
+        """How `calibration` moves the group's j-th estimate: None unless an active fit covers
+        its GPU and engine (the physical terms are read only then)."""
+        if calibration is None:
+            return None
+        estimates, coefficients = group.estimates, group.coefficients
+        assert estimates is not None and coefficients is not None
+        return calibration.corrections.factors_for(
+            resolved.gpu.id,
+            resolved.engine,
+            self.family_of(resolved),
+            partial(physical_terms, estimates, j, coefficients.power),
+        )
+
     def _priced(
         self,
         resolved: ResolvedRequest,
@@ -367,12 +391,12 @@ class Estimator:
         energy: EnergyPrediction,
         breakdown: RequestEstimate | None,
         calibration: ActiveCalibration | None,
+        factors: Factors | None,
         priced_at: datetime,
     ) -> PricedRequest:
         """The priced request: calibration applied, its document written."""
-        factor = 1.0
-        if calibration is not None:
-            factor = calibration.corrections.factor_for(resolved.gpu.id, self.family_of(resolved))
+        factor = 1.0 if factors is None else factors.energy
+        if factors is not None:
             energy = scaled_energy(energy, factor)
         calibration_id = calibration.calibration_id if calibration else None
         document, total_g = quote_document(

@@ -1,0 +1,137 @@
+"""What a recalibration refits, read off one request's analytical estimate: per phase and kernel
+the compute, memory and network limbs and the rest of its time, the host-side time, and how
+the GPU energy is drawn over them.
+
+The estimate already computes all of it (service.core.estimates); this module keeps the
+pieces a refit of the physical coefficients moves (service.pricing.calibration.physics), so that
+evaluating the model under new coefficients needs no new pass through the cost model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from service.core.coefficients import PowerCoefficients
+from service.core.estimates import WorkloadEstimates
+
+FloatArray = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True, slots=True)
+class PhysicalTerms:
+    """One request's estimate in the pieces the physical coefficients scale.
+
+    Arrays [2 phases, kernels] (prefill, decode), all summed over the phase's executions:
+    `compute_s`, `memory_s`, `network_s`: each kernel's limbs at the prior coefficients [s];
+    `rest_s`: its time beyond the largest limb (launch, collective step latency) [s].
+    Arrays [2]: `overhead_s` host-side time [s]; `kernel_share` GPUs drawing each kernel's power
+    times the request's share of it [-]; `host_idle_j`, `host_dynamic_j` the GPU energy of the
+    non-kernel time at idle power and above it [J].
+    Scalars: the GPU's `idle_w` and `tdp_w` [W], the dynamic power per unit-second of compute,
+    memory and network at the prior (`(tdp - idle) x fraction`) [W].
+    """
+
+    compute_s: FloatArray
+    memory_s: FloatArray
+    network_s: FloatArray
+    rest_s: FloatArray
+    overhead_s: FloatArray
+    kernel_share: FloatArray
+    host_idle_j: FloatArray
+    host_dynamic_j: FloatArray
+    idle_w: float
+    tdp_w: float
+    compute_w: float
+    memory_w: float
+    network_w: float
+
+
+def physical_terms(estimates: WorkloadEstimates, j: int, power: PowerCoefficients) -> PhysicalTerms:
+    """Workload `j`'s terms from `estimates` priced with `power` (its engine's coefficients)."""
+    arrays = estimates.arrays
+    compute, memory = arrays.compute_s[:, j, :], arrays.memory_s[:, j, :]
+    network, time_s = arrays.network_s[:, j, :], arrays.time_s[:, j, :]
+    largest = np.maximum(np.maximum(compute, memory), network)
+    gpu = estimates.plan.gpu
+    share = estimates.terms.share[:, j]
+    overhead_s = estimates.overhead_s[:, j].astype(np.float64)
+    non_kernel_j = estimates.phase_gpu_j[:, j] - estimates.kernel_gpu_j[:, j]
+    host_idle_j = share * estimates.gpu_count * gpu.idle_w * overhead_s
+    dynamic = gpu.tdp_w - gpu.idle_w
+    return PhysicalTerms(
+        compute_s=compute.copy(),
+        memory_s=memory.copy(),
+        network_s=network.copy(),
+        rest_s=np.maximum(time_s - largest, 0.0),
+        overhead_s=overhead_s,
+        kernel_share=estimates.plan.shapes.group * share,
+        host_idle_j=host_idle_j,
+        host_dynamic_j=np.maximum(non_kernel_j - host_idle_j, 0.0),
+        idle_w=float(gpu.idle_w),
+        tdp_w=float(gpu.tdp_w),
+        compute_w=dynamic * power.compute,
+        memory_w=dynamic * power.memory,
+        network_w=dynamic * power.network,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class StackedTerms:
+    """Many requests' terms in arrays [N, 2, K] (kernels padded with zeros, which add neither
+    time nor energy) and [N, 2], [N] for the per-phase and per-GPU figures."""
+
+    compute_s: FloatArray
+    memory_s: FloatArray
+    network_s: FloatArray
+    rest_s: FloatArray
+    overhead_s: FloatArray
+    kernel_share: FloatArray
+    host_idle_j: FloatArray
+    host_dynamic_j: FloatArray
+    idle_w: FloatArray
+    tdp_w: FloatArray
+    compute_w: FloatArray
+    memory_w: FloatArray
+    network_w: FloatArray
+
+    def __len__(self) -> int:
+        return int(self.idle_w.shape[0])
+
+
+def stack(terms: Sequence[PhysicalTerms]) -> StackedTerms:
+    """`terms` as arrays over requests (see StackedTerms)."""
+    n = len(terms)
+    kernels = max((t.compute_s.shape[1] for t in terms), default=0)
+
+    def padded(name: str) -> FloatArray:
+        out = np.zeros((n, 2, kernels))
+        for i, t in enumerate(terms):
+            values = getattr(t, name)
+            out[i, :, : values.shape[1]] = values
+        return out
+
+    def rows(name: str) -> FloatArray:
+        return np.array([getattr(t, name) for t in terms], dtype=np.float64).reshape(n, 2)
+
+    def scalars(name: str) -> FloatArray:
+        return np.array([getattr(t, name) for t in terms], dtype=np.float64)
+
+    return StackedTerms(
+        compute_s=padded("compute_s"),
+        memory_s=padded("memory_s"),
+        network_s=padded("network_s"),
+        rest_s=padded("rest_s"),
+        overhead_s=rows("overhead_s"),
+        kernel_share=rows("kernel_share"),
+        host_idle_j=rows("host_idle_j"),
+        host_dynamic_j=rows("host_dynamic_j"),
+        idle_w=scalars("idle_w"),
+        tdp_w=scalars("tdp_w"),
+        compute_w=scalars("compute_w"),
+        memory_w=scalars("memory_w"),
+        network_w=scalars("network_w"),
+    )
