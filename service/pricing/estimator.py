@@ -15,9 +15,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
+from pathlib import Path
 from typing import Any
 
-from service.catalog.engines import DEFAULT_ENGINE, load_engine_coefficients
+from service.catalog.engines import COEFFICIENTS_PATH, DEFAULT_ENGINE, load_engine_coefficients
 from service.catalog.facilities import FacilityCatalog, load_facility_catalog
 from service.catalog.gpus import GpuCatalog, GpuRecord, load_gpu_catalog
 from service.catalog.intervals import EvidenceIntervals, load_intervals
@@ -110,14 +111,16 @@ class Estimator:
         self._evidence: dict[tuple[Case, bool], Evidence] = {}
 
     @classmethod
-    def from_catalogues(cls, regressor: EnergyRegressor | None = None) -> Estimator:
-        """An estimator over the packaged catalogues, fitted coefficients and (if given) the
-        learned energy regressor."""
+    def from_catalogues(
+        cls, regressor: EnergyRegressor | None = None, coefficients_path: Path | None = None
+    ) -> Estimator:
+        """An estimator over the packaged catalogues, fitted coefficients (those of
+        `coefficients_path` if given) and (if given) the learned energy regressor."""
         return cls(
             load_gpu_catalog(),
             load_model_catalog(),
             load_region_catalog(),
-            load_engine_coefficients(),
+            load_engine_coefficients(coefficients_path or COEFFICIENTS_PATH),
             regressor=regressor,
         )
 
