@@ -33,7 +33,7 @@ from service.core.estimates import WorkloadEstimates
 from service.core.results import RequestEstimate
 from service.core.workload import Workload
 from service.errors import ServiceError
-from service.pricing.calibration import ActiveCalibration, Factors, physical_terms
+from service.pricing.calibration import ActiveCalibration, Factors, group_terms
 from service.pricing.continuous_energy import (
     StaticReadings,
     static_readings,
@@ -168,6 +168,7 @@ class Estimator:
             estimates = group.estimates
             assert estimates is not None
             phase_s = estimates.phase_s.T.tolist()
+            moved = self._calibration_factors(calibration, group)
             for j, position in enumerate(estimates.positions):
                 index = group.positions[position]
                 if results[index] is not None:  # priced, then found not to fit in memory
@@ -185,8 +186,10 @@ class Estimator:
                     estimates.warnings_of(j),
                 )
                 breakdown = estimates.item(j) if verbose else None
-                factors = self._calibration_factors(calibration, resolved, group, j)
-                if factors is not None:
+                factors = None
+                if calibration is not None and moved is not None:
+                    gpu, family = resolved.gpu.id, self.family_of(resolved)
+                    factors = calibration.corrections.with_family(moved[j], gpu, family)
                     latency = scaled_latency(latency, factors)
                 results[index] = self._priced(
                     resolved, latency, energy[j], breakdown, calibration, factors, priced_at
@@ -368,23 +371,17 @@ class Estimator:
         return energies
 
     def _calibration_factors(
-        self,
-        calibration: ActiveCalibration | None,
-        resolved: ResolvedRequest,
-        group: _Group,
-        j: int,
-    ) -> Factors | None:
-        """How `calibration` moves the group's j-th estimate: None unless an active fit covers
-        its GPU and engine (the physical terms are read only then)."""
+        self, calibration: ActiveCalibration | None, group: _Group
+    ) -> list[Factors] | None:
+        """How `calibration`'s refit moves each of the group's estimates (one GPU and engine):
+        None unless an active fit covers them (the physical terms are read only then)."""
         if calibration is None:
             return None
         estimates, coefficients = group.estimates, group.coefficients
         assert estimates is not None and coefficients is not None
-        return calibration.corrections.factors_for(
-            resolved.gpu.id,
-            resolved.engine,
-            self.family_of(resolved),
-            partial(physical_terms, estimates, j, coefficients.power),
+        first = group.resolved[0]
+        return calibration.corrections.physical_factors(
+            first.gpu.id, first.engine, partial(group_terms, estimates, coefficients.power)
         )
 
     def _priced(

@@ -4,6 +4,7 @@ observations the model generated, shrinkage worked by hand, activation and scope
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -19,6 +20,7 @@ from service.pricing.calibration import (
     PhysicalPoint,
     PhysicalTerms,
     fit_calibration,
+    group_terms,
     map_theta,
     physical_terms,
 )
@@ -195,21 +197,42 @@ def test_activation_needs_enough_observations_and_a_held_out_gain() -> None:
 
 
 def test_a_fit_moves_its_own_gpu_and_engine_only() -> None:
-    terms = synthetic_terms(overhead_s=1.0, idle_w=100.0)
+    terms = stack([synthetic_terms(overhead_s=1.0, idle_w=100.0)])
     theta = tuple(0.2 if name == "host_time" else 0.0 for name in PARAMETERS)
     active = GpuFit(H100, "vllm-v1", 10, 10, theta, HeldOutError(), True, "")
-    corrections = Corrections(
-        10.0, Corrections.none(10.0).global_correction, {}, {(H100, "vllm-v1"): active}
-    )
-    moved = corrections.factors_for(H100, "vllm-v1", "llama", lambda: terms)
-    assert moved is not None and moved.decode == pytest.approx(math.exp(0.2))
-    assert corrections.factors_for("A100-SXM4-80GB", "vllm-v1", "llama", lambda: terms) is None
-    assert corrections.factors_for(H100, "sglang", "llama", lambda: terms) is None
+    pooled = Corrections.none(10.0).global_correction
+    corrections = Corrections(10.0, pooled, {}, {(H100, "vllm-v1"): active})
+    moved = corrections.physical_factors(H100, "vllm-v1", lambda: terms)
+    assert moved is not None and moved[0].decode == pytest.approx(math.exp(0.2))
+    assert moved[0].prefill == 1.0  # a phase of no time is not moved
+    assert corrections.physical_factors("A100-SXM4-80GB", "vllm-v1", lambda: terms) is None
+    assert corrections.physical_factors(H100, "sglang", lambda: terms) is None
     inactive = Corrections(
         10.0,
-        Corrections.none(10.0).global_correction,
+        pooled,
         {},
         {(H100, "vllm-v1"): GpuFit(H100, "vllm-v1", 3, 3, theta, HeldOutError(), False, "")},
     )
-    assert inactive.factors_for(H100, "vllm-v1", "llama", lambda: terms) is None
+    assert inactive.physical_factors(H100, "vllm-v1", lambda: terms) is None
     assert Corrections.from_payload(corrections.to_payload()) == corrections
+
+
+def test_a_groups_terms_are_its_requests_terms(estimator: Estimator) -> None:
+    """group_terms (what quotes use, all workloads of a context at once) gives what each
+    request's physical_terms gives (what a fit uses)."""
+    body = {
+        "model": "meta-llama/Llama-3.1-8B-Instruct",
+        "workload": {"batch_size": 1, "prompt_tokens": 100, "output_tokens": 100},
+        "hardware": {"gpu": H100, "count": 2},
+    }
+    resolved = estimator.resolve(EstimateRequest.model_validate(body))
+    coefficients = estimator.engine_coefficients[resolved.engine]
+    workloads = [replace(resolved.workload, batch_size=b, prompt_tokens=50 * b) for b in (1, 8, 32)]
+    estimates, _ = estimate_workloads(
+        resolved.architecture, workloads, resolved.deployment, coefficients
+    )
+    together = group_terms(estimates, coefficients.power)
+    one_by_one = stack([physical_terms(estimates, j, coefficients.power) for j in range(3)])
+    for name in ("compute_s", "rest_s", "overhead_s", "host_idle_j", "host_dynamic_j", "idle_w"):
+        np.testing.assert_allclose(getattr(together, name), getattr(one_by_one, name))
+    np.testing.assert_allclose(modelled(together, ZERO).gpu_j, estimates.gpu_j)

@@ -25,7 +25,7 @@ from service.pricing.calibration.fit import (
     mape,
 )
 from service.pricing.calibration.map_fit import PhysicalPoint, map_theta
-from service.pricing.calibration.physical_terms import PhysicalTerms, physical_terms
+from service.pricing.calibration.physical_terms import PhysicalTerms, group_terms, physical_terms
 from service.pricing.calibration.physics import PARAMETERS, Factors
 from service.pricing.calibration.screening import Flag, screen
 
@@ -46,6 +46,7 @@ __all__ = [
     "SegmentCorrection",
     "fit_calibration",
     "fit_corrections",
+    "group_terms",
     "map_theta",
     "mape",
     "physical_terms",

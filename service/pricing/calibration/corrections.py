@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from service.pricing.calibration.physical_terms import PhysicalTerms
-from service.pricing.calibration.physics import PARAMETERS, Factors, factors
+from service.pricing.calibration.physical_terms import StackedTerms
+from service.pricing.calibration.physics import PARAMETERS, Factors, factors_many
 
 GLOBAL_SEGMENT = ("*", "*")
 
@@ -171,17 +171,20 @@ class Corrections:
         segment = self.segments.get((gpu, family))
         return segment.factor if segment is not None else 1.0
 
-    def factors_for(
-        self, gpu: str, engine: str, family: str, terms: Callable[[], PhysicalTerms]
-    ) -> Factors | None:
-        """How this calibration moves a request on `gpu` under `engine` of model `family`
-        (`terms` reads its physical terms, only when a fit applies); None when no active fit
-        covers that GPU and engine."""
+    def physical_factors(
+        self, gpu: str, engine: str, terms: Callable[[], StackedTerms]
+    ) -> list[Factors] | None:
+        """How this calibration's refit moves each request of `terms` (read only when a fit
+        applies) on `gpu` under `engine`; None when no active fit covers that GPU and engine."""
         fit = self.fits.get((gpu, engine))
         if fit is None or not fit.active:
             return None
-        moved = factors(terms(), fit.theta_array)
-        return Factors(moved.energy * self.factor_for(gpu, family), moved.prefill, moved.decode)
+        return factors_many(terms(), fit.theta_array)
+
+    def with_family(self, moved: Factors, gpu: str, family: str) -> Factors:
+        """`moved` with the GPU x family segment's residual energy factor on top."""
+        energy = moved.energy * self.factor_for(gpu, family)
+        return Factors(energy, moved.prefill, moved.decode)
 
     def to_payload(self) -> dict[str, Any]:
         return {

@@ -102,6 +102,38 @@ class StackedTerms:
         return int(self.idle_w.shape[0])
 
 
+def group_terms(estimates: WorkloadEstimates, power: PowerCoefficients) -> StackedTerms:
+    """Every workload's terms of `estimates` at once ([N, ...]: what `stack` of each one's
+    `physical_terms` gives, without the per-request copies)."""
+    arrays = estimates.arrays
+    compute = arrays.compute_s.transpose(1, 0, 2)
+    memory = arrays.memory_s.transpose(1, 0, 2)
+    network = arrays.network_s.transpose(1, 0, 2)
+    largest = np.maximum(np.maximum(compute, memory), network)
+    gpu = estimates.plan.gpu
+    n = compute.shape[0]
+    share = estimates.terms.share.T
+    overhead_s = estimates.overhead_s.T.astype(np.float64)
+    non_kernel_j = (estimates.phase_gpu_j - estimates.kernel_gpu_j).T
+    host_idle_j = share * estimates.gpu_count * gpu.idle_w * overhead_s
+    dynamic = gpu.tdp_w - gpu.idle_w
+    return StackedTerms(
+        compute_s=compute,
+        memory_s=memory,
+        network_s=network,
+        rest_s=np.maximum(arrays.time_s.transpose(1, 0, 2) - largest, 0.0),
+        overhead_s=overhead_s,
+        kernel_share=estimates.plan.shapes.group * share,
+        host_idle_j=host_idle_j,
+        host_dynamic_j=np.maximum(non_kernel_j - host_idle_j, 0.0),
+        idle_w=np.full(n, float(gpu.idle_w)),
+        tdp_w=np.full(n, float(gpu.tdp_w)),
+        compute_w=np.full(n, dynamic * power.compute),
+        memory_w=np.full(n, dynamic * power.memory),
+        network_w=np.full(n, dynamic * power.network),
+    )
+
+
 def stack(terms: Sequence[PhysicalTerms]) -> StackedTerms:
     """`terms` as arrays over requests (see StackedTerms)."""
     n = len(terms)

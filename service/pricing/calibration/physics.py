@@ -106,15 +106,22 @@ class Factors:
 
 def factors(terms: PhysicalTerms, theta: FloatArray) -> Factors:
     """How the refit `theta` moves the request of `terms`: modelled(theta) / modelled(0)."""
-    stacked = stack([terms])
-    after = modelled(stacked, theta)
-    before = modelled(stacked, np.zeros(len(PARAMETERS)))
-    return Factors(
-        energy=_ratio(after.gpu_j[0], before.gpu_j[0]),
-        prefill=_ratio(after.prefill_s[0], before.prefill_s[0]),
-        decode=_ratio(after.decode_s[0], before.decode_s[0]),
-    )
+    (moved,) = factors_many(stack([terms]), theta)
+    return moved
 
 
-def _ratio(after: float, before: float) -> float:
-    return float(after / before) if before > 0 else 1.0
+def factors_many(terms: StackedTerms, theta: FloatArray) -> list[Factors]:
+    """`factors` of every request in `terms`, in one evaluation."""
+    after = modelled(terms, theta)
+    before = modelled(terms, np.zeros(len(PARAMETERS)))
+    energy = _ratios(after.gpu_j, before.gpu_j)
+    prefill = _ratios(after.prefill_s, before.prefill_s)
+    decode = _ratios(after.decode_s, before.decode_s)
+    return [Factors(*values) for values in zip(energy, prefill, decode, strict=True)]
+
+
+def _ratios(after: FloatArray, before: FloatArray) -> list[float]:
+    """after / before, 1 where the model has nothing (a phase of no time)."""
+    safe = np.where(before > 0, before, 1.0)
+    ratios: list[float] = np.where(before > 0, after / safe, 1.0).tolist()
+    return ratios
