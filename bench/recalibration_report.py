@@ -217,6 +217,10 @@ def experiment(
         "after_j": [q["energy"]["per_sequence_gpu_j"] for q in after],
         "before_tpot_s": [q["latency"]["time_per_output_token_s"] for q in before],
         "after_tpot_s": [q["latency"]["time_per_output_token_s"] for q in after],
+        "measured_total_s": [m.time_per_output_token_s * m.output_tokens for m in scored],
+        "before_total_s": [q["latency"]["total_s"] for q in before],
+        "after_total_s": [q["latency"]["total_s"] for q in after],
+        "prefill_share": [q["latency"]["prefill_s"] / q["latency"]["total_s"] for q in before],
         "tpot_inside_before": _inside(before, scored),
         "tpot_inside_after": _inside(after, scored),
         "checks_moved": sum(

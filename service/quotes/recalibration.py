@@ -69,6 +69,7 @@ def _point(observation: Observation, quote: Quote, estimator: Estimator) -> Phys
         observation_id=observation.id,
         gpu=quote.gpu_id,
         engine=resolved.engine,
+        model=quote.model_id,
         family=estimator.family_of(resolved),
         terms=physical_terms(estimates, 0, coefficients.power),
         quoted_gpu_j=gpu_j / factor,

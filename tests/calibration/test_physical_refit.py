@@ -24,6 +24,7 @@ from service.pricing.calibration import (
     map_theta,
     physical_terms,
 )
+from service.pricing.calibration.fit import activation, folds
 from service.pricing.calibration.map_fit import predicted
 from service.pricing.calibration.physical_terms import stack
 from service.pricing.calibration.physics import factors, modelled
@@ -97,12 +98,14 @@ def point(
     observed_s: float | None,
     gpu: str = H100,
     engine: str = "vllm-v1",
+    model: str = "meta-llama/Llama-3.1-8B-Instruct",
 ) -> PhysicalPoint:
     quoted_j = float(modelled(stack([terms]), ZERO).gpu_j[0])
     return PhysicalPoint(
         f"o{i:04d}",
         gpu,
         engine,
+        model,
         "llama",
         terms,
         quoted_j,
@@ -236,3 +239,33 @@ def test_a_groups_terms_are_its_requests_terms(estimator: Estimator) -> None:
     for name in ("compute_s", "rest_s", "overhead_s", "host_idle_j", "host_dynamic_j", "idle_w"):
         np.testing.assert_allclose(getattr(together, name), getattr(one_by_one, name))
     np.testing.assert_allclose(modelled(together, ZERO).gpu_j, estimates.gpu_j)
+
+
+def test_activation_says_which_error_would_rise() -> None:
+    settings = FitSettings()
+    assert activation(10, HeldOutError(0.2, 0.1, 0.1, 0.15), settings) == (
+        False,
+        "held-out total time error would rise",
+    )
+    assert activation(10, HeldOutError(0.2, 0.25, 0.1, 0.15), settings) == (
+        False,
+        "held-out energy and total time error would rise",
+    )
+    assert activation(10, HeldOutError(0.2, 0.1, None, None), settings) == (
+        True,
+        "held-out error falls",
+    )
+    assert activation(7, HeldOutError(0.2, 0.1, None, None), settings)[0] is False
+
+
+def test_folds_keep_each_models_observations_together() -> None:
+    """Models numbered by first arrival (A 0, B 1, C 2) and dealt into k = 2 folds: A and C in
+    fold 0, B in fold 1; with one model only, rows are dealt in turn."""
+    terms = synthetic_terms(overhead_s=1.0, idle_w=100.0)
+    models = ["A", "A", "B", "C", "B"]
+    points = [point(i, terms, 100.0, 1.0, model=m) for i, m in enumerate(models)]
+    assert folds(points, 0.5) == [0, 0, 1, 0, 1]
+    assert folds(points, 0.2) == [0, 0, 1, 2, 1]  # k = 5, at most one fold per model
+    alone = [point(i, terms, 100.0, 1.0) for i in range(5)]
+    assert folds(alone, 0.5) == [0, 1, 0, 1, 0]
+    assert folds(alone, 0.0) == [-1] * 5

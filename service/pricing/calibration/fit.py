@@ -5,10 +5,13 @@ activate what improves.
    time outside the same range of the model's is dropped (the energy is kept).
 2. Refit, per GPU x serving engine, the physical coefficients by MAP (map_fit), then per GPU x
    family the shrunk residual energy factor (corrections).
-3. Score by k-fold within the observations (k = round(1 / holdout_fraction), folds taken in
-   turn by order of arrival): each observation is predicted by the calibration fitted on the
-   other folds. A GPU's fit is active only with `min_observations` and, out of fold, an energy
-   error and a latency error no worse than the uncalibrated quotes' and one of them better.
+3. Score by k-fold within the observations (k = round(1 / holdout_fraction)), grouped by
+   model: each observation is predicted by the calibration fitted on the other folds, which
+   hold none of its model's observations (they share the model's own error, so a split by row
+   would score a refit on models it has seen; the fit must hold for the GPU's other models).
+   With one model only, the folds are taken in turn by order of arrival. A GPU's fit is
+   active only with `min_observations` and, out of fold, an energy error and a latency error
+   no worse than the uncalibrated quotes' and one of them better.
    The calibration stored is the one fitted on all of them; `holdout_*` is the out-of-fold
    error of the calibration as applied (an inactive GPU's quotes keep their error).
 
@@ -182,12 +185,25 @@ class _Scored:
     total_s_after: float
 
 
+def folds(points: Sequence[PhysicalPoint], fraction: float) -> list[int]:
+    """Each point's fold: its model's (models numbered by first arrival, dealt in turn into
+    k = fold_count folds, at most one per model); by arrival when all share one model."""
+    models: dict[str, int] = {}
+    for point in points:
+        models.setdefault(point.model, len(models))
+    if len(models) >= 2:
+        k = min(fold_count(len(points), fraction), len(models))
+        return [models[p.model] % k if k else -1 for p in points]
+    k = fold_count(len(points), fraction)
+    return [i % k if k else -1 for i in range(len(points))]
+
+
 def _out_of_fold(points: Sequence[PhysicalPoint], settings: FitSettings) -> list[_Scored]:
-    k = fold_count(len(points), settings.holdout_fraction)
+    assigned = folds(points, settings.holdout_fraction)
     scored: list[_Scored] = []
-    for fold in range(k):
-        train = [p for i, p in enumerate(points) if i % k != fold]
-        test = [p for i, p in enumerate(points) if i % k == fold]
+    for fold in sorted(set(assigned) - {-1}):
+        train = [p for p, f in zip(points, assigned, strict=True) if f != fold]
+        test = [p for p, f in zip(points, assigned, strict=True) if f == fold]
         corrections = fit_scopes(train, settings)
         for point in test:
             fit = corrections.fits.get(point.scope)
@@ -223,12 +239,13 @@ def activation(n: int, held_out: HeldOutError, settings: FitSettings) -> tuple[b
         return False, f"{n} observations, fewer than the {settings.min_observations} required"
     if held_out.energy_before is None or held_out.energy_after is None:
         return False, "no held-out scoring (holdout_fraction 0)"
-    pairs = [(held_out.energy_before, held_out.energy_after)]
+    pairs = {"energy": (held_out.energy_before, held_out.energy_after)}
     if held_out.latency_before is not None and held_out.latency_after is not None:
-        pairs.append((held_out.latency_before, held_out.latency_after))
-    if any(after > before for before, after in pairs):
-        return False, "held-out error would rise"
-    if not any(after < before for before, after in pairs):
+        pairs["total time"] = (held_out.latency_before, held_out.latency_after)
+    rising = [name for name, (before, after) in pairs.items() if after > before]
+    if rising:
+        return False, f"held-out {' and '.join(rising)} error would rise"
+    if not any(after < before for before, after in pairs.values()):
         return False, "held-out error does not fall"
     return True, "held-out error falls"
 

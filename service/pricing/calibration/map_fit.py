@@ -42,12 +42,13 @@ MAX_ITERATIONS = 30
 class PhysicalPoint:
     """One observation against its quote, re-priced uncalibrated: the request's physical terms,
     the quoted GPU energy [J], the observed GPU energy [J] and total time [s] (None: not
-    measured, or screened out), its scope (GPU, serving engine) and model family, and when the
-    service received it."""
+    measured, or screened out), its scope (GPU, serving engine), model and model family, and
+    when the service received it."""
 
     observation_id: str
     gpu: str
     engine: str
+    model: str
     family: str
     terms: PhysicalTerms
     quoted_gpu_j: float
