@@ -12,10 +12,12 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from service.catalog.registered import RegisteredArchitecture, registered_architecture
 from service.core.cost_model_errors import CostModelError
 from service.core.estimate import estimate_workloads
 from service.db.base import utc_now
 from service.db.ids import new_calibration_id
+from service.db.model_registry import RegisteredModelRepository
 from service.db.repositories import CalibrationRepository, ObservationRepository
 from service.db.tables import GLOBAL_SCOPE, TENANT_SCOPE, Calibration, Observation, Quote
 from service.errors import Conflict, Forbidden, InvalidRequest, NotFound, ServiceError
@@ -42,7 +44,26 @@ from service.schemas.estimate_request import EstimateRequest
 logger = logging.getLogger(__name__)
 
 
-def _point(observation: Observation, quote: Quote, estimator: Estimator) -> PhysicalPoint | None:
+def _registered(
+    session: Session, tenant: str, request: EstimateRequest, estimator: Estimator
+) -> RegisteredArchitecture | None:
+    """The tenant's registered model the request names, as quoting found it (a catalogue name
+    wins); None when it names none, or one that can no longer be read."""
+    name = request.model
+    if name is None or estimator.models.has(name):
+        return None
+    row = RegisteredModelRepository(session).get(tenant, name)
+    if row is None:
+        return None
+    try:
+        return registered_architecture(row.model_id, row.config, row.weights)
+    except CostModelError:
+        return None
+
+
+def _point(
+    session: Session, observation: Observation, quote: Quote, estimator: Estimator
+) -> PhysicalPoint | None:
     """The observation against its quote re-priced uncalibrated (None if unreadable: a
     document without energy, a request that no longer resolves, such as a tenant's model
     since deleted)."""
@@ -51,7 +72,8 @@ def _point(observation: Observation, quote: Quote, estimator: Estimator) -> Phys
         gpu_j = float(energy["gpu_j"])
         factor = float(energy.get("calibration_factor", 1.0))
         request = EstimateRequest.model_validate(quote.request)
-        resolved = estimator.resolve(request)
+        registered = _registered(session, quote.tenant, request, estimator)
+        resolved = estimator.resolve(request, registered)
     except (KeyError, TypeError, ValueError, ServiceError, CostModelError):
         return None
     if not (math.isfinite(gpu_j) and math.isfinite(factor) and factor > 0):
@@ -107,7 +129,9 @@ def create_calibration(
     owners: dict[str, str] = {}
     for observation, quote in rows:
         point = (
-            _point(observation, quote, estimator) if quote.model_version == model_version else None
+            _point(session, observation, quote, estimator)
+            if quote.model_version == model_version
+            else None
         )
         if quote.model_version != model_version or point is None:
             other_version += 1

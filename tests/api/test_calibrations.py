@@ -6,12 +6,14 @@ through the client package."""
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
-from api_support import create_key, example_body, quotes_client, running_client
+from api_support import bearer, create_key, example_body, quotes_client, running_client
 from fastapi.testclient import TestClient
 from llm_energy_quotes_client import (
     Calibration,
@@ -298,3 +300,29 @@ def test_only_an_operator_key_changes_the_global_calibration(
     rolled = operator.rollback_calibration("global")
     assert rolled.rolled_back == shared.calibration_id
     assert quote(other_gateway).calibration_id is None
+
+
+def test_observations_of_a_tenants_registered_model_are_fitted(
+    client: TestClient, database_url: str
+) -> None:
+    """A quote of the tenant's own model (POST /v1/models) is re-priced with that model when
+    the calibration is fitted: its observations count, none is taken for another version."""
+    configs = Path(__file__).resolve().parents[1] / "catalog/fixtures/catalogued_configs.json"
+    config = json.loads(configs.read_text(encoding="utf-8"))["configs"]["Qwen/Qwen3-30B-A3B"]
+    admin_key = create_key(database_url, "own-model", "admin")
+    registered = client.post(
+        "/v1/models",
+        json={"id": "own-model/moe", "config": config["config"]},
+        headers=bearer(admin_key),
+    )
+    assert registered.status_code == 201, registered.text
+    operator = quotes_client(client, create_key(database_url, "own-model", "estimate,observe"))
+    admin = quotes_client(client, admin_key)
+    quoted = quote(operator, model="own-model/moe")
+    for _ in range(10):
+        observe(operator, quoted, 1.5, 1.2)
+    created = admin.fit_calibration()
+    assert created.observations.other_model_version == 0
+    assert created.observations.fitted == 10
+    (fit,) = created.fits
+    assert fit.n == 10 and fit.active
