@@ -28,6 +28,7 @@ import logging
 import random
 import sys
 import tempfile
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +70,7 @@ from service.catalog.engines import (  # noqa: E402
 from service.config import Settings  # noqa: E402
 from service.db import migrate  # noqa: E402
 from service.main import create_app  # noqa: E402
+from service.pricing.calibration import CalibrationPoint, fit_corrections  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "recalibration.md"
 HELD_OUT_GPU = "A100-SXM4-40GB"
@@ -191,8 +193,10 @@ def experiment(
             answer: dict[str, Any] = response.json()
             return answer
 
+        posted_quotes = []
         for m in posted:
             q = quote(m)
+            posted_quotes.append(q)
             observation = {
                 "gpu_j": m.per_sequence_gpu_j,
                 "total_s": m.time_per_output_token_s * m.output_tokens,
@@ -232,7 +236,40 @@ def experiment(
         "checks": len(checks),
         "model_version": before[0]["model_version"] if before else "",
         "calibration": created.json(),
+        "scalar_after_j": scalar_baseline(posted, posted_quotes, scored, before),
     }
+
+
+def scalar_baseline(
+    posted: list[EnergyMeasurement],
+    posted_quotes: list[dict[str, Any]],
+    scored: list[EnergyMeasurement],
+    scored_quotes: list[dict[str, Any]],
+) -> list[float]:
+    """The scored rows' energy per request under one shrunk factor per GPU x family fitted on
+    the posted rows' energy alone (`fit_corrections`, k = 10): the recalibration this service
+    had before the physical refit, as a baseline."""
+    models = load_model_catalog()
+
+    def family(m: EnergyMeasurement) -> str:
+        return models.find(m.model_id)[0].family
+
+    points = [
+        CalibrationPoint(
+            f"p{i}",
+            m.gpu_id,
+            family(m),
+            q["energy"]["per_sequence_gpu_j"],
+            m.per_sequence_gpu_j,
+            datetime.fromisoformat(MEASURED_AT),
+        )
+        for i, (m, q) in enumerate(zip(posted, posted_quotes, strict=True))
+    ]
+    corrections = fit_corrections(points, shrinkage_k=10.0)
+    return [
+        q["energy"]["per_sequence_gpu_j"] * corrections.factor_for(m.gpu_id, family(m))
+        for m, q in zip(scored, scored_quotes, strict=True)
+    ]
 
 
 def _inside(quotes: list[dict[str, Any]], rows: list[EnergyMeasurement]) -> float:

@@ -52,6 +52,11 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f}"
 
 
+def baseline_line(label: str, r: dict[str, Any]) -> str:
+    b = errors(r["scalar_after_j"], r["measured_j"])
+    return f"| {LABELS[label]} | {b['mape']:.1f} | {b['w10']:.0f} | {b['w30']:.0f} |"
+
+
 def result_line(label: str, r: dict[str, Any]) -> str:
     eb, ea = errors(r["before_j"], r["measured_j"]), errors(r["after_j"], r["measured_j"])
     tb = errors(r["before_tpot_s"], r["measured_tpot_s"])
@@ -126,6 +131,13 @@ def report(
         "before / after | TPOT in interval % before / after |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
         *(result_line(label, r) for label, r in results.items()),
+        "",
+        "The baseline, one shrunk energy factor per GPU x family on the same posted rows "
+        "(energy only; time per output token unchanged), on the same scored rows:",
+        "",
+        "| posted | energy MAPE % | within 10 % | within 30 % |",
+        "|---|---|---|---|",
+        *(baseline_line(label, r) for label, r in results.items()),
         "",
         "Mean and standard deviation of ln(measured / quoted) on the scored rows, before / "
         "after: the mean is the GPU-level bias a refit of the GPU's coefficients removes; the "
