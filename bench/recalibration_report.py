@@ -32,7 +32,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from fastapi.testclient import TestClient
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,33 +39,14 @@ sys.path.insert(0, str(ROOT))
 
 from bench.recalibration_text import plot_experiments, report  # noqa: E402
 from bench.report_file import command_line, write_report  # noqa: E402
-from offline.fitting.cross_validation import overhead_values, refit_without  # noqa: E402
-from offline.fitting.datasets import (  # noqa: E402
-    DEFAULT_DATA_DIR,
-    EnergyMeasurement,
-    load_mlenergy,
-    load_splitwise,
-    load_vidur_collectives,
-    load_vidur_kernels,
-)
-from offline.fitting.kernel_fit import (  # noqa: E402
-    fit_collectives,
-    fit_kernel_efficiencies,
-    kernel_samples,
-)
+from offline.fitting.datasets import DEFAULT_DATA_DIR, EnergyMeasurement, load_mlenergy  # noqa: E402
+from offline.fitting.fold_coefficients import fold_coefficients  # noqa: E402
 from offline.fitting.request_inputs import (  # noqa: E402
     ENGINE_OF_SOURCE,
     TEXT_CATEGORY,
     mlenergy_parallelism,
 )
-from service.catalog import load_gpu_catalog, load_model_catalog  # noqa: E402
-from service.catalog.engines import (  # noqa: E402
-    COEFFICIENTS_PATH,
-    DEFAULT_ENGINE,
-    HOST_OVERHEAD_POWER,
-    HOST_PER_SEQUENCE_POWER,
-    coefficients_from_document,
-)
+from service.catalog import load_model_catalog  # noqa: E402
 from service.config import Settings  # noqa: E402
 from service.db import migrate  # noqa: E402
 from service.main import create_app  # noqa: E402
@@ -79,65 +59,6 @@ POSTED_SHARE = 0.5
 FEW = 20
 H100_CHECKS = 20
 MEASURED_AT = "2026-11-22T00:00:00Z"
-
-
-def fold_coefficients(data: Path, folder: Path) -> Path:
-    """The cost model refitted without the held-out GPU's rows and samples, as a coefficients
-    file (the shipped file's layout, the fold's values where the fold fits them)."""
-    models, gpus = load_model_catalog(), load_gpu_catalog()
-    shipped = json.loads(COEFFICIENTS_PATH.read_text(encoding="utf-8"))
-    base = coefficients_from_document(shipped)
-    energy, phases = load_mlenergy(data), load_splitwise(data)
-    samples = kernel_samples(load_vidur_kernels(data), models, gpus)
-    kernel = fit_kernel_efficiencies(samples)
-    network, _, _ = fit_collectives(load_vidur_collectives(data), gpus, kernel["kernel_launch_s"])
-    family = HELD_OUT_GPU.split("-")[0]  # every A100 (40 and 80 GB) out
-    keep = np.array([g.split("-")[0] != family for g in samples.gpu_id])
-    refit = refit_without(
-        lambda r: r.gpu_id.split("-")[0],
-        family,
-        keep,
-        samples,
-        network,
-        base,
-        (energy, phases),
-        models,
-        gpus,
-    )
-    if refit is None:
-        raise RuntimeError("no row left to fit without the held-out GPU")
-    fold = refit.model
-    engines = dict(shipped["engines"])
-    for engine, overheads in fold.overheads.items():
-        if engine in engines:
-            engines[engine] = {
-                **engines[engine],
-                **overhead_values(overheads),
-                HOST_OVERHEAD_POWER: fold.overhead_power[engine][0],
-                HOST_PER_SEQUENCE_POWER: fold.overhead_power[engine][1],
-            }
-    power = fold.power_of(DEFAULT_ENGINE).tolist()
-    document = {
-        **shipped,
-        "version": f"{shipped['version']} without {family}",
-        "roofline": {
-            **shipped["roofline"],
-            **fold.kernel,
-            **fold.network,
-            **overhead_values(fold.overheads[DEFAULT_ENGINE]),
-        },
-        "engines": engines,
-        "power": dict(
-            zip(
-                ("compute", "memory", "network", "host_overhead", "host_per_sequence"),
-                power,
-                strict=True,
-            )
-        ),
-    }
-    path = folder / "coefficients_without_a100.json"
-    path.write_text(json.dumps(document), encoding="utf-8")
-    return path
 
 
 def request_body(m: EnergyMeasurement) -> dict[str, Any]:
@@ -315,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
         print("refitting the cost model without the A100 ...", flush=True)
-        coefficients = fold_coefficients(args.data, folder)
+        coefficients = fold_coefficients(args.data, HELD_OUT_GPU, folder)
         held = [m for m in rows if m.gpu_id == HELD_OUT_GPU]
         held = quotable(held, coefficients, f"sqlite:///{folder / 'probe.sqlite3'}")
         refused = sum(1 for m in rows if m.gpu_id == HELD_OUT_GPU) - len(held)

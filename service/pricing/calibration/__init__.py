@@ -2,10 +2,10 @@
 
 `physical_terms` reads off an estimate what a refit moves, `physics` evaluates the model under
 refitted coefficients, `map_fit` refits one GPU's coefficients (MAP, shrunk toward the
-catalogue), `screening` decides which observations may be fitted, `corrections` holds a fitted
-calibration and applies it, and `fit` fits one from observations, scored by k-fold. The
-service's adapter (`service/quotes/recalibration.py`) re-prices the observations' quotes, reads
-them from the database and stores the result.
+catalogue), `screening` decides which observations may be fitted, `segments` fits the residual
+family factors, `corrections` holds a fitted calibration and applies it, and `fit` fits one
+from observations, scored by k-fold. The service's adapter (`service/quotes/recalibration.py`)
+re-prices the observations' quotes, reads them from the database and stores the result.
 """
 
 from service.pricing.calibration.corrections import (
@@ -16,18 +16,12 @@ from service.pricing.calibration.corrections import (
     HeldOutError,
     SegmentCorrection,
 )
-from service.pricing.calibration.fit import (
-    CalibrationFit,
-    CalibrationPoint,
-    FitSettings,
-    fit_calibration,
-    fit_corrections,
-    mape,
-)
+from service.pricing.calibration.fit import CalibrationFit, FitSettings, fit_calibration, mape
 from service.pricing.calibration.map_fit import PhysicalPoint, map_theta
 from service.pricing.calibration.physical_terms import PhysicalTerms, group_terms, physical_terms
 from service.pricing.calibration.physics import PARAMETERS, Factors
 from service.pricing.calibration.screening import Flag, screen
+from service.pricing.calibration.segments import CalibrationPoint, fit_corrections
 
 __all__ = [
     "GLOBAL_SEGMENT",
