@@ -1,20 +1,23 @@
-"""Recalibration on rows the quoting regressor never saw: per held-out model family, the
-leave-family-out regressor quotes the family through a real service instance, the older half of
-the family's rows are posted as observations, a calibration is fitted, and the error on the
-newer half is compared before and after.
+"""Recalibration learning a GPU held out of the cost model's fit, from observations of energy and
+time posted to a real service instance.
 
     python bench/recalibration_report.py --data ../shared/data
 
-For each of the 7 model families of ML.ENERGY: an ensemble is trained exactly as the shipped one
-(`offline.training.train`'s design and settings) on every other family's rows, exported to ONNX
-with its metadata in a temporary folder, and loaded by `create_app` through the normal settings
-(`onnx_model_path`, `onnx_metadata_path`; a fresh SQLite database, the open dev mode), run
-in-process with the TestClient. The family's rows, in a fixed random order (the data carry no
-time: the order stands for arrival), are quoted; the first half are posted as observations
-(`POST /v1/quotes/{id}/observations`, GPU energy of the whole request = energy per request x
-batch), `POST /v1/calibrations` fits with its defaults (GPU x family segments, shrinkage k = 10,
-the newest 20 % of the posted observations held out inside the fit) and activates, and the
-second half are quoted again. Writes bench/results/recalibration.md and .png.
+The held-out GPU is the A100-SXM4-40GB (ML.ENERGY v2, vLLM 0.5.4: the only GPU besides the H100
+with measured energy). The cost model is refitted without every A100 row and kernel sample
+(`offline.fitting.cross_validation.refit_without`, the leave-one-GPU-out fold of
+`fit_cost_model`), its coefficients written to a temporary file and served by `create_app`
+(`cost_model_coefficients_path`, analytical quotes: `use_regressor` off, since the shipped
+regressor was trained on A100 rows; a fresh SQLite database, the open dev mode, in-process with
+the TestClient). The A100's text rows, mapped as shared/data/README.md says (one request joining
+a server of `round(avg batch)` running sequences), in a fixed random order (the data carry no
+time), are quoted; the first half are posted as observations (`POST
+/v1/quotes/{id}/observations`: `gpu_j` the measured energy per request, `total_s` the measured
+time per output token x output tokens), `POST /v1/calibrations` fits with its defaults and
+activates, and the second half are quoted again and scored: energy per request against the
+measured one, time per output token against the measured one. The same again, in a fresh
+database, with only the first 20 of the posted half. H100 rows quoted before and after show
+that the A100's calibration moves no other GPU.
 """
 
 from __future__ import annotations
@@ -25,44 +28,47 @@ import logging
 import random
 import sys
 import tempfile
-from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import torch
 from fastapi.testclient import TestClient
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.recalibration_text import errors, plot_families, report  # noqa: E402
+from bench.recalibration_text import plot_experiments, report  # noqa: E402
+from bench.report_file import command_line, write_report  # noqa: E402
 from offline.fitting.datasets import DEFAULT_DATA_DIR, EnergyMeasurement, load_mlenergy  # noqa: E402
-from offline.fitting.request_inputs import ENGINE_OF_SOURCE, mlenergy_parallelism  # noqa: E402
-from offline.training.dataset import TrainingRow, load_training_rows  # noqa: E402
-from offline.training.export import onnx_bytes  # noqa: E402
-from offline.training.fit import TrainConfig, train_ensemble  # noqa: E402
-from offline.training.train import CHOSEN, DEFAULTS, VERSION, fold_penalty, load_priors  # noqa: E402
-from offline.training.validation import Priors  # noqa: E402
+from offline.fitting.fold_coefficients import fold_coefficients  # noqa: E402
+from offline.fitting.request_inputs import (  # noqa: E402
+    ENGINE_OF_SOURCE,
+    TEXT_CATEGORY,
+    mlenergy_parallelism,
+)
+from service.catalog import load_model_catalog  # noqa: E402
 from service.config import Settings  # noqa: E402
 from service.db import migrate  # noqa: E402
 from service.main import create_app  # noqa: E402
-from service.pricing.regressor.feature_spec import feature_spec, feature_spec_sha256  # noqa: E402
-from service.pricing.regressor.runtime import sha256_bytes  # noqa: E402
+from service.pricing.calibration import CalibrationPoint, fit_corrections  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "recalibration.md"
-SEED = 20261122
+HELD_OUT_GPU = "A100-SXM4-40GB"
+SEED = 20261126
 POSTED_SHARE = 0.5
+FEW = 20
+H100_CHECKS = 20
 MEASURED_AT = "2026-11-22T00:00:00Z"
 
 
 def request_body(m: EnergyMeasurement) -> dict[str, Any]:
-    """The estimate request of one measured row (the mapping of offline.fitting.request_inputs)."""
+    """One request joining a server of round(avg batch) sequences (shared/data/README.md)."""
     par = mlenergy_parallelism(m)
     weights = m.weights_precision
     return {
         "model": m.model_id,
         "workload": {
-            "batch_size": m.batch_size,
+            "batch_size": 1,
             "prompt_tokens": m.prompt_tokens,
             "output_tokens": m.output_tokens,
         },
@@ -76,120 +82,180 @@ def request_body(m: EnergyMeasurement) -> dict[str, Any]:
             "activations": "fp8" if weights == "fp8" else "bf16",
             "kv_cache": "bf16",
         },
-        "serving": {"engine": ENGINE_OF_SOURCE[m.source]},
+        "serving": {
+            "engine": ENGINE_OF_SOURCE[m.source],
+            "concurrent_sequences": max(1, m.batch_size),
+        },
     }
 
 
-def export_fold_model(
-    rows: list[TrainingRow], family: str, config: TrainConfig, folder: Path, priors: Priors
-) -> tuple[Path, Path, str]:
-    """Train the ensemble without `family`, write its ONNX and metadata into `folder`."""
-    train = [r for r in rows if r.family != family]
-    config = replace(config, correction_penalty=fold_penalty(family))  # as the report's fold
-    model = train_ensemble(train, priors.weights(train, CHOSEN.focused), CHOSEN, config, family)
-    model_bytes = onnx_bytes(model, train[:4])
-    shipped = json.loads((ROOT / "models" / "energy_gnn.json").read_text(encoding="utf-8"))
-    version = f"{VERSION} without {family}"
-    metadata = {
-        "model": "energy_gnn",
-        "version": version,
-        "onnx_sha256": sha256_bytes(model_bytes),
-        "feature_spec": feature_spec(),
-        "feature_spec_sha256": feature_spec_sha256(),
-        "normalisation": model.normalisation.as_dict(),
-        "interval": shipped["interval"],  # bounds are not scored here
-        "coefficients": shipped["coefficients"],
-    }
-    onnx_path, metadata_path = folder / f"{family}.onnx", folder / f"{family}.json"
-    onnx_path.write_bytes(model_bytes)
-    metadata_path.write_text(json.dumps(metadata), encoding="utf-8")
-    return onnx_path, metadata_path, version
-
-
-def family_experiment(
-    measurements: list[EnergyMeasurement], paths: tuple[Path, Path, str], folder: Path
+def experiment(
+    posted: list[EnergyMeasurement],
+    scored: list[EnergyMeasurement],
+    checks: list[EnergyMeasurement],
+    coefficients: Path,
+    url: str,
 ) -> dict[str, Any]:
-    """Quote, post the older part, calibrate, quote the newer part again (fresh database)."""
-    onnx_path, metadata_path, version = paths
-    url = f"sqlite:///{folder / (onnx_path.stem + '.sqlite3')}"
+    """Quote, post `posted`, calibrate, quote `scored` and `checks` again (fresh database)."""
     migrate.upgrade(url)
     settings = Settings(
         database_url=url,
         run_migrations_on_start=False,
         log_level="WARNING",
-        onnx_model_path=onnx_path,
-        onnx_metadata_path=metadata_path,
+        use_regressor=False,
+        cost_model_coefficients_path=coefficients,
     )
     with TestClient(create_app(settings)) as client:
 
-        def quote(m: EnergyMeasurement) -> dict[str, Any] | None:
+        def quote(m: EnergyMeasurement) -> dict[str, Any]:
             response = client.post("/v1/estimate", json=request_body(m))
-            return response.json() if response.status_code == 200 else None
+            if response.status_code != 200:
+                raise RuntimeError(f"{m.row_ref}: {response.text}")
+            answer: dict[str, Any] = response.json()
+            return answer
 
-        quoted = [(m, quote(m)) for m in measurements]
-        kept = [(m, q) for m, q in quoted if q is not None]
-        if any(q["model_version"].split("+")[0] != version for _, q in kept):
-            raise RuntimeError(f"the service did not quote with {version!r}")
-        n_posted = round(POSTED_SHARE * len(kept))
-        older, newer = kept[:n_posted], kept[n_posted:]
-        for m, q in older:
+        posted_quotes = []
+        for m in posted:
+            q = quote(m)
+            posted_quotes.append(q)
             observation = {
-                "gpu_j": m.per_sequence_gpu_j * m.batch_size,
+                "gpu_j": m.per_sequence_gpu_j,
+                "total_s": m.time_per_output_token_s * m.output_tokens,
                 "measured_with": f"{m.source} (Zeus/NVML)",
                 "measured_at": MEASURED_AT,
             }
             stored = client.post(f"/v1/quotes/{q['quote_id']}/observations", json=observation)
             if stored.status_code != 201:
                 raise RuntimeError(stored.text)
+        before = [quote(m) for m in scored]
+        checks_before = [quote(m) for m in checks]
         created = client.post("/v1/calibrations", json={})
         if created.status_code != 201:
             raise RuntimeError(created.text)
-        after = [quote(m) for m, _ in newer]
-        if any(q is None or not q["calibration_id"] for q in after):
-            raise RuntimeError("a calibrated quote failed or carries no calibration")
-        return {
-            "refused": len(quoted) - len(kept),
-            "posted": len(older),
-            "measured": [m.per_sequence_gpu_j for m, _ in newer],
-            "before": [q["energy"]["per_sequence_gpu_j"] for _, q in newer],
-            "after": [q["energy"]["per_sequence_gpu_j"] for q in after if q is not None],
-            "sources": [m.source for m, _ in newer],
-            "calibration": created.json(),
-        }
+        after = [quote(m) for m in scored]
+        checks_after = [quote(m) for m in checks]
+    return {
+        "posted": len(posted),
+        "measured_j": [m.per_sequence_gpu_j for m in scored],
+        "measured_tpot_s": [m.time_per_output_token_s for m in scored],
+        "before_j": [q["energy"]["per_sequence_gpu_j"] for q in before],
+        "after_j": [q["energy"]["per_sequence_gpu_j"] for q in after],
+        "before_tpot_s": [q["latency"]["time_per_output_token_s"] for q in before],
+        "after_tpot_s": [q["latency"]["time_per_output_token_s"] for q in after],
+        "measured_total_s": [m.time_per_output_token_s * m.output_tokens for m in scored],
+        "before_total_s": [q["latency"]["total_s"] for q in before],
+        "after_total_s": [q["latency"]["total_s"] for q in after],
+        "prefill_share": [q["latency"]["prefill_s"] / q["latency"]["total_s"] for q in before],
+        "tpot_inside_before": _inside(before, scored),
+        "tpot_inside_after": _inside(after, scored),
+        "checks_moved": sum(
+            1
+            for b, a in zip(checks_before, checks_after, strict=True)
+            if b["energy"]["gpu_j"] != a["energy"]["gpu_j"]
+            or b["latency"]["total_s"] != a["latency"]["total_s"]
+        ),
+        "checks": len(checks),
+        "model_version": before[0]["model_version"] if before else "",
+        "calibration": created.json(),
+        "scalar_after_j": scalar_baseline(posted, posted_quotes, scored, before),
+    }
+
+
+def scalar_baseline(
+    posted: list[EnergyMeasurement],
+    posted_quotes: list[dict[str, Any]],
+    scored: list[EnergyMeasurement],
+    scored_quotes: list[dict[str, Any]],
+) -> list[float]:
+    """The scored rows' energy per request under one shrunk factor per GPU x family fitted on
+    the posted rows' energy alone (`fit_corrections`, k = 10): the recalibration this service
+    had before the physical refit, as a baseline."""
+    models = load_model_catalog()
+
+    def family(m: EnergyMeasurement) -> str:
+        return models.find(m.model_id)[0].family
+
+    points = [
+        CalibrationPoint(
+            f"p{i}",
+            m.gpu_id,
+            family(m),
+            q["energy"]["per_sequence_gpu_j"],
+            m.per_sequence_gpu_j,
+            datetime.fromisoformat(MEASURED_AT),
+        )
+        for i, (m, q) in enumerate(zip(posted, posted_quotes, strict=True))
+    ]
+    corrections = fit_corrections(points, shrinkage_k=10.0)
+    return [
+        q["energy"]["per_sequence_gpu_j"] * corrections.factor_for(m.gpu_id, family(m))
+        for m, q in zip(scored, scored_quotes, strict=True)
+    ]
+
+
+def _inside(quotes: list[dict[str, Any]], rows: list[EnergyMeasurement]) -> float:
+    """Share of rows whose measured time per output token lies in the quote's interval [%]."""
+    inside = [
+        q["latency"]["time_per_output_token_s_low"]
+        <= m.time_per_output_token_s
+        <= q["latency"]["time_per_output_token_s_high"]
+        for q, m in zip(quotes, rows, strict=True)
+    ]
+    return 100.0 * sum(inside) / max(len(inside), 1)
+
+
+def quotable(
+    rows: list[EnergyMeasurement], coefficients: Path, url: str
+) -> list[EnergyMeasurement]:
+    """The rows the service quotes (a deployment that does not fit in memory is refused)."""
+    migrate.upgrade(url)
+    settings = Settings(
+        database_url=url,
+        run_migrations_on_start=False,
+        log_level="WARNING",
+        use_regressor=False,
+        cost_model_coefficients_path=coefficients,
+    )
+    with TestClient(create_app(settings)) as client:
+        return [m for m in rows if client.post("/v1/estimate", json=request_body(m)).is_success]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA_DIR)
     parser.add_argument("--out", type=Path, default=RESULTS)
-    parser.add_argument("--members", type=int, default=DEFAULTS.members)
+    parser.add_argument("--json", type=Path, help="also write the raw results here")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     logging.getLogger("httpx").setLevel(logging.WARNING)
-    torch.set_num_threads(1)
-    rows, _ = load_training_rows(args.data)
-    by_ref = {m.row_ref: m for m in load_mlenergy(args.data)}
-    priors = load_priors(args.data)
-    config = replace(DEFAULTS, members=args.members, progress=False)
-    results: dict[str, dict[str, Any]] = {}
+    rows = [
+        m
+        for m in load_mlenergy(args.data)
+        if m.category == TEXT_CATEGORY and m.pipeline_parallel == 1
+    ]
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
-        for family in sorted({r.family for r in rows}):
-            paths = export_fold_model(rows, family, config, folder, priors)
-            measurements = [by_ref[r.row_ref] for r in rows if r.family == family]
-            random.Random(f"{SEED}:{family}").shuffle(measurements)
-            results[family] = family_experiment(measurements, paths, folder)
-            before = errors(results[family]["before"], results[family]["measured"])["mape"]
-            after = errors(results[family]["after"], results[family]["measured"])["mape"]
-            print(f"{family}: MAPE {before:.1f} % -> {after:.1f} %", flush=True)
-    command = "python bench/recalibration_report.py " + " ".join(
-        sys.argv[1:] if argv is None else argv
-    )
-    args.out.parent.mkdir(parents=True, exist_ok=True)
+        print("refitting the cost model without the A100 ...", flush=True)
+        coefficients = fold_coefficients(args.data, HELD_OUT_GPU, folder)
+        held = [m for m in rows if m.gpu_id == HELD_OUT_GPU]
+        held = quotable(held, coefficients, f"sqlite:///{folder / 'probe.sqlite3'}")
+        refused = sum(1 for m in rows if m.gpu_id == HELD_OUT_GPU) - len(held)
+        random.Random(SEED).shuffle(held)
+        n_posted = round(POSTED_SHARE * len(held))
+        posted, scored = held[:n_posted], held[n_posted:]
+        h100 = [m for m in rows if m.gpu_id == "H100-SXM5-80GB" and m.source == "mlenergy-v2"]
+        checks = random.Random(SEED).sample(h100, H100_CHECKS)
+        results = {}
+        for label, sample in (("half", posted), ("20", posted[:FEW])):
+            url = f"sqlite:///{folder / (label + '.sqlite3')}"
+            results[label] = experiment(sample, scored, checks, coefficients, url)
+            print(f"{label}: done", flush=True)
     method = __doc__.split("\n\n")[2].replace("\n", " ")
-    args.out.write_text(report(results, command.strip(), method, SEED), encoding="utf-8")
-    plot_families(results, args.out.with_suffix(".png"))
-    print(f"wrote {args.out}")
+    text = report(results, command_line(), method, SEED, refused)
+    write_report(args.out, text)
+    if args.json is not None:
+        args.json.write_text(json.dumps(results), encoding="utf-8")
+    plot_experiments(results, args.out.with_suffix(".png"))
     return 0
 
 

@@ -137,6 +137,9 @@ class Settings(BaseSettings):
     # The learned energy regressor: one onnxruntime session per process. Unset paths mean the
     # model shipped in models/; `use_regressor=false` quotes with the analytical model alone.
     use_regressor: bool = True
+    # The cost model's fitted coefficients (unset: the packaged file; another fit's, such as a
+    # fold of a validation that holds a GPU out).
+    cost_model_coefficients_path: Path | None = None
     onnx_model_path: Path | None = None
     onnx_metadata_path: Path | None = None
     onnx_intra_op_threads: PositiveInt = 1

@@ -92,7 +92,10 @@ def load_regressor(settings: Settings) -> EnergyRegressor | None:
 def build_services(settings: Settings, metrics: Metrics) -> AppServices:
     """Everything a request needs, built once: catalogues, coefficients, engine, key store."""
     database = Database(settings)
-    estimator = Estimator.from_catalogues(regressor=load_regressor(settings))
+    estimator = Estimator.from_catalogues(
+        regressor=load_regressor(settings),
+        coefficients_path=settings.cost_model_coefficients_path,
+    )
     keys = KeyStore(
         database,
         require_key=settings.require_api_key,

@@ -1,11 +1,13 @@
 """GPU energy of a priced request when the learned regressor does not answer it (the roofline's),
-and a calibration's correction of it."""
+and a calibration's correction of it and of the latency."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
 from service.core.coefficients import CostModelCoefficients
+from service.pricing.calibration.physics import Factors
+from service.pricing.document import Latency
 from service.pricing.regressor.runtime import EnergyPrediction
 
 
@@ -35,4 +37,18 @@ def scaled_energy(energy: EnergyPrediction, factor: float) -> EnergyPrediction:
         gpu_j_high=energy.gpu_j_high * factor,
         prefill_gpu_j=energy.prefill_gpu_j * factor,
         decode_gpu_j=energy.decode_gpu_j * factor,
+    )
+
+
+def scaled_latency(latency: Latency, factors: Factors) -> Latency:
+    """`latency` with prefill and decode times moved by the calibration's `factors` (time per
+    output token with decode, the total as their sum; their intervals follow in the document)."""
+    prefill_s = latency.prefill_s * factors.prefill
+    decode_s = latency.decode_s * factors.decode
+    return replace(
+        latency,
+        prefill_s=prefill_s,
+        decode_s=decode_s,
+        time_per_output_token_s=latency.time_per_output_token_s * factors.decode,
+        total_s=prefill_s + decode_s,
     )

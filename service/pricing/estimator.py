@@ -14,9 +14,11 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from functools import partial
+from pathlib import Path
 from typing import Any
 
-from service.catalog.engines import DEFAULT_ENGINE, load_engine_coefficients
+from service.catalog.engines import COEFFICIENTS_PATH, DEFAULT_ENGINE, load_engine_coefficients
 from service.catalog.facilities import FacilityCatalog, load_facility_catalog
 from service.catalog.gpus import GpuCatalog, GpuRecord, load_gpu_catalog
 from service.catalog.intervals import EvidenceIntervals, load_intervals
@@ -32,10 +34,11 @@ from service.core.pass_plans import PricingContext
 from service.core.results import RequestEstimate
 from service.core.workload import Workload
 from service.errors import ServiceError
-from service.pricing.calibration import ActiveCalibration
+from service.pricing.calibration import ActiveCalibration, Factors, group_terms
+from service.pricing.calibration.physical_terms import StackedTerms
 from service.pricing.continuous_energy import with_static_corrections
 from service.pricing.document import Calibrated, Latency, quote_document
-from service.pricing.energy import roofline_energy, scaled_energy
+from service.pricing.energy import roofline_energy, scaled_energy, scaled_latency
 from service.pricing.evidence import Case, Evidence, case_evidence
 from service.pricing.priced import PricedRequest, model_version
 from service.pricing.refusals import invalid_request
@@ -101,14 +104,16 @@ class Estimator:
         self._evidence: dict[tuple[Case, bool], Evidence] = {}
 
     @classmethod
-    def from_catalogues(cls, regressor: EnergyRegressor | None = None) -> Estimator:
-        """An estimator over the packaged catalogues, fitted coefficients and (if given) the
-        learned energy regressor."""
+    def from_catalogues(
+        cls, regressor: EnergyRegressor | None = None, coefficients_path: Path | None = None
+    ) -> Estimator:
+        """An estimator over the packaged catalogues, fitted coefficients (those of
+        `coefficients_path` if given) and (if given) the learned energy regressor."""
         return cls(
             load_gpu_catalog(),
             load_model_catalog(),
             load_region_catalog(),
-            load_engine_coefficients(),
+            load_engine_coefficients(coefficients_path or COEFFICIENTS_PATH),
             regressor=regressor,
         )
 
@@ -164,6 +169,7 @@ class Estimator:
             calibration = None
         priced_at = datetime.now(UTC)
         phase_s = estimates.phase_s.T.tolist()
+        moved = self._calibration_factors(calibration, estimates, priced_rows)
         for j, number in enumerate(estimates.positions):
             index = rows[number]
             if results[index] is not None:  # priced, then found not to fit in memory
@@ -181,8 +187,13 @@ class Estimator:
                 estimates.warnings_of(j),
             )
             breakdown = estimates.item(j) if verbose else None
+            factors, refit = None, moved[j]
+            if calibration is not None and refit is not None:
+                gpu, family = request.gpu.id, self.family_of(request)
+                factors = calibration.corrections.with_family(refit, gpu, family)
+                latency = scaled_latency(latency, factors)
             results[index] = self._priced(
-                request, latency, energies[j], breakdown, calibration, priced_at
+                request, latency, energies[j], breakdown, calibration, factors, priced_at
             )
         return [_done(result) for result in results]
 
@@ -333,6 +344,34 @@ class Estimator:
             for j, (prefill_j, decode_j) in enumerate(estimates.phase_gpu_j.T.tolist())
         ]
 
+    def _calibration_factors(
+        self,
+        calibration: ActiveCalibration | None,
+        estimates: WorkloadEstimates,
+        resolved: list[ResolvedRequest],
+    ) -> list[Factors | None]:
+        """How `calibration`'s refits move each priced row: None where no active fit covers
+        its GPU and engine (the physical terms are read only when one does)."""
+        moved: list[Factors | None] = [None] * len(resolved)
+        if calibration is None:
+            return moved
+        by_fit: dict[tuple[str, str], list[int]] = {}
+        for j, request in enumerate(resolved):
+            by_fit.setdefault((request.gpu.id, request.engine), []).append(j)
+        terms: list[StackedTerms] = []
+
+        def read(rows: list[int]) -> StackedTerms:
+            if not terms:
+                terms.append(group_terms(estimates))
+            return terms[0].take(rows)
+
+        for (gpu, engine), rows in by_fit.items():
+            factors = calibration.corrections.physical_factors(gpu, engine, partial(read, rows))
+            if factors is not None:
+                for j, factor in zip(rows, factors, strict=True):
+                    moved[j] = factor
+        return moved
+
     def _priced(
         self,
         resolved: ResolvedRequest,
@@ -340,12 +379,12 @@ class Estimator:
         energy: EnergyPrediction,
         breakdown: RequestEstimate | None,
         calibration: ActiveCalibration | None,
+        factors: Factors | None,
         priced_at: datetime,
     ) -> PricedRequest:
         """The priced request: calibration applied, its document written."""
-        factor = 1.0
-        if calibration is not None:
-            factor = calibration.corrections.factor_for(resolved.gpu.id, self.family_of(resolved))
+        factor = 1.0 if factors is None else factors.energy
+        if factors is not None:
             energy = scaled_energy(energy, factor)
         calibration_id = calibration.calibration_id if calibration else None
         document, total_g = quote_document(

@@ -8,24 +8,30 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy.orm import Session
 
+from service.catalog.registered import RegisteredArchitecture, registered_architecture
+from service.core.cost_model_errors import CostModelError
+from service.core.estimate import estimate_workloads
 from service.db.base import utc_now
 from service.db.ids import new_calibration_id
+from service.db.model_registry import RegisteredModelRepository
 from service.db.repositories import CalibrationRepository, ObservationRepository
 from service.db.tables import GLOBAL_SCOPE, TENANT_SCOPE, Calibration, Observation, Quote
-from service.errors import Conflict, Forbidden, InvalidRequest, NotFound
+from service.errors import Conflict, Forbidden, InvalidRequest, NotFound, ServiceError
 from service.pricing.calibration import (
     ActiveCalibration,
     CalibrationFit,
-    CalibrationPoint,
     Corrections,
     FitSettings,
+    PhysicalPoint,
     fit_calibration,
+    physical_terms,
 )
+from service.pricing.estimator import Estimator
+from service.quotes.refitted import fit_out, refitted_coefficients
 from service.schemas.calibrations import (
     CalibrationIn,
     CalibrationOut,
@@ -33,28 +39,64 @@ from service.schemas.calibrations import (
     ObservationCounts,
     SegmentOut,
 )
+from service.schemas.estimate_request import EstimateRequest
 
 logger = logging.getLogger(__name__)
 
 
+def _registered(
+    session: Session, tenant: str, request: EstimateRequest, estimator: Estimator
+) -> RegisteredArchitecture | None:
+    """The tenant's registered model the request names, as quoting found it (a catalogue name
+    wins); None when it names none, or one that can no longer be read."""
+    name = request.model
+    if name is None or estimator.models.has(name):
+        return None
+    row = RegisteredModelRepository(session).get(tenant, name)
+    if row is None:
+        return None
+    try:
+        return registered_architecture(row.model_id, row.config, row.weights)
+    except CostModelError:
+        return None
+
+
 def _point(
-    observation: Observation, quote: Quote, family_of: Callable[[str], str]
-) -> CalibrationPoint | None:
-    """The observation against its quote's uncalibrated prediction (None if unreadable)."""
+    session: Session, observation: Observation, quote: Quote, estimator: Estimator
+) -> PhysicalPoint | None:
+    """The observation against its quote re-priced uncalibrated (None if unreadable: a
+    document without energy, a request that no longer resolves, such as a tenant's model
+    since deleted)."""
     energy = quote.response.get("energy") or {}
     try:
         gpu_j = float(energy["gpu_j"])
         factor = float(energy.get("calibration_factor", 1.0))
-    except (KeyError, TypeError, ValueError):
+        request = EstimateRequest.model_validate(quote.request)
+        registered = _registered(session, quote.tenant, request, estimator)
+        resolved = estimator.resolve(request, registered)
+    except (KeyError, TypeError, ValueError, ServiceError, CostModelError):
         return None
     if not (math.isfinite(gpu_j) and math.isfinite(factor) and factor > 0):
         return None
-    return CalibrationPoint(
+    coefficients = estimator.engine_coefficients.get(resolved.engine, estimator.coefficients)
+    try:
+        estimates, errors = estimate_workloads(
+            resolved.architecture, [resolved.workload], resolved.deployment, coefficients
+        )
+    except CostModelError:
+        return None
+    if errors or not estimates.positions:
+        return None
+    return PhysicalPoint(
         observation_id=observation.id,
         gpu=quote.gpu_id,
-        family=family_of(quote.model_id),
-        predicted_gpu_j=gpu_j / factor,
+        engine=resolved.engine,
+        model=quote.model_id,
+        family=estimator.family_of(resolved),
+        terms=physical_terms(estimates, 0),
+        quoted_gpu_j=gpu_j / factor,
         observed_gpu_j=observation.gpu_j,
+        observed_total_s=observation.total_s,
         received_at=observation.created_at,
     )
 
@@ -71,28 +113,38 @@ def create_calibration(
     tenant: str,
     body: CalibrationIn,
     *,
-    model_version: str,
-    family_of: Callable[[str], str],
+    estimator: Estimator,
     operator: bool = False,
 ) -> Calibration:
     """Fit a calibration on the observations of `tenant` (every tenant's for scope global,
-    which only the `operator` may fit) against quotes of `model_version`, store it, and make
-    it current if asked."""
+    which only the `operator` may fit) against quotes of `estimator`'s model version, store it,
+    and make it current if asked."""
+    model_version = estimator.model_version
     scope = GLOBAL_SCOPE if body.scope == "global" else TENANT_SCOPE
     if scope == GLOBAL_SCOPE:
         require_operator(operator, "a global calibration")
     rows = ObservationRepository(session).with_quotes(None if scope == GLOBAL_SCOPE else tenant)
-    points: list[CalibrationPoint] = []
+    points: list[PhysicalPoint] = []
     other_version = 0
     owners: dict[str, str] = {}
     for observation, quote in rows:
-        point = _point(observation, quote, family_of)
+        point = (
+            _point(session, observation, quote, estimator)
+            if quote.model_version == model_version
+            else None
+        )
         if quote.model_version != model_version or point is None:
             other_version += 1
             continue
         points.append(point)
         owners[observation.id] = observation.tenant
-    settings = FitSettings(body.shrinkage_k, body.holdout_fraction, body.max_ratio, body.outlier_z)
+    settings = FitSettings(
+        body.shrinkage_k,
+        body.holdout_fraction,
+        body.max_ratio,
+        body.outlier_z,
+        body.min_observations,
+    )
     fit = fit_calibration(points, settings)
     if fit.fitted == 0:
         raise InvalidRequest(
@@ -108,7 +160,7 @@ def create_calibration(
         scope=scope,
         model_version=model_version,
         is_current=False,
-        payload=_payload(fit, len(rows), other_version, owners, tenant),
+        payload=_payload(fit, len(rows), other_version, owners, tenant, estimator),
     )
     CalibrationRepository(session).add(calibration)
     if body.activate:
@@ -117,16 +169,26 @@ def create_calibration(
 
 
 def _payload(
-    fit: CalibrationFit, total: int, other_version: int, owners: dict[str, str], tenant: str
+    fit: CalibrationFit,
+    total: int,
+    other_version: int,
+    owners: dict[str, str],
+    tenant: str,
+    estimator: Estimator,
 ) -> dict[str, Any]:
     settings = fit.settings
     return {
         "corrections": fit.corrections.to_payload(),
+        "coefficients": {
+            f"{gpu_fit.gpu}|{gpu_fit.engine}": refitted_coefficients(gpu_fit, estimator)
+            for gpu_fit in fit.corrections.fits.values()
+        },
         "settings": {
             "shrinkage_k": settings.shrinkage_k,
             "holdout_fraction": settings.holdout_fraction,
             "max_ratio": settings.max_ratio,
             "outlier_z": settings.outlier_z,
+            "min_observations": float(settings.min_observations),
         },
         "observations": {
             "total": total,
@@ -135,9 +197,12 @@ def _payload(
             "outliers": fit.count_outliers,
             "fitted": fit.fitted,
             "held_out": fit.held_out,
+            "with_total_s": fit.with_latency,
         },
         "holdout_mape_before": fit.holdout_mape_before,
         "holdout_mape_after": fit.holdout_mape_after,
+        "holdout_latency_mape_before": fit.holdout.latency_before,
+        "holdout_latency_mape_after": fit.holdout.latency_after,
         # only the fitting tenant's own observation ids are ever shown
         "flagged": [
             {"observation_id": oid, "reason": str(flag)}
@@ -212,10 +277,16 @@ def calibration_out(calibration: Calibration) -> CalibrationOut:
         previous_id=calibration.previous_id,
         holdout_mape_before=payload.get("holdout_mape_before"),
         holdout_mape_after=payload.get("holdout_mape_after"),
+        holdout_latency_mape_before=payload.get("holdout_latency_mape_before"),
+        holdout_latency_mape_after=payload.get("holdout_latency_mape_after"),
         observations=ObservationCounts.model_validate(payload["observations"]),
         settings=payload["settings"],
         global_correction=SegmentOut.model_validate(corrections.global_correction.to_payload()),
         segments=[SegmentOut.model_validate(s.to_payload()) for s in corrections.segments.values()],
+        fits=[
+            fit_out(f, payload.get("coefficients", {}).get(f"{f.gpu}|{f.engine}", {}))
+            for f in corrections.fits.values()
+        ],
         flagged=[FlaggedOut.model_validate(f) for f in payload.get("flagged", [])],
     )
 

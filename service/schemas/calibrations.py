@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, StrictBool, StrictFloat
+from pydantic import BaseModel, Field, StrictBool, StrictFloat, StrictInt
 
 from service.schemas.common import example
 
@@ -21,6 +21,22 @@ SEGMENT_EXAMPLE: dict[str, Any] = {
     "factor": 1.175,
 }
 
+FIT_EXAMPLE: dict[str, Any] = {
+    "gpu": "H100-SXM5-80GB",
+    "engine": "vllm-v1",
+    "n": 42,
+    "n_total_s": 40,
+    "active": True,
+    "reason": "held-out error falls",
+    "holdout_mape_before": 0.214,
+    "holdout_mape_after": 0.097,
+    "holdout_latency_mape_before": 0.31,
+    "holdout_latency_mape_after": 0.12,
+    "multipliers": {"memory_time": 1.12, "idle_power": 0.93},
+    "prior": {"memory_efficiency": 0.72, "idle_w": 75.0},
+    "fitted": {"memory_efficiency": 0.64, "idle_w": 69.8},
+}
+
 CALIBRATION_EXAMPLE: dict[str, Any] = {
     "calibration_id": "c_01JDQ8ZC0G2C3W4X5Y6Z7A8B9C",
     "created_at": "2026-11-22T12:00:00Z",
@@ -32,22 +48,27 @@ CALIBRATION_EXAMPLE: dict[str, Any] = {
     "previous_id": None,
     "holdout_mape_before": 0.214,
     "holdout_mape_after": 0.097,
+    "holdout_latency_mape_before": 0.31,
+    "holdout_latency_mape_after": 0.12,
     "observations": {
         "total": 60,
         "other_model_version": 0,
         "out_of_range": 1,
         "outliers": 2,
-        "fitted": 46,
-        "held_out": 11,
+        "fitted": 57,
+        "held_out": 57,
+        "with_total_s": 55,
     },
     "settings": {
         "shrinkage_k": 10.0,
         "holdout_fraction": 0.2,
         "max_ratio": 20.0,
         "outlier_z": 3.5,
+        "min_observations": 8.0,
     },
     "global_correction": {**SEGMENT_EXAMPLE, "gpu": "*", "family": "*"},
     "segments": [SEGMENT_EXAMPLE],
+    "fits": [FIT_EXAMPLE],
     "flagged": [{"observation_id": "o_01JDQ8Z9B3R0Y4M1N2P3Q4R5S6", "reason": "outlier"}],
 }
 
@@ -65,13 +86,18 @@ class CalibrationIn(BaseModel):
         default=10.0, description="Pseudo-count k of the shrinkage weight n / (n + k)."
     )
     holdout_fraction: Annotated[StrictFloat, Field(ge=0, le=0.5)] = Field(
-        default=0.2, description="Newest share of observations held out and scored, not fitted."
+        default=0.2,
+        description="Share each fold of the k-fold scoring holds out (k = round(1 / it)); 0: "
+        "no scoring, and no GPU's fit becomes active.",
     )
     max_ratio: Annotated[StrictFloat, Field(gt=1, le=1000)] = Field(
         default=20.0, description="Observations beyond [1/max_ratio, max_ratio] x quote: refused."
     )
     outlier_z: Annotated[StrictFloat, Field(gt=0, le=100)] = Field(
         default=3.5, description="Robust z-score of the log ratio beyond which a point is flagged."
+    )
+    min_observations: Annotated[StrictInt, Field(ge=1, le=100_000)] = Field(
+        default=8, description="Fewer observations of a GPU and engine and its fit stays inactive."
     )
 
 
@@ -82,8 +108,10 @@ class RollbackIn(BaseModel):
 
 
 class SegmentOut(BaseModel):
-    """One segment's correction: `n` observations of mean ln(observed/predicted)
-    `mean_log_ratio`, kept with `weight` = n / (n + k); `factor` = exp(`log_factor`)."""
+    """One GPU x family segment's residual energy correction on top of its GPU's refit: `n`
+    observations of mean ln(observed/refitted) `mean_log_ratio`, kept with `weight` = n / (n + k);
+    `factor` = exp(`log_factor`), applied only where the GPU's fit is active. The global one is
+    the pooled mean, reported and never applied (weight 0): no correction crosses GPUs."""
 
     model_config = example(SEGMENT_EXAMPLE)
 
@@ -104,7 +132,32 @@ class ObservationCounts(BaseModel):
     out_of_range: int
     outliers: int
     fitted: int
-    held_out: int
+    held_out: int = Field(description="Scored out of fold (each once) by the k-fold.")
+    with_total_s: int = Field(default=0, description="Fitted with a measured total time.")
+
+
+class GpuFitOut(BaseModel):
+    """One GPU's refit under one serving engine: its physical coefficients (`prior`: the
+    catalogue's figures, `fitted`: as refitted, `multipliers`: fitted / prior of each refitted
+    quantity), fitted on `n` observations (`n_total_s` with a measured total time), its k-fold
+    error (energy and total time, fractions) before and after, and whether quotes of that GPU
+    and engine use it (`active`) and why (`reason`)."""
+
+    model_config = example(FIT_EXAMPLE)
+
+    gpu: str
+    engine: str
+    n: int
+    n_total_s: int
+    active: bool
+    reason: str
+    holdout_mape_before: float | None
+    holdout_mape_after: float | None
+    holdout_latency_mape_before: float | None
+    holdout_latency_mape_after: float | None
+    multipliers: dict[str, float]
+    prior: dict[str, float]
+    fitted: dict[str, float]
 
 
 class FlaggedOut(BaseModel):
@@ -115,8 +168,10 @@ class FlaggedOut(BaseModel):
 
 
 class CalibrationOut(BaseModel):
-    """A stored calibration: its corrections, what it was fitted on and how it scored on the
-    held-out newest observations (`holdout_mape_*`, fractions; null when none was held out)."""
+    """A stored calibration: per GPU and engine its refitted coefficients (`fits`, each active
+    or not and why), per GPU x family its residual corrections, what it was fitted on, and its
+    k-fold error as applied (`holdout_mape_*` energy, `holdout_latency_mape_*` total time,
+    fractions; null when nothing was scored)."""
 
     model_config = example(CALIBRATION_EXAMPLE)
 
@@ -130,10 +185,13 @@ class CalibrationOut(BaseModel):
     previous_id: str | None = Field(description="What a rollback would make current again.")
     holdout_mape_before: float | None
     holdout_mape_after: float | None
+    holdout_latency_mape_before: float | None = None
+    holdout_latency_mape_after: float | None = None
     observations: ObservationCounts
     settings: dict[str, float]
     global_correction: SegmentOut
     segments: list[SegmentOut]
+    fits: list[GpuFitOut] = Field(default_factory=list)
     flagged: list[FlaggedOut] = Field(description="The tenant's observations not fitted.")
 
 

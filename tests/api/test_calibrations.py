@@ -1,15 +1,19 @@
-"""Recalibration through HTTP: admin only, shrinkage worked by hand, outliers and bad
-observations not fitted, tenants isolated unless the operator fits a global calibration, rollback,
-and the calibration id recorded in quotes and shown in health; through the client package."""
+"""Recalibration through HTTP: admin only, a GPU's refit activated only with enough observations
+and a held-out gain (and saying why not), applied to energy and latency of that GPU's quotes
+only, outliers and bad observations not fitted, tenants isolated unless the operator fits a
+global calibration, rollback, and the calibration id recorded in quotes and shown in health;
+through the client package."""
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
-from api_support import create_key, example_body, quotes_client, running_client
+from api_support import bearer, create_key, example_body, quotes_client, running_client
 from fastapi.testclient import TestClient
 from llm_energy_quotes_client import (
     Calibration,
@@ -51,13 +55,17 @@ def base_gpu_j(quoted: Estimate) -> float:
     return quoted.energy.gpu_j / quoted.energy.calibration_factor
 
 
-def observe(operator: QuotesClient, quoted: Estimate, ratio: float) -> str:
+def observe(
+    operator: QuotesClient, quoted: Estimate, ratio: float, time_ratio: float | None = None
+) -> str:
     assert quoted.quote_id is not None
-    body = {
+    body: dict[str, Any] = {
         "gpu_j": base_gpu_j(quoted) * ratio,
         "measured_with": "nvml",
         "measured_at": "2026-11-22T10:00:00Z",
     }
+    if time_ratio is not None:
+        body["total_s"] = quoted.latency.total_s * time_ratio
     return operator.post_observation(quoted.quote_id, body).observation_id
 
 
@@ -88,51 +96,71 @@ def test_recalibration_is_admin_only(client: TestClient, database_url: str) -> N
         admin.rollback_calibration()
 
 
-@pytest.mark.parametrize(("n_posted", "n_fitted"), [(4, 3), (375, 300)])
-def test_shrinkage_by_hand(
-    client: TestClient, database_url: str, n_posted: int, n_fitted: int
+@pytest.mark.parametrize("n_posted", [4, 40])
+def test_refit_activated_with_enough_observations(
+    client: TestClient, database_url: str, n_posted: int
 ) -> None:
-    """Every observation twice the quote: the newest 20 % are held out; the global correction
-    keeps w = n/(n+k) of ln 2 and the segment w of what remains, so the factor is
-    2^(1 - (k/(n+k))^2): 3 points give 2^(69/169) = 1.327, 300 give 2^(960/961) = 1.999."""
-    operator, admin = tenant_clients(client, database_url, f"shrink{n_fitted}")
+    """Every observation twice the quote's energy and 1.5 times its time. Four are too few:
+    stored, reported, not active, and it says why. Forty activate the H100's refit: the
+    quote's time moves to about x1.5 and its energy toward x2, an A100 quote not at all.
+
+    By hand: the refit moves this request's energy by some exp(g); the llama segment then sees
+    a remaining mean log ratio m = ln 2 - g and keeps w = n/(n+k) of it, so the quote's factor
+    is exp(g + w m) = 2 exp(-(1 - w) m), whatever g the refit found."""
+    operator, admin = tenant_clients(client, database_url, f"refit{n_posted}")
     quoted = quote(operator)
     for _ in range(n_posted):
-        observe(operator, quoted, 2.0)
+        observe(operator, quoted, 2.0, 1.5)
     created = admin.fit_calibration()
-    w = n_fitted / (n_fitted + K)
     assert created.observations.model_dump() == {
         "total": n_posted,
         "other_model_version": 0,
         "out_of_range": 0,
         "outliers": 0,
-        "fitted": n_fitted,
-        "held_out": n_posted - n_fitted,
+        "fitted": n_posted,
+        "held_out": n_posted,
+        "with_total_s": n_posted,
     }
-    assert created.global_correction.log_factor == pytest.approx(w * math.log(2))
-    llama = segment(created, "H100-SXM5-80GB", "llama")
-    assert llama.n == n_fitted and llama.weight == pytest.approx(w)
-    factor = 2 ** (1 - (1 - w) ** 2)
-    assert llama.factor == pytest.approx(factor)
-    assert factor == pytest.approx(2 ** (69 / 169) if n_fitted == 3 else 2 ** (960 / 961))
-    assert created.holdout_mape_before == pytest.approx(0.5)
-    assert created.holdout_mape_after == pytest.approx(1 - factor / 2)
-    assert created.is_current and created.scope == "tenant"
-
-    # New quotes are multiplied, bounds and phases included, and say by which calibration.
+    (fit,) = created.fits
+    assert (fit.gpu, fit.n, fit.n_total_s) == ("H100-SXM5-80GB", n_posted, n_posted)
+    assert fit.holdout_mape_before == pytest.approx(0.5)
+    assert fit.holdout_latency_mape_before == pytest.approx(1 / 3)
+    assert set(fit.prior) == set(fit.fitted) and fit.prior["idle_w"] > 0
+    assert created.global_correction.weight == 0.0  # pooled, never applied
     after = quote(operator)
-    assert after.calibration_id == created.calibration_id
+    assert after.calibration_id == created.calibration_id and created.is_current
+    if n_posted == 4:
+        assert not fit.active and fit.reason == "4 observations, fewer than the 8 required"
+        assert after.energy.calibration_factor == 1.0
+        assert after.latency.total_s == pytest.approx(quoted.latency.total_s)
+        return
+    assert fit.active and fit.reason == "held-out error falls"
+    assert fit.holdout_mape_after is not None and fit.holdout_mape_after < 0.5 / 2
+    assert fit.holdout_latency_mape_after is not None and fit.holdout_latency_mape_after < 1 / 6
+    assert created.holdout_mape_after == pytest.approx(fit.holdout_mape_after)
+    llama = segment(created, "H100-SXM5-80GB", "llama")
+    w = n_posted / (n_posted + K)
+    assert llama.n == n_posted and llama.weight == pytest.approx(w)
+    factor = 2 * math.exp(-(1 - w) * llama.mean_log_ratio)
     assert after.energy.calibration_factor == pytest.approx(factor)
+    assert 1.5 < factor < 2.0
     for field in ("gpu_j", "gpu_j_low", "gpu_j_high", "prefill_gpu_j", "decode_gpu_j"):
         assert getattr(after.energy, field) == pytest.approx(getattr(quoted.energy, field) * factor)
+    # the time settles near the measured x1.5 (the energy's x2 pulls it a little beyond)
+    assert after.latency.total_s / quoted.latency.total_s == pytest.approx(1.5, abs=0.1)
     assert after.carbon.operational_g > quoted.carbon.operational_g
     assert after.quote_id is not None
     assert operator.quote(after.quote_id).calibration_id == created.calibration_id
     listed = [q.calibration_id for q in operator.quotes()]
     assert listed == [None, created.calibration_id]
-    # Another GPU of the same tenant falls back to the global correction.
+    # Another GPU of the same tenant is not moved: no correction crosses GPUs.
     a100 = quote(operator, hardware={"gpu": "A100-SXM4-80GB", "count": 2})
-    assert a100.energy.calibration_factor == pytest.approx(2**w)
+    plain_a100 = quote(
+        quotes_client(client, create_key(database_url, "refit-a100", "estimate")),
+        hardware={"gpu": "A100-SXM4-80GB", "count": 2},
+    )
+    assert a100.energy.calibration_factor == 1.0
+    assert a100.latency.total_s == pytest.approx(plain_a100.latency.total_s)
 
 
 def test_outliers_and_implausible_observations_are_flagged_not_fitted(
@@ -148,16 +176,15 @@ def test_outliers_and_implausible_observations_are_flagged_not_fitted(
     created = admin.fit_calibration()
     counts = created.observations
     assert counts.out_of_range == 1 and counts.outliers == 1
-    assert counts.fitted + counts.held_out == 20 and counts.held_out == 4
+    assert counts.fitted == counts.held_out == 20  # every one scored once out of fold
     assert {(f.observation_id, f.reason) for f in created.flagged} == {
         (outlier, "outlier"),
         (refused, "out_of_range"),
     }
-    fitted = [math.log(r) for r in ratios[:16]]
-    llama = segment(created, "H100-SXM5-80GB", "llama")
-    assert llama.n == 16
-    assert llama.mean_log_ratio == pytest.approx(sum(fitted) / 16)
-    assert 1.3 < llama.factor < 1.5
+    (fit,) = created.fits
+    assert fit.n == 20 and fit.active
+    assert segment(created, "H100-SXM5-80GB", "llama").n == 20
+    assert 1.3 < quote(operator).energy.calibration_factor < 1.6
     assert created.holdout_mape_after is not None and created.holdout_mape_before is not None
     assert created.holdout_mape_after < created.holdout_mape_before
 
@@ -209,11 +236,12 @@ def test_versions_rollback_and_health(client: TestClient, database_url: str) -> 
     for _ in range(10):
         observe(operator, quoted, 2.0)
     first = admin.fit_calibration()
+    first_factor = quote(operator).energy.calibration_factor
     for _ in range(10):
         observe(operator, quoted, 3.0)
     second = admin.fit_calibration()
     assert second.previous_id == first.calibration_id
-    assert second.segments[0].factor > first.segments[0].factor
+    assert quote(operator).energy.calibration_factor > first_factor > 1
     listed = [c for c in admin.calibrations().items if c.scope == "tenant"]  # global ones too
     assert [c.calibration_id for c in listed] == [second.calibration_id, first.calibration_id]
     assert [c.is_current for c in listed] == [True, False]
@@ -272,3 +300,29 @@ def test_only_an_operator_key_changes_the_global_calibration(
     rolled = operator.rollback_calibration("global")
     assert rolled.rolled_back == shared.calibration_id
     assert quote(other_gateway).calibration_id is None
+
+
+def test_observations_of_a_tenants_registered_model_are_fitted(
+    client: TestClient, database_url: str
+) -> None:
+    """A quote of the tenant's own model (POST /v1/models) is re-priced with that model when
+    the calibration is fitted: its observations count, none is taken for another version."""
+    configs = Path(__file__).resolve().parents[1] / "catalog/fixtures/catalogued_configs.json"
+    config = json.loads(configs.read_text(encoding="utf-8"))["configs"]["Qwen/Qwen3-30B-A3B"]
+    admin_key = create_key(database_url, "own-model", "admin")
+    registered = client.post(
+        "/v1/models",
+        json={"id": "own-model/moe", "config": config["config"]},
+        headers=bearer(admin_key),
+    )
+    assert registered.status_code == 201, registered.text
+    operator = quotes_client(client, create_key(database_url, "own-model", "estimate,observe"))
+    admin = quotes_client(client, admin_key)
+    quoted = quote(operator, model="own-model/moe")
+    for _ in range(10):
+        observe(operator, quoted, 1.5, 1.2)
+    created = admin.fit_calibration()
+    assert created.observations.other_model_version == 0
+    assert created.observations.fitted == 10
+    (fit,) = created.fits
+    assert fit.n == 10 and fit.active

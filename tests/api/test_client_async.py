@@ -65,7 +65,7 @@ async def test_async_billing_pull_observations_and_calibration(database_url: str
                 },
             )
         fitted = await admin.fit_calibration()
-        assert (fitted.observations.fitted, fitted.observations.held_out) == (8, 2)
+        assert (fitted.observations.fitted, fitted.observations.held_out) == (10, 10)  # k-fold
         assert fitted.holdout_mape_before == pytest.approx(0.5)
         current = await admin.current_calibration()
         assert current is not None and current.calibration_id == fitted.calibration_id

@@ -1,33 +1,98 @@
-"""The estimator applies a calibration only to the model version it corrects."""
+"""The estimator applies a calibration to the model version it corrects, and a GPU's refit to
+that GPU's quotes only: energy and latency moved by the model's own ratio under the refit."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import math
 
 import pytest
 
-from service.pricing.calibration import ActiveCalibration, fit_corrections
-from service.pricing.calibration.fit import CalibrationPoint
+from service.pricing.calibration import (
+    PARAMETERS,
+    ActiveCalibration,
+    Corrections,
+    GpuFit,
+    HeldOutError,
+)
 from service.pricing.estimator import Estimator
 from service.schemas.estimate_request import EXAMPLE_REQUEST, EstimateRequest
 
-T0 = datetime(2026, 11, 22, tzinfo=UTC)
+H100 = "H100-SXM5-80GB"
 
 
-def test_applied_to_its_model_version_only() -> None:
+def host_time_fit(engine: str, multiplier: float, active: bool = True) -> GpuFit:
+    theta = tuple(math.log(multiplier) if p == "host_time" else 0.0 for p in PARAMETERS)
+    return GpuFit(H100, engine, 20, 20, theta, HeldOutError(), active, "")
+
+
+def test_applied_to_its_gpu_engine_and_model_version_only() -> None:
     estimator = Estimator.from_catalogues()
-    points = [
-        CalibrationPoint(f"o{i}", "H100-SXM5-80GB", "llama", 100.0, 150.0, T0) for i in range(90)
-    ]
-    corrections = fit_corrections(points, shrinkage_k=10.0)
     request = EstimateRequest.model_validate(EXAMPLE_REQUEST)
     plain = estimator.estimate(request).response
+    engine = estimator.resolve(request).engine
+    pooled = Corrections.none(10.0).global_correction
+    corrections = Corrections(10.0, pooled, {}, {(H100, engine): host_time_fit(engine, 2.0)})
     own = ActiveCalibration("c_1", estimator.model_version, corrections)
     calibrated = estimator.estimate(request, calibration=own).response
-    factor = corrections.factor_for("H100-SXM5-80GB", "llama")
     assert calibrated.calibration_id == "c_1"
-    assert calibrated.energy.gpu_j == pytest.approx(plain.energy.gpu_j * factor)
-    assert calibrated.latency == plain.latency
+    # Host time doubled: each phase's time grows by its own host-side time, so prefill and
+    # decode move by different factors and the total is their sum; energy follows.
+    assert calibrated.latency.total_s == pytest.approx(
+        calibrated.latency.prefill_s + calibrated.latency.decode_s
+    )
+    assert plain.latency.total_s < calibrated.latency.total_s < 2 * plain.latency.total_s
+    decode_factor = calibrated.latency.decode_s / plain.latency.decode_s
+    assert calibrated.latency.time_per_output_token_s == pytest.approx(
+        plain.latency.time_per_output_token_s * decode_factor
+    )
+    assert calibrated.latency.total_s_high / calibrated.latency.total_s == pytest.approx(
+        plain.latency.total_s_high / plain.latency.total_s
+    )
+    factor = calibrated.energy.calibration_factor
+    assert factor > 1 and calibrated.energy.gpu_j == pytest.approx(plain.energy.gpu_j * factor)
+
+    a100 = EstimateRequest.model_validate(
+        {**EXAMPLE_REQUEST, "hardware": {"gpu": "A100-SXM4-80GB", "count": 2}}
+    )
+    untouched = estimator.estimate(a100, calibration=own).response
+    assert untouched.energy.calibration_factor == 1.0
+    assert untouched.latency == estimator.estimate(a100).response.latency
+
+    other_engine = Corrections(10.0, pooled, {}, {(H100, "sglang"): host_time_fit("sglang", 2.0)})
+    inactive = Corrections(
+        10.0, pooled, {}, {(H100, engine): host_time_fit(engine, 2.0, active=False)}
+    )
+    for corrections in (other_engine, inactive):
+        priced = estimator.estimate(
+            request, calibration=ActiveCalibration("c_2", estimator.model_version, corrections)
+        ).response
+        assert priced.energy.gpu_j == plain.energy.gpu_j and priced.latency == plain.latency
+
     stale = ActiveCalibration("c_0", "roofline 1999.1.1", corrections)
     ignored = estimator.estimate(request, calibration=stale).response
     assert ignored.calibration_id is None and ignored.energy.gpu_j == plain.energy.gpu_j
+
+
+def test_in_one_pass_only_the_fitted_gpus_rows_move() -> None:
+    """A pass prices many contexts at once: an H100 refit moves the H100 rows of the pass, as
+    each is moved priced alone, and leaves the A100 rows as they are uncalibrated."""
+    estimator = Estimator.from_catalogues()
+    h100 = EstimateRequest.model_validate(EXAMPLE_REQUEST)
+    a100 = EstimateRequest.model_validate(
+        {**EXAMPLE_REQUEST, "hardware": {"gpu": "A100-SXM4-80GB", "count": 2}}
+    )
+    engine = estimator.resolve(h100).engine
+    pooled = Corrections.none(10.0).global_correction
+    corrections = Corrections(10.0, pooled, {}, {(H100, engine): host_time_fit(engine, 2.0)})
+    own = ActiveCalibration("c_1", estimator.model_version, corrections)
+    mixed = estimator.price([a100, h100, a100, h100], calibration=own)
+    alone = {
+        "h100": estimator.estimate(h100, calibration=own).response,
+        "a100": estimator.estimate(a100).response,
+    }
+    for priced, name in zip(mixed, ("a100", "h100", "a100", "h100"), strict=True):
+        assert not isinstance(priced, Exception)
+        response = priced.response
+        assert response.energy.gpu_j == pytest.approx(alone[name].energy.gpu_j, rel=1e-12)
+        assert response.latency.total_s == pytest.approx(alone[name].latency.total_s, rel=1e-12)
+        assert (response.energy.calibration_factor > 1.0) == (name == "h100")

@@ -1,4 +1,4 @@
-"""The pure calibration fit: shrinkage weights, screens, time-ordered holdout, payloads."""
+"""The pure calibration fit: family segments' shrinkage, screens, folds, payloads."""
 
 from __future__ import annotations
 
@@ -10,14 +10,12 @@ import pytest
 from service.pricing.calibration import (
     CalibrationPoint,
     Corrections,
-    FitSettings,
     Flag,
-    fit_calibration,
     fit_corrections,
     mape,
     screen,
 )
-from service.pricing.calibration.fit import holdout_size
+from service.pricing.calibration.fit import fold_count
 
 T0 = datetime(2026, 11, 22, tzinfo=UTC)
 
@@ -30,24 +28,22 @@ def point(
     )
 
 
-def test_three_points_barely_move_a_segment_in_a_pool_without_bias() -> None:
-    """300 unbiased points on A100 keep the global correction near none (w = 303/313 of a
-    mean of 3 ln 2 / 303); the three H100 points keep 3/13 of their distance to it."""
+def test_family_segments_shrink_toward_none_and_never_cross_gpus() -> None:
+    """300 unbiased points on A100 and three at x2 on H100: the H100 segment keeps w = 3/13
+    of ln 2 (x1.17), the A100 one nothing; the pooled mean (3 ln 2 / 303) is reported with
+    weight 0 and applies nowhere, so a segment never seen is not moved."""
     points = [point(i, 1.0, gpu="A100-SXM4-80GB") for i in range(300)]
     points += [point(300 + i, 2.0) for i in range(3)]
     corrections = fit_corrections(points, shrinkage_k=10.0)
-    mean_all = 3 * math.log(2) / 303
-    global_delta = 303 / 313 * mean_all
-    assert corrections.global_correction.log_factor == pytest.approx(global_delta)
-    h100 = corrections.correction_for("H100-SXM5-80GB", "llama")
+    pooled = corrections.global_correction
+    assert pooled.mean_log_ratio == pytest.approx(3 * math.log(2) / 303)
+    assert (pooled.weight, pooled.log_factor) == (0.0, 0.0)
+    h100 = corrections.segments[("H100-SXM5-80GB", "llama")]
     assert h100.weight == pytest.approx(3 / 13)
-    assert h100.log_factor == pytest.approx(global_delta + 3 / 13 * (math.log(2) - global_delta))
-    assert 1.17 < h100.factor < 1.19  # not 2
-    assert corrections.factor_for("A100-SXM4-80GB", "llama") == pytest.approx(
-        math.exp(global_delta + 300 / 310 * (0 - global_delta))
-    )
-    # a segment never seen takes the global correction
-    assert corrections.factor_for("L4", "qwen") == pytest.approx(math.exp(global_delta))
+    assert h100.factor == pytest.approx(2 ** (3 / 13))
+    assert 1.17 < h100.factor < 1.18  # not 2
+    assert corrections.factor_for("A100-SXM4-80GB", "llama") == 1.0
+    assert corrections.factor_for("L4", "qwen") == 1.0
 
 
 def test_no_points_no_correction() -> None:
@@ -73,16 +69,10 @@ def test_a_small_segment_is_judged_against_the_pool_and_a_large_one_on_its_own()
     assert flags[25] is Flag.OUTLIER
 
 
-def test_holdout_is_the_newest_and_scored() -> None:
-    # old observations say x2, the newest x1.8: scored on the newest only
-    points = [point(i, 2.0) for i in range(8)] + [point(8 + i, 1.8) for i in range(2)]
-    fit = fit_calibration(list(reversed(points)), FitSettings(shrinkage_k=1.0))
-    assert (fit.fitted, fit.held_out) == (8, 2)
-    factor = fit.corrections.factor_for("H100-SXM5-80GB", "llama")
-    assert factor == pytest.approx(2 ** (1 - (1 / 9) ** 2))
-    assert fit.holdout_mape_before == pytest.approx(0.8 / 1.8)
-    assert fit.holdout_mape_after == pytest.approx(abs(factor - 1.8) / 1.8)
-    assert holdout_size(4, 0.2) == 1 and holdout_size(1, 0.2) == 0 and holdout_size(10, 0) == 0
+def test_fold_count() -> None:
+    """k = round(1 / holdout_fraction), at most one fold per observation; none below two."""
+    assert fold_count(100, 0.2) == 5 and fold_count(100, 0.3) == 3 and fold_count(100, 0.5) == 2
+    assert fold_count(3, 0.2) == 3 and fold_count(1, 0.2) == 0 and fold_count(100, 0.0) == 0
 
 
 def test_mape_and_payload_roundtrip() -> None:

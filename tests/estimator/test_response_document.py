@@ -8,15 +8,23 @@ regressor on and off."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from test_ascii_documents import CUSTOM_MOE
 
+from service.catalog.engines import DEFAULT_ENGINE
 from service.errors import ServiceError
-from service.pricing.calibration import ActiveCalibration, fit_corrections
-from service.pricing.calibration.fit import CalibrationPoint
+from service.pricing.calibration import (
+    PARAMETERS,
+    ActiveCalibration,
+    CalibrationPoint,
+    GpuFit,
+    HeldOutError,
+    fit_corrections,
+)
 from service.pricing.document import in_schema_order
 from service.pricing.estimator import Estimator
 from service.pricing.priced import PricedRequest
@@ -89,7 +97,12 @@ def test_single_documents_are_what_the_response_model_writes(estimator: Estimato
 
 def test_verbose_and_calibrated_documents_too(estimator: Estimator) -> None:
     points = [CalibrationPoint(f"o{i}", "L40S", "custom", 100.0, 130.0, T0) for i in range(60)]
-    corrections = fit_corrections(points, shrinkage_k=10.0)
+    # the L40S's refit, active and moving nothing, lets its custom segment's factor apply
+    zero = (0.0,) * len(PARAMETERS)
+    fit = GpuFit("L40S", DEFAULT_ENGINE, 60, 0, zero, HeldOutError(), True, "")
+    corrections = replace(
+        fit_corrections(points, shrinkage_k=10.0), fits={("L40S", DEFAULT_ENGINE): fit}
+    )
     calibration = ActiveCalibration("c_1", estimator.model_version, corrections)
     for body in bodies(estimator)[-3:]:
         request = EstimateRequest.model_validate(body)

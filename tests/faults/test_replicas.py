@@ -20,9 +20,16 @@ from sqlalchemy import Engine, create_engine, func, select, text
 from uvicorn_support import Worker, running_worker, worker_settings
 
 from service.api.keys import key_prefix
+from service.catalog.engines import DEFAULT_ENGINE
 from service.db.base import utc_now
 from service.db.tables import TENANT_SCOPE, Calibration, IdempotencyClaim, Quote
-from service.pricing.calibration import Corrections, SegmentCorrection
+from service.pricing.calibration import (
+    PARAMETERS,
+    Corrections,
+    GpuFit,
+    HeldOutError,
+    SegmentCorrection,
+)
 
 if not os.environ.get("TEST_DATABASE_URL"):
     pytest.skip("replicas share a PostgreSQL database (TEST_DATABASE_URL)", allow_module_level=True)
@@ -211,10 +218,15 @@ def seconds_until(
 
 
 def stored_calibration(database_url: str, calibration_id: str, version: str, factor: float) -> None:
-    """A tenant calibration (not yet current) multiplying every quote's energy by `factor`."""
+    """A tenant calibration (not yet current) multiplying the energy of the example's quotes
+    (H100, the default engine, llama) by `factor`: an active refit that moves nothing and the
+    llama segment's factor on top."""
     log_factor = math.log(factor)
-    global_correction = SegmentCorrection("*", "*", 10, log_factor, 1.0, log_factor)
-    corrections = Corrections(10.0, global_correction, {})
+    pooled = SegmentCorrection("*", "*", 10, log_factor, 0.0, 0.0)
+    gpu = "H100-SXM5-80GB"
+    llama = SegmentCorrection(gpu, "llama", 10, log_factor, 1.0, log_factor)
+    fit = GpuFit(gpu, DEFAULT_ENGINE, 10, 0, (0.0,) * len(PARAMETERS), HeldOutError(), True, "")
+    corrections = Corrections(10.0, pooled, {(gpu, "llama"): llama}, {(gpu, DEFAULT_ENGINE): fit})
     engine = create_engine(database_url)
     try:
         with engine.begin() as connection:

@@ -40,16 +40,19 @@ def post_calibration(
     body: CalibrationIn | None = None,
 ) -> CalibrationOut:
     """Fit a calibration from stored observations (the caller's tenant's, or with `scope:
-    global` and an operator key every tenant's): per GPU x model family corrections, shrunk
-    toward none where observations are few, fitted on the older observations and scored on
-    the newest (`holdout_mape_before`/`after`). Made current unless `activate` is false."""
+    global` and an operator key every tenant's): per GPU and serving engine the physical
+    coefficients (achievable fractions of the peaks, power, host overheads) refitted from
+    measured energy and total time, shrunk toward the catalogue's where observations are few,
+    and per GPU x family a shrunk residual energy factor; scored by k-fold
+    (`holdout_mape_*`, `holdout_latency_mape_*`). A GPU's fit moves that GPU's quotes only,
+    and only when active: with `min_observations` and a held-out error that falls (each fit's
+    `reason` says). Made current unless `activate` is false."""
     estimator = services.estimator
     calibration = create_calibration(
         session,
         caller.tenant,
         body or CalibrationIn(),
-        model_version=estimator.model_version,
-        family_of=estimator.model_family,
+        estimator=estimator,
         operator=caller.allows(OPERATOR_SCOPE),
     )
     services.calibrations.invalidate_after_commit(session)

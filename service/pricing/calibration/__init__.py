@@ -1,38 +1,48 @@
-"""Recalibration from observed energy: pure fitting logic (no web, database or settings).
+"""Recalibration from observed energy and time: pure fitting logic (no web, database or settings).
 
-`screening` decides which observations may be fitted (range check, robust outliers),
-`corrections` holds a fitted calibration's per-segment factors and applies them, and `fit`
-fits one from observations with a time-ordered holdout. The service's adapter
-(`service/quotes/recalibration.py`) reads observations from the database and stores the result.
+`physical_terms` reads off an estimate what a refit moves, `physics` evaluates the model under
+refitted coefficients, `map_fit` refits one GPU's coefficients (MAP, shrunk toward the
+catalogue), `screening` decides which observations may be fitted, `segments` fits the residual
+family factors, `corrections` holds a fitted calibration and applies it, and `fit` fits one
+from observations, scored by k-fold. The service's adapter (`service/quotes/recalibration.py`)
+re-prices the observations' quotes, reads them from the database and stores the result.
 """
 
 from service.pricing.calibration.corrections import (
     GLOBAL_SEGMENT,
     ActiveCalibration,
     Corrections,
+    GpuFit,
+    HeldOutError,
     SegmentCorrection,
 )
-from service.pricing.calibration.fit import (
-    CalibrationFit,
-    CalibrationPoint,
-    FitSettings,
-    fit_calibration,
-    fit_corrections,
-    mape,
-)
+from service.pricing.calibration.fit import CalibrationFit, FitSettings, fit_calibration, mape
+from service.pricing.calibration.map_fit import PhysicalPoint, map_theta
+from service.pricing.calibration.physical_terms import PhysicalTerms, group_terms, physical_terms
+from service.pricing.calibration.physics import PARAMETERS, Factors
 from service.pricing.calibration.screening import Flag, screen
+from service.pricing.calibration.segments import CalibrationPoint, fit_corrections
 
 __all__ = [
     "GLOBAL_SEGMENT",
+    "PARAMETERS",
     "ActiveCalibration",
     "CalibrationFit",
     "CalibrationPoint",
     "Corrections",
+    "Factors",
     "FitSettings",
     "Flag",
+    "GpuFit",
+    "HeldOutError",
+    "PhysicalPoint",
+    "PhysicalTerms",
     "SegmentCorrection",
     "fit_calibration",
     "fit_corrections",
+    "group_terms",
+    "map_theta",
     "mape",
+    "physical_terms",
     "screen",
 ]

@@ -1,32 +1,35 @@
-"""A fitted calibration: multiplicative corrections of GPU energy per segment.
+"""A fitted calibration: per GPU and serving engine, refitted physical coefficients, and per GPU
+x model family, a shrunk residual energy factor on top of them.
 
-Segments are **GPU type x model family** (``("H100-SXM5-80GB", "llama")``), with one global
-correction as the fallback for segments without observations. Why these: the analytical and
-learned models' residual bias is dominated by the hardware (achieved power and efficiency vary
-per GPU and per system, which observations of a deployment capture) and by the architecture
-family (kernel mix, attention and MoE shapes the model prices imperfectly); both are known at
-quote time for every request. Finer keys (phase mix, batch-size bands) would thin the data
-below what a per-segment mean can use; the phase mix also moves with batch size and lengths,
-which the models already see.
+Scopes. A GPU's fit (`GpuFit`, keyed by GPU and engine) applies to quotes of that GPU and
+engine only, and only when it is active: an H100 calibration never moves an A100 quote, and a
+fit is active only with enough observations and an improvement on held-out ones (its `reason`
+says which failed). The fit moves a quote by the model's own ratio under the refitted
+coefficients (service.pricing.calibration.physics): energy and latency alike.
 
-Every correction is a log-space offset ``delta`` (factor ``exp(delta)``) shrunk by an
-empirical-Bayes / James-Stein weight ``w = n / (n + k)``: the global one toward no correction
-(``delta_global = w_N * mean(all log ratios)``), each segment's toward the global one
-(``delta_s = delta_global + w_n * (mean_s - delta_global)``). With residual noise sigma per
-observation and a spread tau of true segment biases, the posterior mean under a normal prior has
-exactly this form with ``k = sigma^2 / tau^2``; the default k = 10 corresponds to sigma ~ 0.25
-(log-ratio scatter of single measured requests) against tau ~ 0.08 (spread of true biases
-between segments). Worked: in a pool with no bias elsewhere, three points of ratio 2 move their
-segment by w = 3/13 of ln 2 (x1.17), three hundred by 300/310 (x1.95); alone in the pool, by
-ln 2 (1 - (10/13)^2) (x1.33) and ln 2 (1 - (10/310)^2) (x1.999).
+Family segments. The model's residual bias also has an architecture part (kernel mix,
+attention and MoE shapes the model prices imperfectly) that no hardware coefficient
+captures. After the GPU's refit, each GPU x family segment keeps a log-space offset ``delta``
+(factor ``exp(delta)``) of its mean remaining log ratio, shrunk toward none by the
+empirical-Bayes / James-Stein weight ``w = n / (n + k)``: with residual noise sigma per
+observation and a spread tau of true segment biases, the posterior mean under a normal prior
+has exactly this form with ``k = sigma^2 / tau^2``; the default k = 10 corresponds to sigma ~
+0.25 against tau ~ 0.08. Worked: three points of remaining ratio 2 move their segment by w =
+3/13 of ln 2 (x1.17), three hundred by 300/310 (x1.95). The pooled `global_correction` is
+reported (its n and mean log ratio) and never applied: no correction crosses GPUs.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
+
+from service.pricing.calibration.physical_terms import StackedTerms
+from service.pricing.calibration.physics import PARAMETERS, Factors, factors_many
 
 GLOBAL_SEGMENT = ("*", "*")
 
@@ -71,30 +74,124 @@ class SegmentCorrection:
 
 
 @dataclass(frozen=True, slots=True)
+class HeldOutError:
+    """Mean absolute percentage errors [fraction] on held-out observations, before and after
+    the calibration (None: nothing of that kind was scored)."""
+
+    energy_before: float | None = None
+    energy_after: float | None = None
+    latency_before: float | None = None
+    latency_after: float | None = None
+
+    def to_payload(self) -> dict[str, float | None]:
+        return {
+            "energy_mape_before": self.energy_before,
+            "energy_mape_after": self.energy_after,
+            "latency_mape_before": self.latency_before,
+            "latency_mape_after": self.latency_after,
+        }
+
+    @classmethod
+    def from_payload(cls, data: Mapping[str, Any]) -> HeldOutError:
+        return cls(
+            data.get("energy_mape_before"),
+            data.get("energy_mape_after"),
+            data.get("latency_mape_before"),
+            data.get("latency_mape_after"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class GpuFit:
+    """One GPU's (under one engine) refitted coefficients: `theta`, log multipliers of the
+    prior figures in the order of physics.PARAMETERS, fitted on `n` observations (`n_latency`
+    of them with total time); `held_out` its k-fold error; `active` whether quotes use it,
+    `reason` why (not)."""
+
+    gpu: str
+    engine: str
+    n: int
+    n_latency: int
+    theta: tuple[float, ...]
+    held_out: HeldOutError
+    active: bool
+    reason: str
+
+    @property
+    def theta_array(self) -> np.ndarray[Any, np.dtype[np.float64]]:
+        return np.array(self.theta, dtype=np.float64)
+
+    @property
+    def multipliers(self) -> dict[str, float]:
+        """Each refitted coefficient's multiplier of its prior figure (exp theta)."""
+        return {name: math.exp(t) for name, t in zip(PARAMETERS, self.theta, strict=True)}
+
+    def to_payload(self) -> dict[str, Any]:
+        return {
+            "gpu": self.gpu,
+            "engine": self.engine,
+            "n": self.n,
+            "n_latency": self.n_latency,
+            "theta": list(self.theta),
+            "held_out": self.held_out.to_payload(),
+            "active": self.active,
+            "reason": self.reason,
+        }
+
+    @classmethod
+    def from_payload(cls, data: Mapping[str, Any]) -> GpuFit:
+        return cls(
+            gpu=str(data["gpu"]),
+            engine=str(data["engine"]),
+            n=int(data["n"]),
+            n_latency=int(data["n_latency"]),
+            theta=tuple(float(t) for t in data["theta"]),
+            held_out=HeldOutError.from_payload(data.get("held_out", {})),
+            active=bool(data["active"]),
+            reason=str(data["reason"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class Corrections:
-    """The global correction and those of every segment that had observations."""
+    """Every GPU x engine refit, every GPU x family segment that had observations, and the
+    pooled statistics (`global_correction`, never applied)."""
 
     shrinkage_k: float
     global_correction: SegmentCorrection
     segments: Mapping[tuple[str, str], SegmentCorrection]
+    fits: Mapping[tuple[str, str], GpuFit] = field(default_factory=dict)
 
     @classmethod
     def none(cls, shrinkage_k: float) -> Corrections:
         return cls(shrinkage_k, SegmentCorrection(*GLOBAL_SEGMENT, 0, 0.0, 0.0, 0.0), {})
 
-    def correction_for(self, gpu: str, family: str) -> SegmentCorrection:
-        """The segment's correction, or the global one when the segment had no observations."""
-        return self.segments.get((gpu, family), self.global_correction)
-
     def factor_for(self, gpu: str, family: str) -> float:
-        """Multiplier of the predicted GPU energy for a request on `gpu` of model `family`."""
-        return self.correction_for(gpu, family).factor
+        """The family segment's residual energy multiplier on `gpu` (1 without observations)."""
+        segment = self.segments.get((gpu, family))
+        return segment.factor if segment is not None else 1.0
+
+    def physical_factors(
+        self, gpu: str, engine: str, terms: Callable[[], StackedTerms]
+    ) -> list[Factors] | None:
+        """How this calibration's refit moves each request of `terms` (read only when a fit
+        applies) on `gpu` under `engine`; None when no active fit covers that GPU and engine."""
+        fit = self.fits.get((gpu, engine))
+        if fit is None or not fit.active:
+            return None
+        return factors_many(terms(), fit.theta_array)
+
+    def with_family(self, moved: Factors, gpu: str, family: str) -> Factors:
+        """`moved` with the GPU x family segment's residual energy factor on top."""
+        energy = moved.energy * self.factor_for(gpu, family)
+        return Factors(energy, moved.prefill, moved.decode)
 
     def to_payload(self) -> dict[str, Any]:
         return {
             "shrinkage_k": self.shrinkage_k,
             "global": self.global_correction.to_payload(),
             "segments": [s.to_payload() for s in self.segments.values()],
+            "fits": [f.to_payload() for f in self.fits.values()],
         }
 
     @classmethod
@@ -104,6 +201,10 @@ class Corrections:
             shrinkage_k=float(data["shrinkage_k"]),
             global_correction=SegmentCorrection.from_payload(data["global"]),
             segments={(s.gpu, s.family): s for s in segments},
+            fits={
+                (f.gpu, f.engine): f
+                for f in (GpuFit.from_payload(item) for item in data.get("fits", []))
+            },
         )
 
 

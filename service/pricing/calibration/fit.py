@@ -1,70 +1,73 @@
-"""Fitting a calibration: screen, split by time, fit shrunk log corrections, score.
+"""Fitting a calibration: screen, refit each GPU's physical coefficients, score by k-fold,
+activate what improves.
 
-The observations are ordered by when they arrived; the newest `holdout_fraction` (20 %)
-are held out and the correction is fitted on the older ones only, so the reported error after
-calibration is that of the calibration as applied, on data it did not see, in the order it
-will meet new data. The applied calibration is the one scored (not refitted on all): the
-number reported is the number shipped.
+1. Screen the observations (service.pricing.calibration.screening) on their energy; a total
+   time outside the same range of the model's is dropped (the energy is kept).
+2. Refit, per GPU x serving engine, the physical coefficients by MAP (map_fit), then per GPU x
+   family the shrunk residual energy factor (corrections).
+3. Score by k-fold within the observations (k = round(1 / holdout_fraction)), grouped by
+   model: each observation is predicted by the calibration fitted on the other folds, which
+   hold none of its model's observations (they share the model's own error, so a split by row
+   would score a refit on models it has seen; the fit must hold for the GPU's other models).
+   With one model only, the folds are taken in turn by order of arrival. A GPU's fit is
+   active only with `min_observations` and, out of fold, an energy error and a latency error
+   no worse than the uncalibrated quotes' and one of them better.
+   The calibration stored is the one fitted on all of them; `holdout_*` is the out-of-fold
+   error of the calibration as applied (an inactive GPU's quotes keep their error).
 
-Error is the mean absolute percentage error of GPU energy, ``mean(|predicted - observed| /
-observed)``, before (uncalibrated predictions) and after (times the segment's factor).
+Error is the mean absolute percentage error, ``mean(|predicted - observed| / observed)``, of
+GPU energy and of total time.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass, field, replace
 
-from service.pricing.calibration.corrections import GLOBAL_SEGMENT, Corrections, SegmentCorrection
-from service.pricing.calibration.screening import Flag, screen
+import numpy as np
 
-
-@dataclass(frozen=True, slots=True)
-class CalibrationPoint:
-    """One observation against its quote: the uncalibrated predicted and the observed GPU
-    energy of the whole request [J], the segment it belongs to, and when the service received
-    it (the caller's `measured_at` is untrusted, so the holdout is ordered by arrival)."""
-
-    observation_id: str
-    gpu: str
-    family: str
-    predicted_gpu_j: float
-    observed_gpu_j: float
-    received_at: datetime
-
-    @property
-    def segment(self) -> tuple[str, str]:
-        return (self.gpu, self.family)
-
-    @property
-    def log_ratio(self) -> float:
-        return math.log(self.observed_gpu_j / self.predicted_gpu_j)
+from service.pricing.calibration.corrections import Corrections, GpuFit, HeldOutError
+from service.pricing.calibration.map_fit import PhysicalPoint, map_theta, predicted
+from service.pricing.calibration.physics import PARAMETERS
+from service.pricing.calibration.screening import Flag, in_range, screen
+from service.pricing.calibration.segments import CalibrationPoint, fit_corrections
 
 
 @dataclass(frozen=True, slots=True)
 class FitSettings:
-    """`shrinkage_k`: pseudo-count of the shrinkage weight n / (n + k); `holdout_fraction`: the
-    newest share of observations scored, not fitted; `max_ratio`, `outlier_z`: the screens."""
+    """`shrinkage_k`: pseudo-count of the family segments' weight n / (n + k);
+    `holdout_fraction`: the share each of the k folds holds out (k = round(1 / it)); `max_ratio`,
+    `outlier_z`: the screens; `min_observations`: fewer and a GPU's fit stays inactive;
+    `noise_sigma`: the log scatter of one observation about the model (map_fit)."""
 
     shrinkage_k: float = 10.0
     holdout_fraction: float = 0.2
     max_ratio: float = 20.0
     outlier_z: float = 3.5
+    min_observations: int = 8
+    noise_sigma: float = 0.2
 
 
 @dataclass(frozen=True, slots=True)
 class CalibrationFit:
-    """A fitted calibration and how it was obtained and scored."""
+    """A fitted calibration and how it was obtained and scored (out of fold)."""
 
     corrections: Corrections
     settings: FitSettings
     fitted: int
     held_out: int
     flagged: dict[str, Flag] = field(default_factory=dict)  # observation id -> why
-    holdout_mape_before: float | None = None
-    holdout_mape_after: float | None = None
+    holdout: HeldOutError = field(default_factory=HeldOutError)
+    with_latency: int = 0
+
+    @property
+    def holdout_mape_before(self) -> float | None:
+        return self.holdout.energy_before
+
+    @property
+    def holdout_mape_after(self) -> float | None:
+        return self.holdout.energy_after
 
     @property
     def count_out_of_range(self) -> int:
@@ -75,34 +78,6 @@ class CalibrationFit:
         return sum(1 for f in self.flagged.values() if f is Flag.OUTLIER)
 
 
-def shrinkage_weight(n: int, k: float) -> float:
-    """n / (n + k): the share of a segment's mean log ratio that its correction keeps."""
-    return n / (n + k) if n + k > 0 else 0.0
-
-
-def fit_corrections(points: Sequence[CalibrationPoint], shrinkage_k: float) -> Corrections:
-    """Global correction shrunk toward none, each segment's shrunk toward the global one."""
-    if not points:
-        return Corrections.none(shrinkage_k)
-    logs = [p.log_ratio for p in points]
-    n_all = len(logs)
-    mean_all = math.fsum(logs) / n_all
-    w_all = shrinkage_weight(n_all, shrinkage_k)
-    global_delta = w_all * mean_all
-    global_correction = SegmentCorrection(*GLOBAL_SEGMENT, n_all, mean_all, w_all, global_delta)
-    by_segment: dict[tuple[str, str], list[float]] = {}
-    for point in points:
-        by_segment.setdefault(point.segment, []).append(point.log_ratio)
-    segments: dict[tuple[str, str], SegmentCorrection] = {}
-    for (gpu, family), values in sorted(by_segment.items()):
-        n = len(values)
-        mean = math.fsum(values) / n
-        w = shrinkage_weight(n, shrinkage_k)
-        delta = global_delta + w * (mean - global_delta)
-        segments[(gpu, family)] = SegmentCorrection(gpu, family, n, mean, w, delta)
-    return Corrections(shrinkage_k, global_correction, segments)
-
-
 def mape(predicted: Sequence[float], observed: Sequence[float]) -> float | None:
     """Mean absolute percentage error [fraction]; None for no points."""
     if not observed:
@@ -111,20 +86,127 @@ def mape(predicted: Sequence[float], observed: Sequence[float]) -> float | None:
     return math.fsum(errors) / len(errors)
 
 
-def holdout_size(n: int, fraction: float) -> int:
-    """How many of `n` observations (the newest) are held out: fraction x n, rounded half up,
-    leaving at least one to fit."""
-    return max(0, min(n - 1, math.floor(fraction * n + 0.5)))
+def fold_count(n: int, fraction: float) -> int:
+    """k of the k-fold scoring: round(1 / fraction), at most n; 0 (no scoring) below 2."""
+    if fraction <= 0 or n < 2:
+        return 0
+    k = min(n, max(2, math.floor(1.0 / fraction + 0.5)))
+    return k
+
+
+def fit_scopes(points: Sequence[PhysicalPoint], settings: FitSettings) -> Corrections:
+    """Refit every GPU x engine in `points`, then the family segments on what remains (every
+    fit is returned inactive: activation is the scoring's call)."""
+    by_scope: dict[tuple[str, str], list[PhysicalPoint]] = {}
+    for point in points:
+        by_scope.setdefault(point.scope, []).append(point)
+    fits: dict[tuple[str, str], GpuFit] = {}
+    residual: list[CalibrationPoint] = []
+    for (gpu, engine), members in sorted(by_scope.items()):
+        theta = map_theta(members, settings.noise_sigma)
+        n_latency = sum(1 for p in members if p.observed_total_s is not None)
+        fits[(gpu, engine)] = GpuFit(
+            gpu, engine, len(members), n_latency, tuple(theta.tolist()), HeldOutError(), False, ""
+        )
+        moved = predicted(members, theta).energy_factor
+        residual.extend(
+            CalibrationPoint(
+                p.observation_id,
+                p.gpu,
+                p.family,
+                p.quoted_gpu_j * float(f),
+                p.observed_gpu_j,
+                p.received_at,
+            )
+            for p, f in zip(members, moved, strict=True)
+        )
+    segments = fit_corrections(residual, settings.shrinkage_k)
+    return replace(segments, fits=fits)
+
+
+@dataclass(frozen=True, slots=True)
+class _Scored:
+    """One observation's quote before and, out of fold, after calibration."""
+
+    point: PhysicalPoint
+    energy_after: float
+    total_s_before: float
+    total_s_after: float
+
+
+def folds(points: Sequence[PhysicalPoint], fraction: float) -> list[int]:
+    """Each point's fold: its model's (models numbered by first arrival, dealt in turn into
+    k = fold_count folds, at most one per model); by arrival when all share one model."""
+    models: dict[str, int] = {}
+    for point in points:
+        models.setdefault(point.model, len(models))
+    if len(models) >= 2:
+        k = min(fold_count(len(points), fraction), len(models))
+        return [models[p.model] % k if k else -1 for p in points]
+    k = fold_count(len(points), fraction)
+    return [i % k if k else -1 for i in range(len(points))]
+
+
+def _out_of_fold(points: Sequence[PhysicalPoint], settings: FitSettings) -> list[_Scored]:
+    assigned = folds(points, settings.holdout_fraction)
+    scored: list[_Scored] = []
+    for fold in sorted(set(assigned) - {-1}):
+        train = [p for p, f in zip(points, assigned, strict=True) if f != fold]
+        test = [p for p, f in zip(points, assigned, strict=True) if f == fold]
+        corrections = fit_scopes(train, settings)
+        for point in test:
+            fit = corrections.fits.get(point.scope)
+            theta = fit.theta_array if fit is not None else np.zeros(len(PARAMETERS))
+            model = predicted([point], theta)
+            family = corrections.factor_for(point.gpu, point.family) if fit else 1.0
+            scored.append(
+                _Scored(
+                    point,
+                    point.quoted_gpu_j * float(model.energy_factor[0]) * family,
+                    float(model.total_s_before[0]),
+                    float(model.total_s_after[0]),
+                )
+            )
+    return scored
+
+
+def _errors(scored: Sequence[_Scored]) -> HeldOutError:
+    energy = [s.point.observed_gpu_j for s in scored]
+    timed = [s for s in scored if s.point.observed_total_s is not None]
+    times = [s.point.observed_total_s or 0.0 for s in timed]
+    return HeldOutError(
+        mape([s.point.quoted_gpu_j for s in scored], energy),
+        mape([s.energy_after for s in scored], energy),
+        mape([s.total_s_before for s in timed], times),
+        mape([s.total_s_after for s in timed], times),
+    )
+
+
+def activation(n: int, held_out: HeldOutError, settings: FitSettings) -> tuple[bool, str]:
+    """Whether a GPU's fit is used, and why (not)."""
+    if n < settings.min_observations:
+        return False, f"{n} observations, fewer than the {settings.min_observations} required"
+    if held_out.energy_before is None or held_out.energy_after is None:
+        return False, "no held-out scoring (holdout_fraction 0)"
+    pairs = {"energy": (held_out.energy_before, held_out.energy_after)}
+    if held_out.latency_before is not None and held_out.latency_after is not None:
+        pairs["total time"] = (held_out.latency_before, held_out.latency_after)
+    rising = [name for name, (before, after) in pairs.items() if after > before]
+    if rising:
+        return False, f"held-out {' and '.join(rising)} error would rise"
+    if not any(after < before for before, after in pairs.values()):
+        return False, "held-out error does not fall"
+    return True, "held-out error falls"
 
 
 def fit_calibration(
-    points: Sequence[CalibrationPoint], settings: FitSettings = FitSettings()
+    points: Sequence[PhysicalPoint], settings: FitSettings = FitSettings()
 ) -> CalibrationFit:
-    """Screen `points`, fit on the older ones and score on the newest (see the module doc)."""
+    """Screen `points`, refit, score out of fold and activate (see the module doc)."""
     screened = screen(
         [p.observed_gpu_j for p in points],
-        [p.predicted_gpu_j for p in points],
-        [p.segment for p in points],
+        [p.quoted_gpu_j for p in points],
+        [(p.gpu, p.family) for p in points],
         max_ratio=settings.max_ratio,
         outlier_z=settings.outlier_z,
     )
@@ -134,14 +216,40 @@ def fit_calibration(
         if flag is not None
     }
     clean = sorted(
-        (points[i] for i in screened.kept()), key=lambda p: (p.received_at, p.observation_id)
+        (_latency_screened(points[i], settings.max_ratio) for i in screened.kept()),
+        key=lambda p: (p.received_at, p.observation_id),
     )
-    n_hold = holdout_size(len(clean), settings.holdout_fraction) if clean else 0
-    train, held = clean[: len(clean) - n_hold], clean[len(clean) - n_hold :]
-    corrections = fit_corrections(train, settings.shrinkage_k)
-    observed = [p.observed_gpu_j for p in held]
-    before = mape([p.predicted_gpu_j for p in held], observed)
-    after = mape(
-        [p.predicted_gpu_j * corrections.factor_for(p.gpu, p.family) for p in held], observed
+    corrections = fit_scopes(clean, settings)
+    scored = _out_of_fold(clean, settings)
+    fits = {}
+    active_scopes = set()
+    for scope, fit in corrections.fits.items():
+        held = _errors([s for s in scored if s.point.scope == scope])
+        active, reason = activation(fit.n, held, settings)
+        fits[scope] = replace(fit, held_out=held, active=active, reason=reason)
+        if active:
+            active_scopes.add(scope)
+    as_applied = [  # an inactive GPU's quotes keep their error
+        s
+        if s.point.scope in active_scopes
+        else replace(s, energy_after=s.point.quoted_gpu_j, total_s_after=s.total_s_before)
+        for s in scored
+    ]
+    return CalibrationFit(
+        replace(corrections, fits=fits),
+        settings,
+        len(clean),
+        len(scored),
+        flagged,
+        _errors(as_applied),
+        sum(1 for p in clean if p.observed_total_s is not None),
     )
-    return CalibrationFit(corrections, settings, len(train), len(held), flagged, before, after)
+
+
+def _latency_screened(point: PhysicalPoint, max_ratio: float) -> PhysicalPoint:
+    """`point` without its total time when that is outside `max_ratio` of the model's."""
+    observed = point.observed_total_s
+    if observed is None:
+        return point
+    model = float(predicted([point], np.zeros(len(PARAMETERS))).total_s_before[0])
+    return point if in_range(observed, model, max_ratio) else replace(point, observed_total_s=None)

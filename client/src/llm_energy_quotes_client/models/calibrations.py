@@ -10,7 +10,8 @@ from llm_energy_quotes_client.models.base import Document
 
 
 class Segment(Document):
-    """One GPU x model family correction: `factor` = exp(`log_factor`) from `n` observations."""
+    """One GPU x model family residual correction on top of its GPU's refit: `factor` =
+    exp(`log_factor`) from `n` observations (the global one: pooled, never applied)."""
 
     gpu: str
     family: str
@@ -28,6 +29,26 @@ class ObservationCounts(Document):
     outliers: int
     fitted: int
     held_out: int
+    with_total_s: int = 0
+
+
+class GpuFit(Document):
+    """One GPU's refit under one engine: its coefficients at the prior and as fitted, its
+    k-fold error, and whether quotes of that GPU and engine use it (`active`) and why."""
+
+    gpu: str
+    engine: str
+    n: int
+    n_total_s: int
+    active: bool
+    reason: str
+    holdout_mape_before: float | None
+    holdout_mape_after: float | None
+    holdout_latency_mape_before: float | None
+    holdout_latency_mape_after: float | None
+    multipliers: dict[str, float]
+    prior: dict[str, float]
+    fitted: dict[str, float]
 
 
 class Flagged(Document):
@@ -36,8 +57,8 @@ class Flagged(Document):
 
 
 class Calibration(Document):
-    """A stored calibration, and its error on the held-out newest observations
-    (`holdout_mape_before`/`_after`, fractions; None when none was held out)."""
+    """A stored calibration, and its k-fold error as applied (`holdout_mape_*` energy,
+    `holdout_latency_mape_*` total time, fractions; None when nothing was scored)."""
 
     calibration_id: str
     created_at: datetime
@@ -49,10 +70,13 @@ class Calibration(Document):
     previous_id: str | None
     holdout_mape_before: float | None
     holdout_mape_after: float | None
+    holdout_latency_mape_before: float | None = None
+    holdout_latency_mape_after: float | None = None
     observations: ObservationCounts
     settings: dict[str, float]
     global_correction: Segment
     segments: list[Segment]
+    fits: list[GpuFit] = Field(default_factory=list)
     flagged: list[Flagged] = Field(default_factory=list)
 
 
