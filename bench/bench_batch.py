@@ -6,8 +6,8 @@
 A seeded, realistic mix of items (a handful of models and GPU layouts, varied batch sizes,
 prompts and outputs) is priced:
 
-1. core: the analytical cost model only, items grouped by (model, deployment) and priced with
-   one `estimate_workloads` evaluation per group, beside one `estimate_request` (a group of
+1. core: the analytical cost model only, every item in one `estimate_contexts` evaluation
+   (the items' contexts: model, deployment, engine), beside one `estimate_request` (a list of
    one) per item;
 2. estimator: `Estimator.price` of the whole list (resolution, cost model, regressor features
    and onnxruntime in 64-request slices, carbon, response documents), beside `Estimator.estimate`
@@ -58,7 +58,11 @@ from load.server import machine_busy_cpu_s, migrated_server_env, uvicorn_server 
 
 from service.api.keys import Principal  # noqa: E402
 from service.config import Settings  # noqa: E402
-from service.core.estimate import estimate_request, estimate_workloads  # noqa: E402
+from service.core.estimate import (  # noqa: E402
+    estimate_contexts,
+    estimate_request,
+    pricing_context,
+)
 from service.db.ids import new_quote_id  # noqa: E402
 from service.errors import ServiceError  # noqa: E402
 from service.main import create_app  # noqa: E402
@@ -132,9 +136,15 @@ def core_calls(
         groups.setdefault((r.architecture, r.deployment, r.engine), []).append(r)
 
     def batched() -> None:
-        for (arch, deployment, engine), members in groups.items():
-            coefficients = estimator.engine_coefficients[engine]
-            estimate_workloads(arch, [m.workload for m in members], deployment, coefficients)
+        estimate_contexts(
+            [
+                (
+                    pricing_context(arch, deployment, estimator.engine_coefficients[engine]),
+                    [m.workload for m in members],
+                )
+                for (arch, deployment, engine), members in groups.items()
+            ]
+        )
 
     def one_by_one() -> None:
         for r in resolved:
@@ -330,7 +340,7 @@ def main() -> None:
     core_batched, core_single = core_calls(estimator, resolved)
     rows = [
         rate_row(
-            "core: `estimate_workloads` per group", args.items, wall_s(core_batched, args.repeat)
+            "core: one `estimate_contexts` pass", args.items, wall_s(core_batched, args.repeat)
         ),
         rate_row("core: `estimate_request` per item", args.items, wall_s(core_single, args.repeat)),
     ]
