@@ -31,6 +31,7 @@ from service.core.kernel_table import KernelTable
 from service.core.memory import active_parameter_count
 from service.core.steady_state import pass_mix
 from service.core.workload import Deployment, Parallelism, Precision, Workload
+from service.pricing.continuous_energy import static_reading
 
 FloatArray = npt.NDArray[np.float64]
 Overheads = tuple[float, float, float, float, float]
@@ -156,8 +157,12 @@ def end_to_end_rows(
     models: ModelCatalog,
     gpus: GpuCatalog,
     coeffs: CostModelCoefficients,
+    *,
+    static: bool = False,
 ) -> tuple[list[EndToEndRow], list[str]]:
-    """Rows that the cost model can represent, and why the others were left out."""
+    """Rows that the cost model can represent, and why the others were left out. `static`:
+    ML.ENERGY rows in the older reading, a static batch of their running sequences
+    (continuous_energy.static_reading), as the serving validation compares."""
     zero = without_overheads(coeffs)
     rows: list[EndToEndRow] = []
     skipped: list[str] = []
@@ -166,6 +171,8 @@ def end_to_end_rows(
         if isinstance(inputs, str):
             skipped.append(inputs)
             continue
+        if static:
+            inputs = replace(inputs, workload=static_reading(inputs.workload))
         try:
             rows.append(
                 _row(m.source, inputs, zero, m.time_per_output_token_s, None, m.per_sequence_gpu_j)
