@@ -255,13 +255,15 @@ def refit_without(
     data: tuple[list[EnergyMeasurement], list[PhaseTimeMeasurement]],
     models: ModelCatalog,
     gpus: GpuCatalog,
+    *,
+    static: bool = False,
 ) -> Refit | None:
     """Kernel efficiencies on the samples of `train_mask`, every end-to-end row priced with
-    them, host overheads and power on the rows outside `group`; None when no row is left to
-    fit on."""
+    them (`static`: ML.ENERGY rows in the older, static reading), host overheads and power on
+    the rows outside `group`; None when no row is left to fit on."""
     kernel = fit_kernel_efficiencies(samples.subset(train_mask))
     coefficients = with_roofline_values(base, {**kernel, **network})
-    rows, _ = end_to_end_rows(*data, models, gpus, coefficients)
+    rows, _ = end_to_end_rows(*data, models, gpus, coefficients, static=static)
     train = [r for r in rows if group_of_row(r) != group]
     if not train:
         return None

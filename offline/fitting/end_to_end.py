@@ -4,6 +4,11 @@ With kernel efficiencies fixed, a request's time is its kernels' time plus host 
 (linear in the overheads), and its energy is a sum over kernels of a capped linear function of
 the power coefficients. So each row is estimated once with zero overheads, its per-kernel
 times kept, and the overheads and power coefficients are fitted on those arrays directly.
+
+A row in a continuous batch (ML.ENERGY: one request joining C running sequences) keeps its
+passes' whole kernel arrays and its share of each phase's passes (service.core.steady_state):
+every pass, the one computing its prompt included, pays a decode step's host time for the C
+running sequences, and the request's energy is its share of each phase's GPU energy.
 """
 
 from __future__ import annotations
@@ -24,7 +29,9 @@ from service.core.dtypes import DType
 from service.core.estimate import estimate_request
 from service.core.kernel_table import KernelTable
 from service.core.memory import active_parameter_count
+from service.core.steady_state import pass_mix
 from service.core.workload import Deployment, Parallelism, Precision, Workload
+from service.pricing.continuous_energy import static_reading
 
 FloatArray = npt.NDArray[np.float64]
 Overheads = tuple[float, float, float, float, float]
@@ -68,6 +75,14 @@ class EndToEndRow:
     measured_prefill_s: float | None
     measured_per_sequence_j: float | None
     fits_memory: bool
+    running: float = 0.0  # sequences in each pass (host time per sequence); 0: batch_size
+    share: tuple[float, float] = (1.0, 1.0)  # the request's share of each phase's energy
+    continuous: bool = False  # in a continuous batch: its prompt's pass is a decode step
+
+    @property
+    def sequences(self) -> float:
+        """Sequences in every pass [sequences] (static: the batch)."""
+        return self.running or float(self.batch_size)
 
 
 def _row(
@@ -82,6 +97,17 @@ def _row(
     gpu, parallelism = deployment.gpu, deployment.parallelism
     estimate = estimate_request(inputs.arch, workload, deployment, coeffs, check_memory=False)
     fits = estimate.memory.required_bytes_per_gpu <= estimate.memory.capacity_bytes_per_gpu
+    running = float(workload.concurrent_sequences or 0)
+    mix = pass_mix(
+        _one(workload.batch_size),
+        _one(workload.prompt_tokens),
+        _one(workload.cached_prompt_tokens),
+        _one(workload.output_tokens),
+        _one(running),
+        np.array([running > 0]),
+        deployment.prefill_budget_tokens,
+        parallelism.data,
+    )
     return EndToEndRow(
         source=source,
         engine=inputs.engine,
@@ -101,7 +127,14 @@ def _row(
         measured_prefill_s=prefill,
         measured_per_sequence_j=energy,
         fits_memory=fits,
+        running=running,
+        share=(float(mix.share[0, 0]), float(mix.share[1, 0])),
+        continuous=running > 0,
     )
+
+
+def _one(value: float) -> FloatArray:
+    return np.array([float(value)])
 
 
 def estimated_row(
@@ -135,8 +168,12 @@ def end_to_end_rows(
     models: ModelCatalog,
     gpus: GpuCatalog,
     coeffs: CostModelCoefficients,
+    *,
+    static: bool = False,
 ) -> tuple[list[EndToEndRow], list[str]]:
-    """Rows that the cost model can represent, and why the others were left out."""
+    """Rows that the cost model can represent, and why the others were left out. `static`:
+    ML.ENERGY rows in the older reading, a static batch of their running sequences
+    (continuous_energy.static_reading), as the serving validation compares."""
     zero = without_overheads(coeffs)
     rows: list[EndToEndRow] = []
     skipped: list[str] = []
@@ -145,6 +182,8 @@ def end_to_end_rows(
         if isinstance(inputs, str):
             skipped.append(inputs)
             continue
+        if static:
+            inputs = replace(inputs, workload=static_reading(inputs.workload))
         try:
             rows.append(
                 _row(m.source, inputs, zero, m.time_per_output_token_s, None, m.per_sequence_gpu_j)
@@ -189,7 +228,7 @@ def splitwise_inputs(
 
 def step_overhead_s(r: EndToEndRow, overheads: Overheads) -> float:
     """Host time of one decode step of `r` [s]."""
-    return overheads[1] + overheads[2] * r.batch_size + step_wait_s(r, overheads)
+    return overheads[1] + overheads[2] * r.sequences + step_wait_s(r, overheads)
 
 
 def step_wait_s(r: EndToEndRow, overheads: Overheads) -> float:
@@ -222,7 +261,16 @@ def predicted_tpot_s(rows: list[EndToEndRow], overheads: Overheads) -> FloatArra
 
 
 def predicted_prefill_s(rows: list[EndToEndRow], overheads: Overheads) -> FloatArray:
-    return np.array([r.prefill.time_s.sum() + overheads[0] for r in rows])
+    return np.array([r.prefill.time_s.sum() + _prefill_host_s(r, overheads)[0] for r in rows])
+
+
+def _prefill_host_s(r: EndToEndRow, overheads: Overheads) -> tuple[float, float, float]:
+    """Host time of the pass computing `r`'s prompt [s]: (all of it, its part per running
+    sequence, its part feeding workers). Static: the prefill overhead alone; continuous: one
+    decode step."""
+    if not r.continuous:
+        return overheads[0], 0.0, 0.0
+    return step_overhead_s(r, overheads), overheads[2] * r.sequences, step_wait_s(r, overheads)
 
 
 def _phase_energy_j(
@@ -256,13 +304,17 @@ def predicted_per_sequence_j(
 
 def _per_sequence_j(r: EndToEndRow, overheads: Overheads, power: FloatArray) -> float:
     wait_s = r.decode_steps * step_wait_s(r, overheads)
-    sequences_s = r.decode_steps * overheads[2] * r.batch_size
+    sequences_s = r.decode_steps * overheads[2] * r.sequences
     fixed_s = r.decode_steps * step_overhead_s(r, overheads) - wait_s - sequences_s
-    prefill_j = _phase_energy_j(r, r.prefill, r.prefill.time_s, (overheads[0], 0.0, 0.0), power)
+    host_s, prefill_sequences_s, prefill_wait_s = _prefill_host_s(r, overheads)
+    prefill_host = (host_s - prefill_sequences_s - prefill_wait_s, prefill_sequences_s)
+    prefill_j = _phase_energy_j(
+        r, r.prefill, r.prefill.time_s, (*prefill_host, prefill_wait_s), power
+    )
     decode_j = _phase_energy_j(
         r, r.decode, decode_kernel_s(r, overheads), (fixed_s, sequences_s, wait_s), power
     )
-    return (prefill_j + decode_j) / r.batch_size
+    return (r.share[0] * prefill_j + r.share[1] * decode_j) / r.batch_size
 
 
 def fit_overheads(

@@ -1,10 +1,11 @@
-"""ML.ENERGY leaderboard v2 and v3 rows, each read as one static-batch estimate.
+"""ML.ENERGY leaderboard v2 and v3 rows, each read as one request joining a continuous batch.
 
 Mapping (from ``shared/data/README.md``): a row is a saturated vLLM server's steady state, read as
-a static batch of ``round(avg batch)`` sequences, ``round(avg output len)`` output tokens each and
-the task's mean prompt length (not published per row). Energy per request is the estimate's
-per-sequence GPU energy (J, summed over all GPUs of the replica); v2 ``Avg TPOT (s)`` and v3
-``median_itl_ms`` give the time per output token. v3 rows with ``data_parallel > 1`` are skipped.
+one request (batch 1) joining ``round(avg batch)`` running sequences
+(``serving.concurrent_sequences``), ``round(avg output len)`` output tokens and the task's mean
+prompt length (not published per row). Energy per request is the estimate's per-sequence GPU
+energy (J, summed over all GPUs of the replica); v2 ``Avg TPOT (s)`` and v3 ``median_itl_ms``
+give the time per output token. v3 rows with ``data_parallel > 1`` are skipped.
 """
 
 from __future__ import annotations
@@ -32,15 +33,10 @@ MlEnergySource = Literal["mlenergy-v2", "mlenergy-v3"]
 TEXT_CATEGORY = "llm_text_generation"
 MULTIMODAL_CATEGORY = "mllm_text_generation"
 
-# Mean prompt tokens per task that prefill computes, from the data README table (as served, chat
-# template included), except lm-arena-chat: its multi-turn requests resend their history, which
-# vLLM 0.11's prefix cache does not recompute. The v3 rows' own timings say how much is computed:
-# the server time per request beyond decode steps, avg_output_len x (1 / output throughput -
-# median ITL / batch), is 0.30 (median over the 58 dense-model rows; 0.30-0.36 leaving any one
-# family out) of the roofline's prefill time for 690 tokens, so 0.30 x 690 ~ 210 tokens are
-# prefilled. Energy is not used to set it.
+# Mean prompt tokens per task, as the data README table gives them (as served, chat template
+# included): what a caller sends, with no cache hits assumed.
 PROMPT_TOKENS_BY_TASK: dict[str, int] = {
-    "lm-arena-chat": 210,
+    "lm-arena-chat": 690,
     "gpqa": 250,
     "sourcegraph-fim": 1370,
     "chat": 130,
@@ -57,7 +53,8 @@ _PRECISIONS: dict[str, str] = {"bfloat16": "bf16", "fp8": "fp8", "mxfp4": "mxfp4
 
 @dataclass(frozen=True, slots=True)
 class EnergyMeasurement:
-    """One ML.ENERGY configuration, read as a static batch on one model replica."""
+    """One ML.ENERGY configuration: one request joining `batch_size` running sequences on one
+    model replica."""
 
     source: MlEnergySource
     category: str  # "llm_text_generation" or "mllm_text_generation" (v2 multimodal models)
@@ -70,7 +67,7 @@ class EnergyMeasurement:
     expert_parallel: int
     pipeline_parallel: int
     weights_precision: str  # "bf16" | "fp8" | "mxfp4"
-    batch_size: int  # round(average running batch), sequences
+    batch_size: int  # round(average running batch), sequences: the concurrent_sequences
     max_batch_size: int  # server cap on running sequences (v2 PP=2: summed over both stages)
     prompt_tokens: int  # task mean, tokens
     output_tokens: int  # round(average output length), tokens

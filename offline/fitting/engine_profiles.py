@@ -88,6 +88,7 @@ class Slopes:
     gpu: list[str]
     launch_s: float
     layout: list[str]
+    lines: list[int]  # each run's CSV line
 
     def subset(self, mask: npt.NDArray[np.bool_]) -> Slopes:
         pick = np.flatnonzero(mask)
@@ -102,6 +103,7 @@ class Slopes:
             [self.gpu[i] for i in pick],
             self.launch_s,
             [self.layout[i] for i in pick],
+            [self.lines[i] for i in pick],
         )
 
     def predicted(self, overheads: Overheads) -> tuple[FloatArray, FloatArray]:
@@ -148,9 +150,12 @@ def kernel_coefficients(
     return without_overheads(replace(shared, roofline=roofline))
 
 
-def run_slopes(runs: list[Run], engine: str, zero: CostModelCoefficients) -> Slopes:
+def run_slopes(
+    runs: list[Run], engine: str, zero: CostModelCoefficients, *, static: bool = False
+) -> Slopes:
     """`runs` priced by the service at zero overheads and at a unit step of each overhead;
-    runs the service refuses are dropped."""
+    runs the service refuses are dropped. `static`: read as static batches of their
+    concurrency (silicon_request)."""
     variants = {"zero": zero}
     for name in _OVERHEADS:
         step = getattr(zero.roofline, name) + UNIT_S
@@ -158,7 +163,8 @@ def run_slopes(runs: list[Run], engine: str, zero: CostModelCoefficients) -> Slo
     priced = {}
     for name, coefficients in variants.items():
         estimator = point_estimator(coefficients={"vllm-v1": zero, engine: coefficients})
-        priced[name] = estimator.price([silicon_request(r.row, engine) for r in runs])
+        requests = [silicon_request(r.row, engine, static=static) for r in runs]
+        priced[name] = estimator.price(requests)
     keep = [i for i, p in enumerate(priced["zero"]) if not isinstance(p, ServiceError)]
     latency = {
         name: np.array(
@@ -186,6 +192,7 @@ def run_slopes(runs: list[Run], engine: str, zero: CostModelCoefficients) -> Slo
         gpu=[runs[i].gpu for i in keep],
         launch_s=zero.roofline.decode_kernel_launch_s,
         layout=[runs[i].layout for i in keep],
+        lines=[runs[i].line for i in keep],
     )
 
 

@@ -43,7 +43,8 @@ from service.core.coefficients import CostModelCoefficients
 @dataclass(frozen=True)
 class FoldData:
     """Catalogues, committed coefficients, measurements, and the collective fit (which no
-    family's rows enter), loaded once for every fold."""
+    family's rows enter), loaded once for every fold. `static`: fit on the ML.ENERGY rows'
+    older, static reading (end_to_end.end_to_end_rows)."""
 
     models: ModelCatalog
     gpus: GpuCatalog
@@ -53,6 +54,7 @@ class FoldData:
     samples: KernelSamples
     sample_families: npt.NDArray[np.str_]
     network: dict[str, float]
+    static: bool = False
 
     @classmethod
     def load(cls, data_dir: Path) -> FoldData:
@@ -97,6 +99,7 @@ def fit_without_group(
         (data.energy, data.phases),
         data.models,
         data.gpus,
+        static=data.static,
     )
     if refit is None:
         raise ValueError(f"no end-to-end row outside {what} {group!r} to fit on")

@@ -141,8 +141,10 @@ def write_engine_report(path: Path, document: dict[str, Any], held: HeldOut) -> 
         "Decode overheads that fit to ~0 sit at their lower bound: the zero-overhead kernel "
         "time already exceeds the measured TPOT on most runs (median pred/meas > 1), a bias of "
         "the shared kernel model on these models (MLA, MoE) that host time cannot remove. TTFT "
-        "is priced as one steady-state pass (service/core/steady_state.py), while the runs' "
-        "TTFT includes each prompt's whole prefill and its queueing: it is not fitted here.",
+        "is priced as the engine's chunked prefill runs it in steady state (half a pass, the "
+        "prompts queued ahead under the token budget per pass, the passes carrying the "
+        "prompt; service/core/steady_state.py) and is not fitted here; the runs' TTFT also "
+        "holds their start-up burst (bench/results/serving_validation.md).",
         "",
     ]
     path.parent.mkdir(parents=True, exist_ok=True)

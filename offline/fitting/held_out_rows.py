@@ -1,7 +1,7 @@
 """Held-out residuals of the cost model on the sources it is fitted on, each row priced with
 coefficients refitted without its group:
 - ML.ENERGY energy and TPOT, as the service quotes a row (one request joining round(avg batch)
-  running sequences, README prompt lengths: serving_validation's `continuous` reading);
+  running sequences, README prompt lengths: request_inputs.mlenergy_inputs);
 - Splitwise static prefill: a batch's prompt phase alone (`prefill_s` of a static quote), the
   residual a static quote's prefill interval is fitted on. Priced on the harness's own profile,
   whose prefill overhead is the one every engine shares (so the served engines' prefill).
@@ -25,10 +25,8 @@ from offline.fitting.datasets import EnergyMeasurement, PhaseTimeMeasurement
 from offline.fitting.end_to_end import EndToEndRow, splitwise_inputs
 from offline.fitting.family_folds import FoldData, fit_without, fit_without_group
 from offline.fitting.request_inputs import RequestInputs, mlenergy_inputs
-from offline.fitting.serving_validation import README_PROMPT_TOKENS
 from service.core.cost_model_errors import CostModelError
 from service.core.estimate import estimate_request
-from service.core.workload import Workload
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,14 +128,8 @@ def _priced_rows(
     for m, i in chosen:
         if i.engine not in engines:
             continue  # the held-out GPU took this engine's only rows (see the module doc)
-        workload = Workload(
-            1,
-            README_PROMPT_TOKENS[m.task],
-            i.workload.output_tokens,
-            concurrent_sequences=m.batch_size,
-        )
         try:
-            estimate = estimate_request(i.arch, workload, i.deployment, engines[i.engine])
+            estimate = estimate_request(i.arch, i.workload, i.deployment, engines[i.engine])
         except CostModelError:
             continue  # not priceable by the service either
         case = (m.gpu_id, i.engine, m.weights_precision, i.family)

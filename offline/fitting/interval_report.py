@@ -65,8 +65,8 @@ def coverage_report(
         "`family`; Argonne's MI250 vLLM runs `vendor` (whole static batch time). A static "
         "quote's `prefill_s` interval is `prefill`'s; a quote joining a running server "
         "(`serving.concurrent_sequences`) takes `ttft`'s: the measured TTFT of a request joining "
-        "a loaded server, queueing included, which `prefill_s` (one forward pass) does not "
-        "model, so its ratios are large and its interval says so.",
+        "a loaded server, whose start-up burst `prefill_s` (steady-state chunked prefill) does "
+        "not model, so its ratios are large and its interval says so.",
         "",
         "## Held-out rows per level",
         "",

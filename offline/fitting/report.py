@@ -119,12 +119,13 @@ Left out: {len(skipped)} rows (multimodal v2 rows, v2 pipeline-parallel rows, un
 architectures, Splitwise rows past the model's context); the power-capped Splitwise rows are
 derived from the uncapped ones and are not used.
 
-Mapping (data README, with one change): ML.ENERGY rows are static batches of the task's mean
-prompt, except lm-arena-chat (v3), priced with 210 prefilled prompt tokens instead of 690: its
-multi-turn history is served from vLLM's prefix cache, and the rows' own timings (throughput and
-median inter-token latency, not energy) put the prefill work at 0.30 of 690 tokens' (see
-`offline/fitting/energy_leaderboard.py`). Splitwise has its own host-overhead profile (its
-harness is not vLLM 0.11): shared with the V1 profile, it had pulled the v3 decode time 17 % high.
+Mapping (data README): an ML.ENERGY row is one request of the task's mean prompt joining a
+continuous batch of round(avg batch) running sequences (`concurrent_sequences`), priced as the
+service quotes it (service/core/steady_state.py: mean passes of mixed prefill chunks and decode
+steps, the request's share of their energy). Splitwise rows are static batches and have their
+own host-overhead profile (its harness is not vLLM 0.11): shared with the V1 profile, it had
+pulled the v3 decode time 17 % high. The static reading of the same rows, and the grouped
+splits by engine, are compared in `bench/results/serving_validation.md`.
 
 Power: kernel power is shared by all engines; the power drawn during host-overhead time is
 fitted per engine (vLLM 0.5.4 waits on the CPU, vLLM 0.11's per-sequence decode time keeps the

@@ -1,8 +1,9 @@
 """How one measured ML.ENERGY row becomes the core's inputs: architecture, workload, deployment
 and the serving engine whose host-overhead coefficients it ran under.
 
-The mapping follows ``shared/data/README.md``: a row is a static batch of ``batch_size``
-sequences of the task's mean prompt and ``output_tokens`` tokens; multimodal rows and
+The mapping follows ``shared/data/README.md``: a row is one request (batch 1) of the task's mean
+prompt and ``output_tokens`` tokens joining a continuous batch of ``batch_size`` running
+sequences (``concurrent_sequences``, the row's round(avg batch)); multimodal rows and
 pipeline-parallel rows are left out (the estimate models one text-only replica without pipeline
 bubbles); expert-parallel rows list ``tensor_parallel = 1`` although attention spans the whole
 expert-parallel group, so the tensor degree is recovered from the GPU count.
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from offline.fitting.datasets import EnergyMeasurement
 from service.catalog import GpuCatalog, ModelCatalog
 from service.catalog.engines import unfused_norms
+from service.catalog.prefill_budget import prefill_budget_tokens
 from service.core.architecture import ModelArchitecture
 from service.core.cost_model_errors import CostModelError
 from service.core.dtypes import DType, parse_dtype
@@ -83,12 +85,13 @@ def mlenergy_inputs(
             mlenergy_parallelism(m),
             mlenergy_precision(m.weights_precision),
             unfused_norms=unfused_norms(arch, engine),
+            prefill_budget_tokens=prefill_budget_tokens(engine, arch, gpus.get(m.gpu_id).spec),
         )
     except (CostModelError, LookupError) as error:
         return f"{m.row_ref}: {error}"
     return RequestInputs(
         arch=arch,
-        workload=Workload(m.batch_size, m.prompt_tokens, m.output_tokens),
+        workload=Workload(1, m.prompt_tokens, m.output_tokens, concurrent_sequences=m.batch_size),
         deployment=deployment,
         engine=engine,
         model_id=record.id,

@@ -98,9 +98,12 @@ def unpriceable(row: dict[str, str]) -> str:
     return ""
 
 
-def silicon_request(row: dict[str, str], engine: str | None = None) -> EstimateRequest:
+def silicon_request(
+    row: dict[str, str], engine: str | None = None, *, static: bool = False
+) -> EstimateRequest:
     """The request that `row` answers (one request joining the row's concurrency), priced
-    with engine profile `engine` (None: the default)."""
+    with engine profile `engine` (None: the default). `static`: the older reading, a static
+    batch of the row's concurrency running alone."""
     tensor, data = int(row["tp_size"]), int(row["attention_dp_size"] or 1)
     match = _CONCURRENCY.search(row["silicon_data_source"])
     running = int(match.group(1)) if match else int(row["batch_size"]) * data
@@ -110,7 +113,7 @@ def silicon_request(row: dict[str, str], engine: str | None = None) -> EstimateR
         {
             "model": row["model_path"],
             "workload": {
-                "batch_size": 1,
+                "batch_size": max(1, running) if static else 1,
                 "prompt_tokens": int(row["isl"]),
                 "output_tokens": int(row["osl"]),
             },
@@ -120,7 +123,10 @@ def silicon_request(row: dict[str, str], engine: str | None = None) -> EstimateR
                 "parallelism": parallelism,
             },
             "precision": {"weights": _PRECISIONS[row["precision"]]},
-            "serving": {"concurrent_sequences": max(1, running), "engine": engine},
+            "serving": {
+                "concurrent_sequences": None if static else max(1, running),
+                "engine": engine,
+            },
         }
     )
 

@@ -19,6 +19,7 @@ from service.core.cost_model_errors import CostModelError
 from service.core.dtypes import gemm_compute_key
 from service.core.estimate import estimate_request
 from service.core.memory import active_parameter_count
+from service.pricing.continuous_energy import static_reading
 from service.pricing.regressor.feature_spec import NODE_STATIC_FEATURES
 from service.pricing.regressor.features import (
     RAW_COLUMNS,
@@ -62,8 +63,11 @@ class TrainingRow:
 def training_row(
     m: EnergyMeasurement, inputs: RequestInputs, coefficients: CostModelCoefficients
 ) -> TrainingRow:
-    """Encode one measured row (raises CostModelError when the core cannot price it)."""
-    arch, workload, deployment = inputs.arch, inputs.workload, inputs.deployment
+    """Encode one measured row (raises CostModelError when the core cannot price it). The
+    regressor learns the static reading of the row (a batch of its running sequences,
+    continuous_energy.static_reading): the one the service corrects a continuous quote by."""
+    arch, deployment = inputs.arch, inputs.deployment
+    workload = static_reading(inputs.workload)
     estimate = estimate_request(arch, workload, deployment, coefficients, check_memory=False)
     features = request_features(arch, workload, deployment, coefficients)
     raw = [phase_raw(t) for t in (estimate.prefill.table, estimate.decode.table)]

@@ -327,11 +327,10 @@ def report_notes(fold_coefficients: str) -> list[str]:
         "weight size, as vLLM's block-FP8 fused-MoE kernel ran no faster than bf16 (vLLM PR "
         "#46642, issue #25540); `bench/results/cost_model_validation.md`.",
         "LLMCarbon-style and EcoLogits-style rows refit their one or two factors per fold.",
-        "Prompt lengths are task means (data README), not per-row values, except lm-arena-chat "
-        "(v3): 210 prefilled tokens instead of 690, as its multi-turn history is served from "
-        "vLLM's prefix cache (evidence from the rows' timings, not their energy: "
-        "`offline/fitting/energy_leaderboard.py`); ML.ENERGY rows are steady states of a "
-        "saturated server read as static batches.",
+        "Prompt lengths are the data README's task means, not per-row values; ML.ENERGY rows "
+        "are steady states of a saturated server, which the regressor learns in their static "
+        "reading (a batch of the running sequences, `continuous_energy.static_reading`): the "
+        "reading the service corrects a continuous quote by.",
         "Hyperparameters (width, learning rate, loss, patience) are those of energy-gnn "
         "2026.11.1, not tuned on held-out families; each member is early-stopped on whole "
         "models of its training fold. energy-gnn 2026.11.4 changes two things. (1) 10 "

@@ -217,7 +217,16 @@ def price_workloads(
         rows.capacity_bytes - rows.weight_bytes,
         limited=check_memory,
     )
-    mix = pass_mix(schedule.batch, prompt, cached, output, schedule.running, continuous)
+    mix = pass_mix(
+        schedule.batch,
+        prompt,
+        cached,
+        output,
+        schedule.running,
+        continuous,
+        rows.prefill_budget_tokens,
+        rows.data,
+    )
     terms = workload_terms(rows, mix, prompt, output, schedule.waves)
     arrays = phase_arrays(plans, terms)
     kernel_s = arrays.time_s.sum(axis=2)  # [2, N]
@@ -229,11 +238,13 @@ def price_workloads(
         rows, overhead_s, sequences_s * schedule.waves, wait_s * schedule.waves
     )
     phase_j = kernel_j + rows.idle_w * waiting * kernel_s * mix.share + overhead_j * mix.share
+    phase_s = kernel_s + overhead_s
+    phase_s[0] += mix.waiting * _mean_pass_s(phase_s, mix.steps)
     return WorkloadEstimates(
         plans=plans,
         sizes=values[:, :3],
         positions=tuple(positions),
-        phase_s=kernel_s + overhead_s,
+        phase_s=phase_s,
         phase_gpu_j=phase_j,
         overhead_s=overhead_s,
         kernel_s=kernel_s,
@@ -244,6 +255,14 @@ def price_workloads(
         decode_steps=schedule.waves * (output - 1.0),
         schedule=schedule,
     )
+
+
+def _mean_pass_s(phase_s: FloatArray, steps: FloatArray) -> FloatArray:
+    """[N] one mean pass of a continuous batch [s]: a decode step (the prefill passes' when
+    there is none, one output token). Static rows get a value never used (waiting is 0)."""
+    per_step = phase_s / np.maximum(steps, 1.0)
+    result: FloatArray = np.where(steps[1] > 0, per_step[1], per_step[0])
+    return result
 
 
 def _host_seconds(rows: ContextRows, mix: PassMix) -> tuple[FloatArray, FloatArray, FloatArray]:

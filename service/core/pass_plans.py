@@ -84,6 +84,8 @@ class ContextRows:
     kv_width: FloatArray
     kv_bytes: FloatArray
     state_bytes: FloatArray
+    prefill_budget_tokens: FloatArray
+    data: FloatArray
 
     @classmethod
     def of(cls, contexts: Sequence[PricingContext], context: IntArray) -> ContextRows:
@@ -133,6 +135,8 @@ def _context_values(
         s.kv_cache_width,
         s.kv_bytes,
         recurrent_state_bytes(arch, s) if recurrent else 0.0,
+        float(deployment.prefill_budget_tokens),
+        float(par.data),
     )
 
 

@@ -16,6 +16,19 @@ shared over the pass's tokens T = C (O - 1) / O + (C / O) N (N = prompt tokens c
 token of a pass, prompt or decode, carries an equal share of its shared weight reads and host
 time. The request's prefill is b N tokens of one pass (share b N / T), its decode b tokens of
 each of O - 1 passes (share b / T); per sequence that is O / C of one pass's energy.
+
+Time to first token (chunked prefill, as vLLM V1, SGLang and TensorRT-LLM schedule it): a pass
+carries at most B tokens (the engine's token budget per step, `Deployment.prefill_budget_tokens`),
+the running sequences' decode tokens D = C (O - 1) / O first, prompt chunks in what is left,
+b_p = B - D. The request's b N prompt tokens therefore take n = ceil(b N / b_p) passes, each
+carrying its chunk b N / n and, as far as the budget allows, the C / O prompts that arrive per
+pass on average (arrivals do not wait for the request's): these n passes are the prefill phase
+(their energy shared as above, per token). Before its first chunk the
+request waits for the pass in progress (half a pass on average) and for the prompts queued
+ahead: prompts arrive at C / O per pass, each taking N / b_p passes of the budget, a
+deterministic server at load rho = (C N / O) / b_p, whose mean wait is
+rho / (2 (1 - rho)) x N / b_p passes (M/D/1; rho capped at RHO_MAX). Those waiting passes are
+other sequences' work: they add time to first token, not energy.
 """
 
 from __future__ import annotations
@@ -27,6 +40,9 @@ import numpy.typing as npt
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
+RHO_MAX = 0.9
+"""Highest prefill load priced (its wait is 4.5 prompts' prefill): beyond it the budget cannot
+keep up with the arrivals and the queue grows until fewer sequences run than asked."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +59,8 @@ class PassMix:
         running: sequences in every pass ([N]; host time per sequence).
         new_tokens: prompt tokens computed per sequence ([N]; prompt minus cache hits).
         continuous: [N] whether the workload runs in a continuous batch.
+        waiting: [N] mean passes of other sequences' work before the request's first chunk
+            (0 in a static batch) [passes].
     """
 
     prefilling: FloatArray
@@ -53,6 +71,7 @@ class PassMix:
     running: FloatArray
     new_tokens: FloatArray
     continuous: BoolArray
+    waiting: FloatArray
 
 
 def computed_prompt_tokens(prompt: FloatArray, cached: FloatArray) -> FloatArray:
@@ -69,33 +88,47 @@ def pass_mix(
     output: FloatArray,
     running: FloatArray,
     continuous: BoolArray,
+    budget: float | FloatArray = np.inf,
+    replicas: float | FloatArray = 1,
 ) -> PassMix:
     """The passes of workloads of `batch` sequences each (per wave), `running` sequences in a
-    continuous batch where `continuous` (else ignored) [N each]."""
+    continuous batch where `continuous` (else ignored), at most `budget` tokens per pass of
+    each of `replicas` attention-data-parallel schedulers (each runs 1 / replicas of the
+    sequences; the request's prompt is one replica's) [N each]."""
     new = computed_prompt_tokens(prompt, cached)
     decode_steps = output - 1.0
     prefilling = np.empty((2, batch.shape[0]))
     decoding = np.empty_like(prefilling)
     share = np.ones_like(prefilling)
-    # Continuous: C / O prompts and C (O - 1) / O decode tokens in every pass.
+    # Continuous: C / O prompts and C (O - 1) / O decode tokens in every pass; the request's
+    # prompt in n passes of the budget left beside the decode tokens.
+    running = np.where(continuous, running, batch)  # static: unused, kept finite
     arriving = running / output
     advancing = running * decode_steps / output
-    prefilling[0] = np.where(continuous, arriving, batch)
+    left = np.maximum(budget - advancing / replicas, 1.0)
+    chunks = np.maximum(np.ceil(batch * new / left), 1.0)
+    own = batch / chunks
+    carried = np.minimum(own + arriving, np.maximum(left / new, own))
+    prefilling[0] = np.where(continuous, carried, batch)
     prefilling[1] = np.where(continuous, arriving, 0.0)
     decoding[0] = np.where(continuous, advancing, 0.0)
     decoding[1] = np.where(continuous, advancing, batch)
-    tokens = advancing + arriving * new
-    share[0] = np.where(continuous, batch * new / tokens, 1.0)
-    share[1] = np.where(continuous, batch / tokens, 1.0)
+    first = advancing + carried * new
+    share[0] = np.where(continuous, batch * new / (chunks * first), 1.0)
+    share[1] = np.where(continuous, batch / (advancing + arriving * new), 1.0)
     steps = np.empty_like(prefilling)
-    steps[0], steps[1] = 1.0, decode_steps
+    steps[0] = np.where(continuous, chunks, 1.0)
+    steps[1] = decode_steps
+    load = np.minimum(arriving / replicas * new / left, RHO_MAX)
+    queued = load / (2.0 * (1.0 - load)) * new / left
     return PassMix(
         prefilling=prefilling,
         decoding=decoding,
         mean_context=prompt + output / 2.0,
         steps=steps,
         share=share,
-        running=np.where(continuous, running, batch),
+        running=running,
         new_tokens=new,
         continuous=continuous,
+        waiting=np.where(continuous, 0.5 + queued, 0.0),
     )

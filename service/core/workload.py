@@ -75,7 +75,9 @@ class Deployment:
 
     `unfused_norms`: the engine runs the model's norms as separate PyTorch ops (16-bit to fp32
     cast, square, mean, scale, weight, cast back) instead of one fused kernel, each op a pass
-    over the activations in memory (`counts.norm_work_of`).
+    over the activations in memory (`counts.norm_work_of`). `prefill_budget_tokens`: the most
+    tokens the engine puts in one forward pass of a continuous batch, decode tokens and prompt
+    chunks together (`engines.prefill_budget_tokens`; service.core.steady_state).
     """
 
     gpu: GpuSpec
@@ -83,6 +85,7 @@ class Deployment:
     precision: Precision
     flash_attention: bool = True
     unfused_norms: bool = False
+    prefill_budget_tokens: int = 8192
 
     @property
     def gpu_count(self) -> int:

@@ -12,6 +12,7 @@ from service.catalog.gpu_spec import gpu_from_spec
 from service.catalog.gpus import GpuCatalog, GpuRecord, UnknownGpu
 from service.catalog.hf_config import read_config
 from service.catalog.models import ModelCatalog, UnknownModel
+from service.catalog.prefill_budget import prefill_budget_tokens
 from service.catalog.regions import RegionCatalog, RegionRecord, UnknownRegion
 from service.catalog.registered import RegisteredArchitecture
 from service.catalog.servers import ServerCatalog, load_server_catalog
@@ -199,6 +200,7 @@ def resolve_request(
         precision=precision,
         flash_attention=flash_attention,
         unfused_norms=unfused_norms(architecture, engine),
+        prefill_budget_tokens=prefill_budget_tokens(engine, architecture, gpu.spec),
     )
     return ResolvedRequest(
         model_id,

@@ -31,6 +31,26 @@ def test_one_request_joining_511_running_sequences_is_quoted(client: TestClient)
     )
 
 
+def test_the_measured_ml_energy_row_is_quoted_under_each_engine(client: TestClient) -> None:
+    # ML.ENERGY v3's Llama-3.1-8B row on one H100 (vLLM 0.11, bf16): one request joining 511
+    # running sequences of 690 + 397 tokens. Each holds 690 + 396 / 2 = 888 tokens on average,
+    # 131,072 B per token: 511 x 888 x 131,072 B = 55.4 GiB of KV cache beside 15 GiB of
+    # weights, within the 80 GB: quoted (the static batch needed 82.8 GiB and was refused).
+    for engine in ("vllm-v1", "vllm", "sglang", "trtllm"):
+        payload = {
+            **body(),
+            "precision": {"weights": "bf16"},
+            "serving": {"concurrent_sequences": 511, "engine": engine},
+        }
+        response = client.post("/v1/estimate", json=payload)
+        assert response.status_code == 200, (engine, response.text)
+        quote = response.json()
+        assert not any("KV cache" in w for w in quote["warnings"]), quote["warnings"]
+        # Its first token waits for the pass in progress, then the pass carrying its prompt.
+        latency = quote["latency"]
+        assert latency["prefill_s"] > 1.5 * latency["time_per_output_token_s"]
+
+
 def test_a_static_batch_that_does_not_fit_at_once_is_quoted_with_a_warning(
     client: TestClient,
 ) -> None:

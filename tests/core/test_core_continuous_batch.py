@@ -2,14 +2,19 @@
 
 Hand-worked on ONE_LAYER_DENSE (GEMMs: 33,554,432 FLOPs per token; KV: 4,096 B per key) for
 one sequence of 100 prompt and 5 output tokens among C = 10: each sequence lives O = 5 passes,
-so a pass computes C / O = 2 prompts (200 tokens) and advances C (O - 1) / O = 8 sequences,
-T = 208 tokens. The decoding sequences' contexts average 100 + 5 / 2 = 102.5 keys, so a pass
-reads 2 x 100 + 8 x 102.5 = 1,020 keys. The request's share: its 100 prompt tokens of the
-prefill pass (100 / 208), its one token of each of 4 decode passes (1 / 208).
+so a mean pass computes C / O = 2 prompts (200 tokens) and advances C (O - 1) / O = 8
+sequences, T = 208 tokens; the decoding sequences' contexts average 100 + 5 / 2 = 102.5 keys, so
+it reads 2 x 100 + 8 x 102.5 = 1,020 keys. The pass that computes the request's prompt (budget
+8,192 tokens, 8,184 left beside the 8 decode tokens: one chunk) carries it and the 2 prompts
+that arrive per pass on average: 308 tokens, 3 x 100 + 8 x 102.5 = 1,120 keys. The request's
+share: its 100 prompt tokens of that pass (100 / 308), its one token of each of 4 decode passes
+(1 / 208). Before it, it waits half a pass and the prompts queued ahead: load 200 / 8,184,
+0.024438 / (2 x 0.975562) x 100 / 8,184 = 1.5305e-4 passes.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import numpy as np
@@ -46,11 +51,15 @@ def test_pass_mix_by_hand() -> None:
     one = np.array([1.0])
     mix = pass_mix(one, np.array([100.0]), np.array([0.0]), np.array([5.0]), np.array([10.0]),
                    np.array([True]))  # fmt: skip
-    assert_allclose(mix.prefilling[:, 0], [2.0, 2.0])
+    assert_allclose(mix.waiting, [0.5])  # no budget: no queue, half a pass
+    mix = pass_mix(one, np.array([100.0]), np.array([0.0]), np.array([5.0]), np.array([10.0]),
+                   np.array([True]), 8192.0)  # fmt: skip
+    assert_allclose(mix.prefilling[:, 0], [3.0, 2.0])
     assert_allclose(mix.decoding[:, 0], [8.0, 8.0])
-    assert_allclose(mix.share[:, 0], [100 / 208, 1 / 208])
+    assert_allclose(mix.share[:, 0], [100 / 308, 1 / 208])
     assert_allclose(mix.mean_context, [102.5])
     assert_allclose(mix.steps[:, 0], [1.0, 4.0])
+    assert_allclose(mix.waiting, [0.5 + 1.5305e-4], rtol=1e-4)
 
 
 def test_the_request_is_attributed_its_own_tokens_gemm_work() -> None:
@@ -65,21 +74,53 @@ def test_kv_reads_follow_the_mixed_contexts_of_the_pass() -> None:
     result = running(1, 100, 5, 10)
     prefill = column_sum(result.prefill, "kv_cache_read_bytes")
     decode = column_sum(result.decode, "kv_cache_read_bytes")
-    assert prefill == pytest.approx(1020 * KV_BYTES_PER_KEY * 100 / 208, rel=1e-12)
+    assert prefill == pytest.approx(1120 * KV_BYTES_PER_KEY * 100 / 308, rel=1e-12)
     assert decode == pytest.approx(4 * 1020 * KV_BYTES_PER_KEY / 208, rel=1e-12)
     # The same sequence alone reads its own context, 101 + 102 + 103 + 104 keys.
     alone = running(1, 100, 5, None)
     assert column_sum(alone.decode, "kv_cache_read_bytes") == 410 * KV_BYTES_PER_KEY
 
 
-def test_every_pass_is_the_same_mean_pass() -> None:
-    # Time to first token and time per output token are one pass; energy per token of it is
-    # the same in both phases: decode / prefill energy = 4 tokens / 100 tokens.
+def test_time_to_first_token_is_the_wait_then_the_pass_with_the_prompt() -> None:
+    # prefill_s = the pass carrying the prompt (its kernels and host time) + (0.5 + 1.5305e-4)
+    # mean passes of waiting, which cost the request no energy.
     result = running(1, 100, 5, 10)
     assert result.decode.steps == 4
-    assert_allclose(result.time_per_output_token_s, result.prefill.time_s, rtol=1e-12)
-    assert_allclose(result.decode.gpu_j / result.prefill.gpu_j, 4 / 100, rtol=1e-12)
-    assert_allclose(result.total_s, 5 * result.prefill.time_s, rtol=1e-12)
+    tpot = result.time_per_output_token_s
+    own_pass = result.prefill.table.kernel_time_s + result.prefill.overhead_s
+    assert_allclose(result.prefill.time_s, own_pass + (0.5 + 1.5305e-4) * tpot, rtol=1e-6)
+    assert own_pass > tpot  # 308 tokens and 1,120 keys against a mean pass's 208 and 1,020
+    assert_allclose(result.total_s, result.prefill.time_s + 4 * tpot, rtol=1e-12)
+
+
+def test_a_prompt_longer_than_the_budget_left_is_chunked_and_queued() -> None:
+    # Budget 58 tokens: 50 left beside the 8 decode tokens, so the 100-token prompt takes 2
+    # passes of one 50-token chunk each (no room for others': 58 tokens each, share 100 / 116).
+    # The arrivals' load 200 / 50 = 4 is capped at 0.9: 0.9 / 0.2 x 100 / 50 = 9 passes queued.
+    one = np.array([1.0])
+    mix = pass_mix(one, np.array([100.0]), np.array([0.0]), np.array([5.0]), np.array([10.0]),
+                   np.array([True]), 58.0)  # fmt: skip
+    assert_allclose(mix.prefilling[0], [0.5])
+    assert_allclose(mix.steps[:, 0], [2.0, 4.0])
+    assert_allclose(mix.share[:, 0], [100 / 116, 1 / 208])
+    assert_allclose(mix.waiting, [9.5])
+    # Budget 408: 400 left, one chunk with both arrivals (3 x 100 <= 400); load 200 / 400 = 0.5:
+    # 0.5 / 1.0 x 100 / 400 = 0.125 passes queued.
+    mix = pass_mix(one, np.array([100.0]), np.array([0.0]), np.array([5.0]), np.array([10.0]),
+                   np.array([True]), 408.0)  # fmt: skip
+    assert_allclose(mix.prefilling[0], [3.0])
+    assert_allclose(mix.waiting, [0.625])
+
+
+def test_a_chunked_prompt_is_attributed_its_own_gemm_work_and_waits_longer() -> None:
+    chunked = dataclasses.replace(H100, prefill_budget_tokens=58)
+    workload = Workload(1, 100, 5, concurrent_sequences=10)
+    result = estimate_request(ONE_LAYER_DENSE, workload, chunked, IDEAL)
+    prefill = column_sum(result.prefill, "tensor_flops", LAYER_GEMMS)
+    assert prefill == pytest.approx(100 * FLOPS_PER_TOKEN, rel=1e-12)  # 2 x 58 x 100 / 116
+    whole = running(1, 100, 5, 10)
+    assert result.prefill.time_s > whole.prefill.time_s
+    assert_allclose(result.time_per_output_token_s, whole.time_per_output_token_s, rtol=1e-12)
 
 
 def test_kv_occupancy_follows_the_mean_context_not_the_full_one() -> None:
@@ -105,17 +146,23 @@ def test_per_sequence_energy_falls_as_the_batch_grows_and_time_per_token_does_no
 
 
 def test_a_request_with_more_sequences_pays_for_each() -> None:
+    # Decode: 4 tokens of each mean pass instead of 1. Prefill: its 4 prompts share one pass
+    # with the 2 arrivals (608 tokens), whose weight reads are spread over more tokens.
     one = running(1, 100, 5, 10)
     four = running(4, 100, 5, 10)
-    assert_allclose(four.gpu_j, 4 * one.gpu_j, rtol=1e-12)
+    assert_allclose(four.decode.gpu_j, 4 * one.decode.gpu_j, rtol=1e-12)
+    prefill = column_sum(four.prefill, "tensor_flops", LAYER_GEMMS)
+    assert prefill == pytest.approx(400 * FLOPS_PER_TOKEN, rel=1e-12)
+    assert 3 * one.prefill.gpu_j < four.prefill.gpu_j < 4 * one.prefill.gpu_j
     assert_allclose(four.time_per_output_token_s, one.time_per_output_token_s, rtol=1e-12)
 
 
 def test_sliding_window_layers_read_at_most_the_window_in_a_continuous_pass() -> None:
     # Two layers (one sliding, window 32), 2 KV heads of 128: 1,024 B of K and V per key.
-    # The pass of the module docstring (2 prompts of 100, 8 decoding sequences at contexts
-    # 101 ... 104) reads in its sliding layer 2 x 100 + 8 x min(c, 32) = 456 keys and scores
-    # 2 x (32 x 33 / 2 + 68 x 32) + 8 x 32 = 5,664 pairs per head.
+    # The mean pass of the module docstring (2 prompts of 100, 8 decoding sequences at
+    # contexts 101 ... 104) reads in its sliding layer 2 x 100 + 8 x min(c, 32) = 456 keys;
+    # the pass with the request's prompt (3 prompts) reads 3 x 100 + 8 x 32 = 556 keys and
+    # scores 3 x (32 x 33 / 2 + 68 x 32) + 8 x 32 = 8,368 pairs per head.
     arch = ModelArchitecture(
         hidden_size=512,
         num_layers=2,
@@ -132,7 +179,7 @@ def test_sliding_window_layers_read_at_most_the_window_in_a_continuous_pass() ->
     sliding = {"attention_sliding"}
     prefill_reads = column_sum(result.prefill, "kv_cache_read_bytes", sliding)
     decode_reads = column_sum(result.decode, "kv_cache_read_bytes", sliding)
-    assert prefill_reads == pytest.approx(456 * 1024 * 100 / 208, rel=1e-12)
+    assert prefill_reads == pytest.approx(556 * 1024 * 100 / 308, rel=1e-12)
     assert decode_reads == pytest.approx(4 * 456 * 1024 / 208, rel=1e-12)
     flops = column_sum(result.prefill, "tensor_flops", sliding)
-    assert flops == pytest.approx(5664 * 2 * 4 * 256 * 100 / 208, rel=1e-12)
+    assert flops == pytest.approx(8368 * 2 * 4 * 256 * 100 / 308, rel=1e-12)

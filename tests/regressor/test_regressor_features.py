@@ -11,6 +11,7 @@ from offline.training.dataset import training_row
 from service.catalog import load_engine_coefficients
 from service.core.estimate import estimate_request, estimate_workloads
 from service.core.workload import Workload
+from service.pricing.continuous_energy import static_reading
 from service.pricing.regressor.feature_spec import (
     GLOBAL_FEATURES,
     NODE_PHASE_FEATURES,
@@ -28,12 +29,14 @@ def test_training_and_serving_encode_a_request_identically(m: EnergyMeasurement)
     inputs = request_inputs(m)
     coefficients = load_engine_coefficients()[inputs.engine]
     trained_on = training_row(m, inputs, coefficients).features
-    # Serving: the estimator encodes a request from the estimates of its group (here, alone).
+    # Serving: the estimator encodes a request from the estimates of its group (here, alone);
+    # a continuous one (as the rows are mapped) by its static reading, as training does.
+    workload = static_reading(inputs.workload)
     estimates, _ = estimate_workloads(
-        inputs.arch, [inputs.workload], inputs.deployment, coefficients, check_memory=False
+        inputs.arch, [workload], inputs.deployment, coefficients, check_memory=False
     )
     served = workload_features(estimates).item(0)
-    recomputed = request_features(inputs.arch, inputs.workload, inputs.deployment, coefficients)
+    recomputed = request_features(inputs.arch, workload, inputs.deployment, coefficients)
     for other in (served, recomputed):
         for name in ("node_x", "adjacency", "global_x", "log_analytical_j"):
             np.testing.assert_array_equal(getattr(trained_on, name), getattr(other, name))
@@ -63,7 +66,7 @@ def test_features_have_the_spec_shapes_and_are_finite(m: EnergyMeasurement) -> N
 def test_more_output_tokens_means_more_analytical_decode_energy() -> None:
     inputs = request_inputs(ROWS[0])
     coefficients = load_engine_coefficients()[inputs.engine]
-    w = inputs.workload
+    w = static_reading(inputs.workload)  # the reading the regressor encodes
     short = request_features(inputs.arch, w, inputs.deployment, coefficients)
     longer = Workload(w.batch_size, w.prompt_tokens, 2 * w.output_tokens)
     long = request_features(inputs.arch, longer, inputs.deployment, coefficients)
