@@ -187,7 +187,8 @@ class RateLimiter:
             if allowed:
                 window[1] += 1
             count, started = int(window[1]), window[0]
-        reset_s = max(1, math.ceil(started + policy.window_s - now))
+        # The window's age first: started + window_s - now can round up past window_s.
+        reset_s = max(1, math.ceil(policy.window_s - (now - started)))
         return Decision(policy, allowed, max(0, policy.quota - count), reset_s)
 
     def _prune(self, now: float) -> None:
