@@ -1,15 +1,13 @@
-"""Pure ASGI middleware: the request body read whole and bounded, and Prometheus request metrics."""
+"""Pure ASGI middleware: the request body read whole and bounded."""
 
 from __future__ import annotations
 
 import asyncio
-import time
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.api.problems import http_problem, problem_response
 from service.errors import MalformedBody
-from service.metrics import Metrics
 
 
 class BodyReadMiddleware:
@@ -84,32 +82,3 @@ def _utf8_text(body: bytes) -> bool:
     except UnicodeDecodeError:
         return False
     return True
-
-
-class MetricsMiddleware:
-    """Count and time every request by route template (not raw path) and status."""
-
-    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
-        self.app = app
-        self.metrics = metrics
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        status = 500
-        started = time.perf_counter()
-
-        async def send_with_status(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = int(message["status"])
-            await send(message)
-
-        try:
-            await self.app(scope, receive, send_with_status)
-        finally:
-            route = getattr(scope.get("route"), "path", "unmatched")
-            self.metrics.observe_request(
-                route, scope["method"], status, time.perf_counter() - started
-            )
