@@ -11,14 +11,13 @@ from contextlib import asynccontextmanager
 import anyio.to_thread
 from fastapi import FastAPI
 from sqlalchemy.exc import OperationalError
-from starlette.middleware.gzip import GZipMiddleware
 
 from service.api.admission import AdmissionMiddleware
 from service.api.client_caps import ClientCapsMiddleware
 from service.api.deps import AppServices
 from service.api.keys import KeyStore
 from service.api.load_shedding import LoadSheddingMiddleware
-from service.api.middleware import BodyReadMiddleware
+from service.api.middleware import BodyReadMiddleware, LargeAnswerGZipMiddleware
 from service.api.openapi import QuotesAPI, operation_id
 from service.api.problems import install_problem_handlers
 from service.api.rate_limit import install_rate_limits, share_rate_limits
@@ -221,7 +220,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         )
     app.add_middleware(AdmissionMiddleware)
     if settings.gzip_min_bytes > 0:  # level 1: most of the saving at a fraction of the CPU
-        app.add_middleware(GZipMiddleware, minimum_size=settings.gzip_min_bytes, compresslevel=1)
+        app.add_middleware(
+            LargeAnswerGZipMiddleware, minimum_size=settings.gzip_min_bytes, compresslevel=1
+        )
     install_rate_limits(app, settings)
     # Outermost: every log line of a request has its id, and its latency covers the rest.
     app.add_middleware(RequestRecordMiddleware, metrics=app.state.metrics)
