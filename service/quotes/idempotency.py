@@ -11,7 +11,6 @@ from typing import Any
 
 from service.errors import Conflict
 
-
 # json.dumps with these options would build this encoder anew for every fingerprint.
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)
 
