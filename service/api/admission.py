@@ -44,7 +44,7 @@ class RouteScopes:
             match, _ = route.matches(scope)
             if match == Match.FULL:
                 required = None if access == PUBLIC else access
-                if "{" not in route.path:
+                if route.path is not None and "{" not in route.path:
                     self._static[key] = required
                 return required
         return None
