@@ -2,7 +2,7 @@
 
 `configure_logging` sends the root logger and uvicorn's own loggers (start-up, errors, access
 lines) through one handler, so an operator's log pipeline parses every line the same way.
-`request_id` holds the id of the request being served (service.api.request_id sets it); a line
+`request_id` holds the id of the request being served (service.api.request_record sets it); a line
 logged outside a request carries null.
 """
 

@@ -11,18 +11,17 @@ from contextlib import asynccontextmanager
 import anyio.to_thread
 from fastapi import FastAPI
 from sqlalchemy.exc import OperationalError
-from starlette.middleware.gzip import GZipMiddleware
 
 from service.api.admission import AdmissionMiddleware
 from service.api.client_caps import ClientCapsMiddleware
 from service.api.deps import AppServices
 from service.api.keys import KeyStore
 from service.api.load_shedding import LoadSheddingMiddleware
-from service.api.middleware import BodyReadMiddleware, MetricsMiddleware
+from service.api.middleware import BodyReadMiddleware, LargeAnswerGZipMiddleware
 from service.api.openapi import QuotesAPI, operation_id
 from service.api.problems import install_problem_handlers
 from service.api.rate_limit import install_rate_limits, share_rate_limits
-from service.api.request_id import RequestIdMiddleware
+from service.api.request_record import RequestRecordMiddleware
 from service.api.routes import (
     calibrations,
     catalog,
@@ -196,9 +195,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         )
     app.state.metrics = Metrics()
     install_problem_handlers(app)
-    # Outermost last. A request meets, in turn: the metrics, the caller's key and scope (from
-    # its headers), its client's and key's caps on requests in flight, its body read whole
-    # within a deadline, and only then a shedding slot, so that neither a client without a key
+    # Outermost last. A request meets, in turn: its record (id, metrics), the caller's key and
+    # scope (from its headers), its client's and key's caps on requests in flight, its body read
+    # whole within a deadline, and only then a shedding slot, so that neither a client without a key
     # nor one that stalls mid-body holds a slot, and no one client holds them all.
     if settings.shed_max_concurrent > 0:  # inside the metrics: shed requests are counted
         app.add_middleware(
@@ -223,11 +222,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             trusted_proxies=settings.client_trusted_proxies,
         )
     app.add_middleware(AdmissionMiddleware)
-    app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
     if settings.gzip_min_bytes > 0:  # level 1: most of the saving at a fraction of the CPU
-        app.add_middleware(GZipMiddleware, minimum_size=settings.gzip_min_bytes, compresslevel=1)
+        app.add_middleware(
+            LargeAnswerGZipMiddleware, minimum_size=settings.gzip_min_bytes, compresslevel=1
+        )
     install_rate_limits(app, settings)
-    app.add_middleware(RequestIdMiddleware)  # outermost: every log line of a request has its id
+    # Outermost: every log line of a request has its id, and its latency covers the rest.
+    app.add_middleware(RequestRecordMiddleware, metrics=app.state.metrics)
     install_tracing(app, settings)
     for module in (estimate, quotes, calibrations, catalog, gpus, models, health, probes, docs):
         app.include_router(module.router)

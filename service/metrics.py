@@ -110,6 +110,9 @@ class Metrics:
         # are bounded: route templates x methods x status codes; tenants x catalogue models
         # x GPUs; tenants x outcomes, problem types and calibrations.
         self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
+        # The children one request or one priced group touches together, found with one look-up.
+        self._request_children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
+        self._quote_children: dict[tuple[str, str, str], tuple[Any, ...]] = {}
 
     def _child(self, metric: Counter | Histogram, *labels: str) -> Any:
         """`metric`'s child for `labels` (in the metric's label order), made once."""
@@ -121,18 +124,33 @@ class Metrics:
 
     def observe_request(self, route: str, method: str, status: int, seconds: float) -> None:
         """Count one HTTP request and its latency [s]."""
-        labels = (route, method, str(status))
-        self._child(self.requests, *labels).inc()
-        self._child(self.latency, *labels).observe(seconds)
+        key = (route, method, status)
+        children = self._request_children.get(key)
+        if children is None:
+            labels = (route, method, str(status))
+            children = self._request_children[key] = (
+                self._child(self.requests, *labels),
+                self._child(self.latency, *labels),
+            )
+        children[0].inc()
+        children[1].observe(seconds)
 
     def count_quotes(
         self, tenant: str, model: str, gpu: str, count: int, gpu_j: float, co2e_g: float
     ) -> None:
         """Count `count` requests of `tenant` priced for `model` on `gpu`, quoting `gpu_j` [J]
         and `co2e_g` [g] in all."""
-        self._child(self.estimates, tenant, model, gpu).inc(count)
-        self._child(self.quoted_gpu_j, tenant, model, gpu).inc(gpu_j)
-        self._child(self.quoted_co2e_g, tenant, model, gpu).inc(co2e_g)
+        key = (tenant, model, gpu)
+        children = self._quote_children.get(key)
+        if children is None:
+            children = self._quote_children[key] = tuple(
+                self._child(metric, *key)
+                for metric in (self.estimates, self.quoted_gpu_j, self.quoted_co2e_g)
+            )
+        estimates, quoted_gpu_j, quoted_co2e_g = children
+        estimates.inc(count)
+        quoted_gpu_j.inc(gpu_j)
+        quoted_co2e_g.inc(co2e_g)
 
     def count_calibrated(self, tenant: str, calibration_id: str | None, count: int) -> None:
         """Count `count` requests of `tenant` priced under `calibration_id` (None: none)."""

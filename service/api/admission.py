@@ -27,14 +27,26 @@ class RouteScopes:
         self._routes: list[tuple[RouteContext, str | None]] = [
             (route, route_access(app, route)) for route in app_routes(app)
         ]
+        # (method, root path, path) -> scope, for requests that matched a route without path
+        # parameters: as many keys as such routes and their methods, and the estimate's among
+        # them, which would otherwise be matched against every route before the router does.
+        self._static: dict[tuple[str, str, str], str | None] = {}
 
     def required(self, scope: Scope) -> str | None:
         """The scope the request's route requires; None for a public route or no route (the
         app answers those: a catalogue, a 404 or a 405)."""
+        key = (scope["method"], scope.get("root_path", ""), scope["path"])
+        try:
+            return self._static[key]
+        except KeyError:
+            pass
         for route, access in self._routes:
             match, _ = route.matches(scope)
             if match == Match.FULL:
-                return None if access == PUBLIC else access
+                required = None if access == PUBLIC else access
+                if route.path is not None and "{" not in route.path:
+                    self._static[key] = required
+                return required
         return None
 
 

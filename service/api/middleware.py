@@ -1,15 +1,15 @@
-"""Pure ASGI middleware: the request body read whole and bounded, and Prometheus request metrics."""
+"""Pure ASGI middleware: the request body read whole and bounded; large answers gzipped."""
 
 from __future__ import annotations
 
 import asyncio
-import time
 
+from starlette.datastructures import Headers
+from starlette.middleware.gzip import GZipMiddleware, GZipResponder, IdentityResponder
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.api.problems import http_problem, problem_response
 from service.errors import MalformedBody
-from service.metrics import Metrics
 
 
 class BodyReadMiddleware:
@@ -86,30 +86,56 @@ def _utf8_text(body: bytes) -> bool:
     return True
 
 
-class MetricsMiddleware:
-    """Count and time every request by route template (not raw path) and status."""
+class LargeAnswerGZipMiddleware(GZipMiddleware):
+    """Starlette's GZipMiddleware, consulted only for answers that may reach its minimum size.
 
-    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
-        self.app = app
-        self.metrics = metrics
+    GZip leaves an answer smaller than `minimum_size` as it is, but parses the request's and the
+    answer's headers to find that out; a single quote (a few KB, under the minimum) is most of
+    what the service answers. So an answer that declares a Content-Length below the minimum is
+    passed on at once, and any other (larger, or streamed) goes through Starlette's own
+    responder, chosen as GZipMiddleware chooses it: gzip when the client accepts it."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        status = 500
-        started = time.perf_counter()
+        forward: Send | None = None
 
-        async def send_with_status(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = int(message["status"])
-            await send(message)
+        async def send_small_as_is(message: Message) -> None:
+            nonlocal forward
+            if forward is None:  # the answer's start: decide for the whole answer
+                if message["type"] == "http.response.start" and _declared_below(
+                    message, self.minimum_size
+                ):
+                    forward = send
+                else:
+                    forward = self._responder(scope, send)
+            await forward(message)
 
-        try:
-            await self.app(scope, receive, send_with_status)
-        finally:
-            route = getattr(scope.get("route"), "path", "unmatched")
-            self.metrics.observe_request(
-                route, scope["method"], status, time.perf_counter() - started
+        await self.app(scope, receive, send_small_as_is)
+
+    def _responder(self, scope: Scope, send: Send) -> Send:
+        """What GZipMiddleware would send the answer through (its responder, on `send`)."""
+        responder: IdentityResponder
+        if "gzip" in Headers(scope=scope).get("Accept-Encoding", ""):
+            responder = GZipResponder(
+                self.app,
+                self.minimum_size,
+                compresslevel=self.compresslevel,
+                thread_minimum_size=self.thread_minimum_size,
+                exclude_content_types=self.exclude_content_types,
             )
+        else:
+            responder = IdentityResponder(
+                self.app, self.minimum_size, exclude_content_types=self.exclude_content_types
+            )
+        responder.send = send
+        return responder.send_with_compression
+
+
+def _declared_below(start: Message, size: int) -> bool:
+    """Whether the answer starting with `start` declares a Content-Length below `size`."""
+    for name, value in start.get("headers", ()):
+        if name == b"content-length":
+            return value.isdigit() and int(value) < size
+    return False

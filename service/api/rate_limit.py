@@ -33,7 +33,6 @@ from dataclasses import dataclass
 from fastapi import FastAPI
 from sqlalchemy import make_url
 from sqlalchemy.exc import SQLAlchemyError
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.api.rate_limit_leases import LeasedWindows
 from service.config import Settings
@@ -76,12 +75,13 @@ class Decision:
             headers={"Retry-After": str(self.reset_s)},
         )
 
-    def headers(self) -> dict[str, str]:
-        name = self.policy.name
-        return {
-            "RateLimit-Policy": f'"{name}";q={self.policy.quota};w={self.policy.window_s}',
-            "RateLimit": f'"{name}";r={self.remaining};t={self.reset_s}',
-        }
+    def raw_headers(self) -> list[tuple[bytes, bytes]]:
+        """The `RateLimit-Policy` and `RateLimit` headers, as ASGI writes them."""
+        name, policy = self.policy.name, self.policy
+        return [
+            (b"ratelimit-policy", f'"{name}";q={policy.quota};w={policy.window_s}'.encode()),
+            (b"ratelimit", f'"{name}";r={self.remaining};t={self.reset_s}'.encode()),
+        ]
 
 
 class LeaseNeeded:
@@ -187,7 +187,8 @@ class RateLimiter:
             if allowed:
                 window[1] += 1
             count, started = int(window[1]), window[0]
-        reset_s = max(1, math.ceil(started + policy.window_s - now))
+        # The window's age first: started + window_s - now can round up past window_s.
+        reset_s = max(1, math.ceil(policy.window_s - (now - started)))
         return Decision(policy, allowed, max(0, policy.quota - count), reset_s)
 
     def _prune(self, now: float) -> None:
@@ -198,31 +199,6 @@ class RateLimiter:
             del self._windows[k]
         if len(self._windows) >= self.prune_above:  # all live: grow rather than thrash
             self.prune_above *= 2
-
-
-class RateLimitHeadersMiddleware:
-    """Adds the request's `RateLimit-Policy` and `RateLimit` headers to its response, errors
-    included: the route's scope dependency leaves its Decision in the request state."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-
-        async def send_with_headers(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                decision = scope.get("state", {}).get(STATE_KEY)
-                if isinstance(decision, Decision):
-                    headers = list(message.get("headers", []))
-                    for name, value in decision.headers().items():
-                        headers.append((name.lower().encode(), value.encode()))
-                    message = {**message, "headers": headers}
-            await send(message)
-
-        await self.app(scope, receive, send_with_headers)
 
 
 def build_rate_limiter(settings: Settings) -> RateLimiter:
@@ -236,9 +212,9 @@ def build_rate_limiter(settings: Settings) -> RateLimiter:
 
 
 def install_rate_limits(app: FastAPI, settings: Settings) -> None:
-    """The app's limiter (read by the scope dependency) and the middleware writing its headers."""
+    """The app's limiter, read by the caller's admission (its headers are written by
+    service/api/request_record.py)."""
     app.state.rate_limiter = build_rate_limiter(settings)
-    app.add_middleware(RateLimitHeadersMiddleware)
 
 
 def share_rate_limits(

@@ -11,11 +11,13 @@ from typing import Any
 
 from service.errors import Conflict
 
+# json.dumps with these options would build this encoder anew for every fingerprint.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)
+
 
 def fingerprint(payload: Any) -> str:
     """SHA-256 of `payload` as canonical JSON (sorted keys, no spaces)."""
-    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return hashlib.sha256(_CANONICAL.encode(payload).encode("utf-8")).hexdigest()
 
 
 class InFlightGuard:

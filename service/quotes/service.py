@@ -81,6 +81,10 @@ ADDED_FIELD_DEFAULTS = (
 )
 
 
+_ADDED_FIELD_PATHS = tuple(
+    (tuple(parent.split(".")), name, default) for parent, name, default in ADDED_FIELD_DEFAULTS
+)
+
 INLINE_GPU_LABEL = "hardware.spec"
 """The metrics' GPU label of quotes on a GPU described inline (its id is the caller's)."""
 
@@ -88,9 +92,9 @@ INLINE_GPU_LABEL = "hardware.spec"
 def request_json(request: EstimateRequest, *, exclude_none: bool = False) -> dict[str, Any]:
     """The request as JSON-ready data, without the added fields left at their defaults."""
     data = request.model_dump(mode="json", exclude_none=exclude_none)
-    for parent, name, default in ADDED_FIELD_DEFAULTS:
+    for parent, name, default in _ADDED_FIELD_PATHS:
         part: Any = data
-        for key in parent.split("."):
+        for key in parent:
             part = part.get(key) if isinstance(part, dict) else None
         if isinstance(part, dict) and name in part and part[name] == default:
             del part[name]

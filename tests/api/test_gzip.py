@@ -19,12 +19,14 @@ def test_a_large_batch_is_gzipped_and_a_single_quote_is_not(client: TestClient) 
     assert len(answers) == 20 and all(a["quote_id"] for a in answers)
     single = client.post("/v1/estimate", json=example_body(), headers=accepting)
     assert "content-encoding" not in single.headers
+    assert "vary" not in single.headers  # under the minimum: passed on as it is
 
 
 def test_a_client_that_does_not_accept_gzip_gets_plain_json(client: TestClient) -> None:
     body = {"items": [example_body()] * 20}
     plain = client.post("/v1/estimate/batch", json=body, headers={"accept-encoding": "identity"})
     assert "content-encoding" not in plain.headers
+    assert plain.headers["vary"] == "Accept-Encoding"  # a cache must not serve it to others
     assert len(json.loads(plain.content)["items"]) == 20
 
 

@@ -48,10 +48,20 @@ def test_headers_are_the_draft_structured_fields() -> None:
     limiter = RateLimiter({"billing": Policy("billing", 100, 60)}, clock=Clock())
     decision = limiter.check("k", "billing")
     assert decision is not None
-    assert decision.headers() == {
-        "RateLimit-Policy": '"billing";q=100;w=60',
-        "RateLimit": '"billing";r=99;t=60',
-    }
+    assert decision.raw_headers() == [
+        (b"ratelimit-policy", b'"billing";q=100;w=60'),
+        (b"ratelimit", b'"billing";r=99;t=60'),
+    ]
+
+
+def test_a_fresh_window_resets_in_its_whole_length_whatever_the_clock_reads() -> None:
+    # (1000.1 + 3600) - 1000.1 is 3600.0000000000005 in floating point: its ceiling, 3601 s,
+    # would promise a reset later than the window's own end
+    clock = Clock()
+    clock.now_s = 1000.1
+    limiter = RateLimiter({"estimate": Policy("estimate", 5, 3600)}, clock=clock)
+    decision = limiter.check("k", "estimate")
+    assert decision is not None and decision.reset_s == 3600
 
 
 def test_unconfigured_policies_are_unlimited_and_key_quotas_override() -> None:

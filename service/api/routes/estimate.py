@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from service.api.deps import EstimateCaller, IdempotencyKeyHeader, QuoteServiceDep, ServicesDep
+from service.api.deps import EstimateCaller, IdempotencyKeyHeader, ServicesDep, quote_service
 from service.api.openapi import problem_responses
 from service.api.problems import problem_body, validation_problem
 from service.config import MAX_BATCH_ITEMS
@@ -54,13 +54,13 @@ class BatchResponse(BaseModel):
 async def estimate(
     body: EstimateRequest,
     caller: EstimateCaller,
-    quotes: QuoteServiceDep,
+    request: Request,
     idempotency_key: IdempotencyKeyHeader = None,
     verbose: Verbose = False,
 ) -> Response:
     """Quote one request's GPU energy, latency and CO2e before it runs."""
     timings = QuoteTimings()
-    (answer,) = await quotes.quote(
+    (answer,) = await quote_service(request).quote(
         [body],
         tenant=caller.tenant,
         verbose=verbose,
@@ -80,7 +80,6 @@ async def estimate(
 async def estimate_batch(
     body: BatchRequest,
     caller: EstimateCaller,
-    quotes: QuoteServiceDep,
     services: ServicesDep,
     verbose: Verbose = False,
 ) -> Response:
@@ -96,7 +95,9 @@ async def estimate_batch(
         )
     parsed = await run_in_threadpool(_parsed_items, body.items)
     timings = QuoteTimings()
-    answers = await quotes.quote(parsed, tenant=caller.tenant, verbose=verbose, timings=timings)
+    answers = await services.quotes.quote(
+        parsed, tenant=caller.tenant, verbose=verbose, timings=timings
+    )
     # Joined here, item by item, as BatchResponse would serialise them: FastAPI re-validating
     # a thousand finished responses against the response model would cost more than pricing.
     items = b",".join(
