@@ -252,7 +252,7 @@ class EstimateResponse(BaseModel):
         {
             "quote_id": "q_01JDQ8Z3V5Q4XJ8M2W7K9T0ABC",
             "created_at": "2026-11-22T10:00:00Z",
-            "model_version": "energy-gnn 2026.11.9+roofline 2026.11.7",
+            "model_version": "energy-gnn 2026.11.26+roofline 2026.11.7",
             "calibration_id": None,
             "model": "meta-llama/Llama-3.1-8B-Instruct",
             "gpu": "H100-SXM5-80GB",

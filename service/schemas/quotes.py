@@ -15,7 +15,7 @@ QUOTE_SUMMARY_EXAMPLE: dict[str, Any] = {
     "model": "meta-llama/Llama-3.1-8B-Instruct",
     "gpu": "H100-SXM5-80GB",
     "gpu_count": 2,
-    "model_version": "energy-gnn 2026.11.9+roofline 2026.11.7",
+    "model_version": "energy-gnn 2026.11.26+roofline 2026.11.7",
     "calibration_id": None,
     "gpu_j": 812.4,
     "gpu_j_low": 700.0,

@@ -35,7 +35,7 @@ def test_energy_comes_from_the_regressor_and_latency_from_the_roofline(database_
         body = response.json()
         regressor = services_of(client).estimator.regressor
     assert regressor is not None
-    # e.g. "energy-gnn 2026.11.9+roofline 2026.11.7", as in the contract's example
+    # e.g. "energy-gnn 2026.11.26+roofline 2026.11.7", as in the contract's example
     assert body["model_version"].startswith("energy-gnn ")
     assert body["model_version"].count("energy-gnn") == 1
     assert f"{regressor.version.removeprefix('energy-gnn ')}+roofline " in body["model_version"]
