@@ -97,15 +97,7 @@ def experiment(
     url: str,
 ) -> dict[str, Any]:
     """Quote, post `posted`, calibrate, quote `scored` and `checks` again (fresh database)."""
-    migrate.upgrade(url)
-    settings = Settings(
-        database_url=url,
-        run_migrations_on_start=False,
-        log_level="WARNING",
-        use_regressor=False,
-        cost_model_coefficients_path=coefficients,
-    )
-    with TestClient(create_app(settings)) as client:
+    with analytical_client(coefficients, url) as client:
 
         def quote(m: EnergyMeasurement) -> dict[str, Any]:
             response = client.post("/v1/estimate", json=request_body(m))
@@ -204,10 +196,9 @@ def _inside(quotes: list[dict[str, Any]], rows: list[EnergyMeasurement]) -> floa
     return 100.0 * sum(inside) / max(len(inside), 1)
 
 
-def quotable(
-    rows: list[EnergyMeasurement], coefficients: Path, url: str
-) -> list[EnergyMeasurement]:
-    """The rows the service quotes (a deployment that does not fit in memory is refused)."""
+def analytical_client(coefficients: Path, url: str) -> TestClient:
+    """The service on a freshly migrated database at `url`, analytical estimates only, with the
+    cost-model coefficients of `coefficients`."""
     migrate.upgrade(url)
     settings = Settings(
         database_url=url,
@@ -216,7 +207,14 @@ def quotable(
         use_regressor=False,
         cost_model_coefficients_path=coefficients,
     )
-    with TestClient(create_app(settings)) as client:
+    return TestClient(create_app(settings))
+
+
+def quotable(
+    rows: list[EnergyMeasurement], coefficients: Path, url: str
+) -> list[EnergyMeasurement]:
+    """The rows the service quotes (a deployment that does not fit in memory is refused)."""
+    with analytical_client(coefficients, url) as client:
         return [m for m in rows if client.post("/v1/estimate", json=request_body(m)).is_success]
 
 
