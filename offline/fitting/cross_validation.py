@@ -37,6 +37,7 @@ from offline.fitting.kernel_fit import (
 from offline.fitting.request_inputs import DRIVER_WORKER_ENGINES
 from offline.measure.plan import HARNESS_ENGINE
 from service.catalog import GpuCatalog, ModelCatalog
+from service.catalog.engines import HOST_OVERHEAD_POWER, HOST_PER_SEQUENCE_POWER
 from service.core.coefficients import CostModelCoefficients, PowerCoefficients
 
 FloatArray = npt.NDArray[np.float64]
@@ -81,6 +82,22 @@ class FittedModel:
         """(compute, memory, network, host overhead, host time per sequence) power fractions
         under `engine`."""
         return np.append(self.power[:3], self.overhead_power[engine])
+
+    def engine_values(self, engine: str) -> dict[str, float]:
+        """`engine`'s entry of a coefficients file: its host overheads and the power its GPUs
+        draw during them."""
+        fixed, per_sequence = self.overhead_power[engine]
+        return {
+            **overhead_values(self.overheads[engine]),
+            HOST_OVERHEAD_POWER: fixed,
+            HOST_PER_SEQUENCE_POWER: per_sequence,
+        }
+
+    def power_values(self, engine: str) -> dict[str, float]:
+        """A coefficients file's `power` section: the shared kernel power and `engine`'s host
+        overhead power, named."""
+        names = ("compute", "memory", "network", "host_overhead", "host_per_sequence")
+        return dict(zip(names, self.power_of(engine).tolist(), strict=True))
 
     def coefficients(
         self, base: CostModelCoefficients, engine: str = "vllm-v1"

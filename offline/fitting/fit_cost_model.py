@@ -62,8 +62,6 @@ from service.catalog.engines import (
     COEFFICIENTS_PATH,
     DEFAULT_ENGINE,
     ENGINE_DESCRIPTIONS,
-    HOST_OVERHEAD_POWER,
-    HOST_PER_SEQUENCE_POWER,
     coefficients_from_document,
 )
 
@@ -196,12 +194,8 @@ def _coefficients_document(
         # Serving engines only: the Splitwise harness's profile is fitted, never served. Each
         # engine carries the power its GPUs draw during its host-overhead time.
         "engines": {
-            engine: {
-                **overhead_values(o),
-                HOST_OVERHEAD_POWER: final.overhead_power[engine][0],
-                HOST_PER_SEQUENCE_POWER: final.overhead_power[engine][1],
-            }
-            for engine, o in final.overheads.items()
+            engine: final.engine_values(engine)
+            for engine in final.overheads
             if engine in ENGINE_DESCRIPTIONS
         },
         "measurement_harnesses": {
@@ -211,13 +205,7 @@ def _coefficients_document(
         },
         # Shared kernel power; host_overhead is the default engine's (as `roofline` holds its
         # overheads).
-        "power": dict(
-            zip(
-                ("compute", "memory", "network", "host_overhead", "host_per_sequence"),
-                final.power_of(DEFAULT_ENGINE).tolist(),
-                strict=True,
-            )
-        ),
+        "power": final.power_values(DEFAULT_ENGINE),
         "energy_interval": interval,
     }
 

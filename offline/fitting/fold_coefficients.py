@@ -21,8 +21,6 @@ from service.catalog import load_gpu_catalog, load_model_catalog
 from service.catalog.engines import (
     COEFFICIENTS_PATH,
     DEFAULT_ENGINE,
-    HOST_OVERHEAD_POWER,
-    HOST_PER_SEQUENCE_POWER,
     coefficients_from_document,
 )
 
@@ -55,15 +53,9 @@ def fold_coefficients(data: Path, held_out_gpu: str, folder: Path) -> Path:
         raise RuntimeError("no row left to fit without the held-out GPU")
     fold = refit.model
     engines = dict(shipped["engines"])
-    for engine, overheads in fold.overheads.items():
+    for engine in fold.overheads:
         if engine in engines:
-            engines[engine] = {
-                **engines[engine],
-                **overhead_values(overheads),
-                HOST_OVERHEAD_POWER: fold.overhead_power[engine][0],
-                HOST_PER_SEQUENCE_POWER: fold.overhead_power[engine][1],
-            }
-    power = fold.power_of(DEFAULT_ENGINE).tolist()
+            engines[engine] = {**engines[engine], **fold.engine_values(engine)}
     document = {
         **shipped,
         "version": f"{shipped['version']} without {family}",
@@ -74,13 +66,7 @@ def fold_coefficients(data: Path, held_out_gpu: str, folder: Path) -> Path:
             **overhead_values(fold.overheads[DEFAULT_ENGINE]),
         },
         "engines": engines,
-        "power": dict(
-            zip(
-                ("compute", "memory", "network", "host_overhead", "host_per_sequence"),
-                power,
-                strict=True,
-            )
-        ),
+        "power": fold.power_values(DEFAULT_ENGINE),
     }
     path = folder / f"coefficients_without_{family}.json"
     path.write_text(json.dumps(document), encoding="utf-8")
