@@ -89,14 +89,9 @@ def capped_sum(first: FloatArray, last: FloatArray, window: FloatArray | int) ->
     return result
 
 
-def padded_rows_many(rows: FloatArray, tile_m: FloatArray | int) -> FloatArray:
-    """`rows` rounded up to whole `tile_m`-row tiles (one tile height, or one per row; a tile
-    of 1 row pads nothing)."""
-    if np.ndim(tile_m) == 0:
-        if tile_m <= 1:
-            return rows
-        result: FloatArray = np.ceil(rows / tile_m) * tile_m
-        return result
+def padded_rows_many(rows: FloatArray, tile_m: FloatArray) -> FloatArray:
+    """`rows` rounded up to whole tiles of `tile_m` rows (one tile height per row, broadcast;
+    a tile of 1 row pads nothing)."""
     padded: FloatArray = np.where(tile_m > 1, np.ceil(rows / tile_m) * tile_m, rows)
     return padded
 
