@@ -80,12 +80,11 @@ class ContextRows:
     kv_full_layers: FloatArray
     kv_sliding_layers: FloatArray
     kv_window: FloatArray
-    kv_data: FloatArray
     kv_width: FloatArray
     kv_bytes: FloatArray
     state_bytes: FloatArray
     prefill_budget_tokens: FloatArray
-    data: FloatArray
+    data: FloatArray  # attention data-parallel replicas
 
     @classmethod
     def of(cls, contexts: Sequence[PricingContext], context: IntArray) -> ContextRows:
@@ -131,7 +130,6 @@ def _context_values(
         float(arch.num_attention_layers - arch.num_sliding_window_layers),
         float(arch.num_sliding_window_layers),
         NO_WINDOW if arch.sliding_window_tokens is None else float(arch.sliding_window_tokens),
-        float(s.data),
         s.kv_cache_width,
         s.kv_bytes,
         recurrent_state_bytes(arch, s) if recurrent else 0.0,

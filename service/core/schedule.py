@@ -126,6 +126,6 @@ def kv_cache_bytes_many(rows: ContextRows, batch: FloatArray, tokens: FloatArray
     window), then recurrent layers' state (0 in a model without)."""
     sliding = rows.kv_sliding_layers * np.minimum(tokens, rows.kv_window)
     per_stage = (rows.kv_full_layers * tokens + sliding) / rows.pipeline
-    sequences = batch / rows.kv_data  # on this GPU's attention replica
+    sequences = batch / rows.data  # on this GPU's attention replica
     result: FloatArray = sequences * per_stage * rows.kv_width * rows.kv_bytes
     return result + sequences * rows.state_bytes / rows.pipeline
