@@ -4,7 +4,9 @@ Each item carries a planned time [s]. Before an item starts, its planned time is
 far the items so far overran their plans (actual / planned, never below 1), and the item is
 skipped, with the reason recorded, when that would take the campaign past its budget; later,
 shorter items may still fit. An item that raises is recorded as failed and the campaign goes
-on. A progress bar (tqdm) counts planned seconds.
+on. An interrupt (Ctrl-C, or `timeout -s INT`) stops it: the item it stopped is recorded as
+failed, the rest as skipped, and what was measured before is returned to be written. A
+progress bar (tqdm) counts planned seconds.
 """
 
 from __future__ import annotations
@@ -79,7 +81,7 @@ def run_within_budget(
         desc="campaign (planned s)",
         disable=not progress,
     )
-    for item in items:
+    for index, item in enumerate(items):
         left_s = budget_s - (clock() - start)
         expected_s = item.planned_s * overrun_factor(planned_done, actual_done)
         if expected_s > left_s:
@@ -94,6 +96,16 @@ def run_within_budget(
             taken = clock() - began
             reason = f"{type(error).__name__}: {error}"[:300]
             run.log.append(ItemLog(item.id, item.kind, "failed", item.planned_s, taken, reason))
+        except KeyboardInterrupt:  # keep what was measured; the caller writes it
+            taken = clock() - began
+            run.log.append(
+                ItemLog(item.id, item.kind, "failed", item.planned_s, taken, "interrupted")
+            )
+            run.log.extend(
+                ItemLog(rest.id, rest.kind, "skipped", rest.planned_s, 0.0, "interrupted")
+                for rest in items[index + 1 :]
+            )
+            break
         else:
             taken = clock() - began
             for table, rows in tables.items():

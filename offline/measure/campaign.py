@@ -12,6 +12,7 @@ needed). Exit codes: 0 written, 2 no NVIDIA GPU/NVML, or a GPU the catalogue doe
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import time
@@ -61,12 +62,14 @@ def campaign_items(meter: Any, gpu_id: str, device: str, loop_s: float) -> list[
 
 
 def git_commit() -> str:
+    """HEAD of the checkout, else ``CAMPAIGN_GIT_COMMIT`` (a copy of the tree without its
+    .git, as on a lent GPU machine), else "unknown"."""
     try:
         done = subprocess.run(
             ["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True, timeout=10
         )
     except (OSError, subprocess.SubprocessError):
-        return "unknown"
+        return os.environ.get("CAMPAIGN_GIT_COMMIT", "unknown")
     return done.stdout.strip()
 
 

@@ -89,6 +89,28 @@ def test_the_budget_skips_what_would_overrun_scaled_by_the_overrun_so_far() -> N
     assert clock.now == 34.0
 
 
+def test_an_interrupt_keeps_what_was_measured_and_lists_the_rest() -> None:
+    clock = Clock()
+
+    def interrupted() -> Tables:
+        clock.now += 2
+        raise KeyboardInterrupt
+
+    items = [
+        item(clock, "a", 10, 5),
+        Item("b", "t", 10, interrupted),
+        item(clock, "c", 10, 5),
+    ]
+    run = run_within_budget(items, 100.0, clock=clock, progress=False)
+    assert [(e.id, e.status, e.reason) for e in run.log] == [
+        ("a", "done", ""),
+        ("b", "failed", "interrupted"),
+        ("c", "skipped", "interrupted"),
+    ]
+    assert run.log[1].actual_s == 2
+    assert run.rows == {"t": [{"id": "a"}]}
+
+
 def test_the_planned_campaign_fits_its_budget_on_h100_and_h200() -> None:
     for gpu in ("H100-SXM5-80GB", "H200-SXM-141GB"):
         items = campaign_items(PlanOnly(), gpu, "cuda:0", 0.8)
