@@ -32,7 +32,8 @@ MODEL_TYPES = (
     (r"^state-spaces/mamba", "mamba"),
     (r"^tiiuae/falcon-mamba", "falcon_mamba"),
     (r"^databricks/dbrx", "dbrx"),
-    (r"^THUDM/glm-4-9b-chat$", "chatglm"),
+    # ChatGLM's remote-code config, whose layers transformers' GlmConfig reads (glm-4-9b-chat-hf)
+    (r"^THUDM/glm-4-9b-chat$", "glm"),
     (r"^deepseek-ai/deepseek-moe", "deepseek"),
     (r"^meta-llama/", "llama"),
     (r"^facebook/opt-", "opt"),
@@ -104,6 +105,10 @@ def hf_config(arguments: dict[str, Any], model_type: str) -> dict[str, Any]:
         config.pop("intermediate_size", None)
     if family == "jamba":
         config |= {key: arguments[key] for key in _JAMBA_PERIODS if key in arguments}
+    if model_type == "glm":
+        # ChatGLM's config names no activation (genz writes "gelu"): GLM-4's MLP is SwiGLU,
+        # GlmConfig's default
+        config.pop("hidden_act", None)
     if model_type == "opt":
         config |= {"ffn_dim": config.pop("intermediate_size"), "torch_dtype": "float16",
                    "activation_function": config.pop("hidden_act", "relu")}  # fmt: skip

@@ -204,3 +204,14 @@ def test_a_source_is_kept_only_where_it_gives_its_siblings_shape() -> None:
     assert not _resolves("meta-llama/Llama-2-7b-chat")
     guard = catalogue.get("meta-llama/Llama-Guard-3-8B").raw
     assert shape_differences(guard, catalogue.get("meta-llama/Llama-3.1-8B-Instruct").raw) == []
+
+
+def test_genz_glm_4_9b_reads_as_glm() -> None:
+    """genz's glm-4-9b-chat (ChatGLM's remote-code config) written as GlmConfig keys: 40 layers
+    of 32 query and 2 KV heads of 128 with q/k/v biases, SwiGLU FFN 13696, vocabulary 151552,
+    untied: 40 x (2 x 4096^2 + 2 x 4096 x 256 + 3 x 4096 x 13696) + 2 x 151552 x 4096 =
+    9,399,435,264 weights (biases and norms not counted)."""
+    arch = load_model_catalog().get("THUDM/glm-4-9b-chat").require_architecture()
+    assert (arch.num_layers, arch.num_key_value_heads, arch.head_dim) == (40, 2, 128)
+    assert arch.qkv_bias and arch.activation == "silu" and not arch.tie_word_embeddings
+    assert load_model_catalog().get("THUDM/glm-4-9b-chat").raw["parameters"] == 9_399_435_264
