@@ -15,6 +15,7 @@ from offline.catalog.aiconfigurator_configs import aiconfigurator_configs
 from offline.catalog.entries import BUILT_BY, MIN_PARAMETERS, catalogue_entry, name_sizes
 from offline.catalog.genz_configs import genz_configs
 from offline.catalog.litgpt_configs import litgpt_configs
+from offline.catalog.llama_models_configs import llama_models_configs
 from offline.catalog.llm_analysis_configs import llm_analysis_configs
 from offline.catalog.packages import PINNED
 from offline.catalog.published import PublishedConfig
@@ -32,6 +33,7 @@ def published_configs(packages: Mapping[str, Path]) -> Iterable[PublishedConfig]
     yield from aiconfigurator_configs(packages["aiconfigurator-core"])
     yield from vendored_configs()
     yield from litgpt_configs(packages["litgpt"])
+    yield from llama_models_configs(packages["llama-models"])
     yield from llm_analysis_configs(packages["llm-analysis"])
     yield from genz_configs(packages["genz-llm"])
 
@@ -50,6 +52,20 @@ def disagrees_with_name(entry: Mapping[str, Any], tolerance: float, smallest: fl
     )
 
 
+# The shape a sibling must share (the fields a source's figures set).
+SHAPE = ("hidden_size", "num_layers", "num_attention_heads", "num_key_value_heads", "head_dim",
+         "intermediate_size", "vocab_size")  # fmt: skip
+
+
+def shape_differences(entry: Mapping[str, Any], sibling: Mapping[str, Any]) -> list[str]:
+    """`field a, not b` for each SHAPE field in which `entry` differs from `sibling` (two
+    supported entries; none where either is unsupported)."""
+    ours, theirs = entry["architecture"], sibling["architecture"]
+    if ours is None or theirs is None:
+        return []
+    return [f"{k} {ours[k]}, not {theirs[k]}" for k in SHAPE if ours[k] != theirs[k]]
+
+
 @dataclass(frozen=True, slots=True)
 class Built:
     """The catalogue document, and the published configs left out of it (`id: why`)."""
@@ -64,9 +80,13 @@ def catalogue_document(previous: Mapping[str, Any], packages: Mapping[str, Path]
     curated = [e for e in previous["models"] if e.get("built_by") != BUILT_BY]
     taken = {name.lower() for e in curated for name in (e["id"], *e["aliases"])}
     generated: list[dict[str, Any]] = []
+    by_id = {e["id"]: e for e in curated}
     for published in published_configs(packages):
-        names = [published.repo_id, *EXTRA_ALIASES.get(published.repo_id, [])]
+        names = [published.repo_id, *published.aliases, *EXTRA_ALIASES.get(published.repo_id, [])]
         if any(name.lower() in taken for name in names):
+            continue
+        if published.left_out is not None:
+            left_out.append(f"{published.repo_id}: {published.left_out}")
             continue
         entry = catalogue_entry(published)
         if entry is None:
@@ -79,8 +99,18 @@ def catalogue_document(previous: Mapping[str, Any], packages: Mapping[str, Path]
                 "active), not the size its name states"
             )
             continue
+        sibling = by_id.get(published.sibling or "")
+        if published.sibling and sibling is None:
+            raise ValueError(f"{published.repo_id}: sibling {published.sibling} not catalogued")
+        if sibling is not None and (differs := shape_differences(entry, sibling)):
+            left_out.append(
+                f"{published.repo_id}: {published.source.split(':')[0]} figures give "
+                f"{'; '.join(differs)} ({sibling['id']}, the same architecture)"
+            )
+            continue
         entry["aliases"] = names[1:]
         taken.update(name.lower() for name in names)
+        by_id[entry["id"]] = entry
         generated.append(entry)
     generated.sort(key=lambda e: (e["family"], e["id"].lower()))
     inputs = ", ".join(f"{name} {version}" for name, version in sorted(PINNED.items()))

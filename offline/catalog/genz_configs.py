@@ -32,9 +32,11 @@ MODEL_TYPES = (
     (r"^state-spaces/mamba", "mamba"),
     (r"^tiiuae/falcon-mamba", "falcon_mamba"),
     (r"^databricks/dbrx", "dbrx"),
-    (r"^THUDM/glm-4-9b-chat$", "chatglm"),
+    # ChatGLM's remote-code config, whose layers transformers' GlmConfig reads (glm-4-9b-chat-hf)
+    (r"^THUDM/glm-4-9b-chat$", "glm"),
     (r"^deepseek-ai/deepseek-moe", "deepseek"),
     (r"^meta-llama/", "llama"),
+    (r"^facebook/opt-", "opt"),
 )
 _KEYS = {
     "hidden_size": "hidden_size", "num_decoder_layers": "num_hidden_layers",
@@ -48,8 +50,19 @@ _OPERATORS: dict[type, Callable[[Any, Any], Any]] = {
     ast.Mult: operator.mul, ast.Add: operator.add, ast.Sub: operator.sub,
     ast.FloorDiv: operator.floordiv, ast.Pow: operator.pow,
 }  # fmt: skip
+# genz's Mamba fields, by the config.json key each model type names them with.
+_MAMBA_KEYS = {
+    "mamba_d_state": {"mamba": "state_size", "jamba": "mamba_d_state"},
+    "mamba_d_conv": {"mamba": "conv_kernel", "jamba": "mamba_d_conv"},
+    "mamba_expand": {"mamba": "expand", "jamba": "mamba_expand"},
+    "mamba_dt_rank": {"mamba": "time_step_rank", "jamba": "mamba_dt_rank"},
+}
+_JAMBA_PERIODS = ("attn_layer_offset", "attn_layer_period", "expert_layer_offset",
+                  "expert_layer_period")  # fmt: skip
 GENZ_CHECK = (0.08, 0.0)  # its figures disagree with the name for whole models
 DTYPE_NOTE = "genz-llm records no dtype: bf16 assumed, the dtype current checkpoints ship in"
+# OPT checkpoints ship fp16 (as llm-analysis' OPT entries take them).
+OPT_DTYPE_NOTE = "genz-llm records no dtype: fp16 assumed, the dtype OPT checkpoints ship in"
 
 
 def _literal(node: ast.expr) -> Any:
@@ -82,6 +95,23 @@ def hf_config(arguments: dict[str, Any], model_type: str) -> dict[str, Any]:
     """The config.json keys of `model_type` that carry genz's figures."""
     config: dict[str, Any] = {"model_type": model_type, "torch_dtype": "bfloat16"}
     config |= {hf: arguments[key] for key, hf in _KEYS.items() if arguments.get(key) is not None}
+    family = "mamba" if model_type in ("mamba", "falcon_mamba") else model_type
+    if family in ("mamba", "jamba"):
+        config |= {names[family]: arguments[key] for key, names in _MAMBA_KEYS.items()
+                   if arguments.get(key) is not None}  # fmt: skip
+    if family == "mamba" and not config.get("intermediate_size"):
+        # genz writes 0 (num_ffi=0: Mamba-1 has no MLP); MambaConfig's intermediate_size is
+        # the mixer's inner width, expand x hidden when absent
+        config.pop("intermediate_size", None)
+    if family == "jamba":
+        config |= {key: arguments[key] for key in _JAMBA_PERIODS if key in arguments}
+    if model_type == "glm":
+        # ChatGLM's config names no activation (genz writes "gelu"): GLM-4's MLP is SwiGLU,
+        # GlmConfig's default
+        config.pop("hidden_act", None)
+    if model_type == "opt":
+        config |= {"ffn_dim": config.pop("intermediate_size"), "torch_dtype": "float16",
+                   "activation_function": config.pop("hidden_act", "relu")}  # fmt: skip
     experts = arguments.get("num_experts", 1)
     if experts > 1:
         config |= {"num_experts": experts, "num_local_experts": experts,
@@ -101,6 +131,5 @@ def genz_configs(root: Path) -> Iterator[PublishedConfig]:
                 f"{arguments.get('model')!r}) (its fields written as {model_type} config.json keys)"
             )
             config = hf_config(arguments, model_type)
-            yield PublishedConfig(
-                repo_id, config, source, False, (DTYPE_NOTE,), name_check=GENZ_CHECK
-            )
+            note = OPT_DTYPE_NOTE if model_type == "opt" else DTYPE_NOTE
+            yield PublishedConfig(repo_id, config, source, False, (note,), name_check=GENZ_CHECK)

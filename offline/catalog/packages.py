@@ -14,6 +14,7 @@ PINNED = {
     "litgpt": "0.5.13",
     "genz-llm": "0.0.16",
     "llm-analysis": "0.2.2",
+    "llama-models": "0.3.0",
 }
 
 

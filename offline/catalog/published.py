@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,3 +21,15 @@ class PublishedConfig:
     # (tolerance, smallest size checked [parameters]): a source whose figures are kept only
     # where they give the size the repo name states (None: a verbatim config, not checked)
     name_check: tuple[float, float] | None = None
+    # other repo ids of the same checkpoint (the source's own name, where the Hub's differs)
+    aliases: tuple[str, ...] = field(default=())
+    # a catalogued checkpoint of the same architecture (a fine-tune, another precision): a
+    # source whose figures are kept only where they give that architecture's shape
+    sibling: str | None = None
+    # why the source's checkpoint is not catalogued (then `config` is empty)
+    left_out: str | None = None
+
+    @classmethod
+    def skipped(cls, repo_id: str, why: str) -> Self:
+        """A checkpoint a source names but the build does not take, and why."""
+        return cls(repo_id, {}, "", verbatim=False, left_out=why)

@@ -11,11 +11,13 @@ from typing import Any
 
 import pytest
 
-from offline.catalog.build import disagrees_with_name
+from offline.catalog.build import disagrees_with_name, shape_differences
 from offline.catalog.entries import name_sizes
 from offline.catalog.families import family_of, series_of
 from offline.catalog.genz_configs import _literal
+from offline.catalog.genz_configs import hf_config as genz_config
 from offline.catalog.litgpt_configs import hf_config, model_type_of
+from offline.catalog.llama_models_configs import ffn_width
 from offline.catalog.packages import PINNED
 from offline.catalog.vendored_configs import LABEL
 from offline.fitting.datasets_common import DEFAULT_DATA_DIR
@@ -68,7 +70,7 @@ def test_the_catalogue_holds_the_built_models_each_with_its_source(
     models: list[dict[str, Any]],
 ) -> None:
     built = [m for m in models if m.get("built_by") == "offline.catalog"]
-    assert len(models) >= 330 and len(built) >= 240
+    assert len(models) >= 351 and len(built) >= 266
     labels = [f"{name} {version}" for name, version in PINNED.items()] + [LABEL]
     packages = "|".join(re.escape(label) for label in labels)
     for m in built:
@@ -159,3 +161,57 @@ def test_a_secondary_source_is_kept_only_where_its_size_matches_the_name() -> No
         small | {"parameters": 1.24e9, "active_parameters": 1.24e9}, 0.1, 10e9
     )
     assert _literal(ast.parse("4*768", mode="eval").body) == 3072
+
+
+def test_genz_mamba_fields_read_as_falcon_mambas_mixer() -> None:
+    """genz's falcon-mamba-7b (misc.py) has intermediate_size=0 (num_ffi=0: no MLP) and its
+    mixer under mamba_* names; written as FalconMambaConfig keys the mixer is 2 x 4096 = 8192
+    wide (expand x hidden), state 16, conv 4, dt rank 256, over 64 layers."""
+    genz = {
+        "hidden_size": 4096, "num_attention_heads": 1, "num_key_value_heads": 1,
+        "intermediate_size": 0, "num_decoder_layers": 64, "max_model_len": 131072,
+        "vocab_size": 50280, "hidden_act": "silu", "mamba_d_state": 16, "mamba_dt_rank": 256,
+        "mamba_expand": 2, "mamba_d_conv": 4,
+    }  # fmt: skip
+    arch = read_config(genz_config(genz, "falcon_mamba")).architecture
+    assert arch.mamba is not None and arch.num_mamba_layers == 64
+    assert (arch.mamba.num_heads, arch.mamba.state_size) == (8192, 16)
+    assert (arch.mamba.conv_kernel, arch.mamba.dt_rank) == (4, 256)
+    assert load_model_catalog().get("tiiuae/falcon-mamba-7b").raw["supported"]
+
+
+@pytest.mark.parametrize(
+    ("dim", "multiplier", "multiple_of", "width"),
+    [(4096, 1.3, 1024, 14336), (8192, 1.3, 4096, 28672), (16384, 1.2, 4096, 53248)],
+)
+def test_meta_ffn_width(dim: int, multiplier: float, multiple_of: int, width: int) -> None:
+    """Meta's FeedForward: int(2 x 4 dim / 3) x multiplier, rounded up to multiple_of; Llama 3.1
+    8B/70B/405B's config.json widths (14336, 28672, 53248)."""
+    args = {"dim": dim, "ffn_dim_multiplier": multiplier, "multiple_of": multiple_of}
+    assert ffn_width(args) == width
+
+
+def test_a_source_is_kept_only_where_it_gives_its_siblings_shape() -> None:
+    """llama-models gives Llama-2-7b-chat 8 KV heads and FFN 14336; Llama-2-7b-hf's config.json
+    has 32 and 11008: the chat model is left out. Llama Guard 3 8B, a Llama 3.1 8B, is kept."""
+    catalogue = load_model_catalog()
+    base = catalogue.get("meta-llama/Llama-2-7b-hf").raw
+    wrong = {**base["architecture"], "num_key_value_heads": 8, "intermediate_size": 14336}
+    assert shape_differences({"architecture": wrong}, base) == [
+        "num_key_value_heads 8, not 32",
+        "intermediate_size 14336, not 11008",
+    ]
+    assert not _resolves("meta-llama/Llama-2-7b-chat")
+    guard = catalogue.get("meta-llama/Llama-Guard-3-8B").raw
+    assert shape_differences(guard, catalogue.get("meta-llama/Llama-3.1-8B-Instruct").raw) == []
+
+
+def test_genz_glm_4_9b_reads_as_glm() -> None:
+    """genz's glm-4-9b-chat (ChatGLM's remote-code config) written as GlmConfig keys: 40 layers
+    of 32 query and 2 KV heads of 128 with q/k/v biases, SwiGLU FFN 13696, vocabulary 151552,
+    untied: 40 x (2 x 4096^2 + 2 x 4096 x 256 + 3 x 4096 x 13696) + 2 x 151552 x 4096 =
+    9,399,435,264 weights (biases and norms not counted)."""
+    arch = load_model_catalog().get("THUDM/glm-4-9b-chat").require_architecture()
+    assert (arch.num_layers, arch.num_key_value_heads, arch.head_dim) == (40, 2, 128)
+    assert arch.qkv_bias and arch.activation == "silu" and not arch.tie_word_embeddings
+    assert load_model_catalog().get("THUDM/glm-4-9b-chat").raw["parameters"] == 9_399_435_264

@@ -36,7 +36,6 @@ Q30_2507 = "Qwen/Qwen3-30B-A3B-Instruct-2507"
         # different models whose names share a prefix with a catalogued one
         ("Qwen/Qwen3-Coder-30B-A3B-Instruct", None, None),
         ("mistralai/Mistral-7B-Instruct-v0.4", None, None),
-        ("deepseek-ai/DeepSeek-V3.1", None, None),
         ("Qwen/Qwen3-30B", None, None),
     ],
 )  # fmt: skip
@@ -55,6 +54,9 @@ def test_variant_finds_its_base(requested: str, base: str | None, weights: DType
 def test_a_catalogued_id_is_no_variant() -> None:
     record, variant = load_model_catalog().find("qwen/qwen3-235b-a22b-thinking-2507-fp8")
     assert record.id == "Qwen/Qwen3-235B-A22B-Instruct-2507-FP8" and variant is None
+    # DeepSeek-V3.1 shares V3's prefix but is catalogued itself, not read as V3
+    record, variant = load_model_catalog().find("deepseek-ai/DeepSeek-V3.1")
+    assert record.id == "deepseek-ai/DeepSeek-V3.1" and variant is None
 
 
 @pytest.mark.parametrize(

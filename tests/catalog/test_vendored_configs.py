@@ -89,3 +89,24 @@ def test_ministral3_reads_without_a_window_and_with_per_tensor_fp8() -> None:
     assert (arch.head_dim, arch.intermediate_size, arch.hidden_size) == (128, 28672, 12288)
     assert arch.num_sliding_window_layers == 0 and not arch.fp8_block_scaled
     assert read.published_precision is DType.FP8
+
+
+def test_an_abridged_copy_reads_as_its_siblings_verbatim_config() -> None:
+    """Qwen3-VL-235B-A22B-Thinking's copy keeps its text_config whole (94 layers, 128 experts of
+    1536, 8 routed, 64 query and 4 KV heads of 128) and trims the vision config: it reads as the
+    Instruct model's verbatim config.json does."""
+    catalogue = load_model_catalog()
+    thinking = read_config(_config("Qwen/Qwen3-VL-235B-A22B-Thinking")).architecture
+    assert thinking == catalogue.get("Qwen/Qwen3-VL-235B-A22B-Instruct").require_architecture()
+    assert (thinking.num_layers, thinking.num_experts, thinking.experts_per_token) == (94, 128, 8)
+    assert (thinking.moe_intermediate_size, thinking.num_key_value_heads) == (1536, 4)
+
+
+def test_deepseek_v31_reads_block_scaled_fp8_mla() -> None:
+    """DeepSeek-V3.1: 61 layers, the first 3 dense, MLA (q rank 1536, kv rank 512), 256 routed
+    experts of 2048 and 1 shared, FP8 weights with 128 x 128 block scales."""
+    read = read_config(_config("deepseek-ai/DeepSeek-V3.1"))
+    arch = read.architecture
+    assert arch.mla is not None and (arch.num_layers, arch.num_moe_layers) == (61, 58)
+    assert (arch.num_experts, arch.moe_intermediate_size, arch.num_shared_experts) == (256, 2048, 1)
+    assert read.published_precision is DType.FP8 and arch.fp8_block_scaled
