@@ -113,6 +113,10 @@ def hf_config(arguments: dict[str, Any], model_type: str) -> dict[str, Any]:
         config |= {"ffn_dim": config.pop("intermediate_size"), "torch_dtype": "float16",
                    "activation_function": config.pop("hidden_act", "relu")}  # fmt: skip
     experts = arguments.get("num_experts", 1)
+    if model_type == "dbrx":
+        return _dbrx_config(config, experts, arguments.get("expert_top_k", 1))
+    if model_type == "deepseek":
+        return _deepseek_config(config, experts, arguments)
     if experts > 1:
         config |= {"num_experts": experts, "num_local_experts": experts,
                    "num_experts_per_tok": arguments.get("expert_top_k", 1)}  # fmt: skip
@@ -131,5 +135,46 @@ def genz_configs(root: Path) -> Iterator[PublishedConfig]:
                 f"{arguments.get('model')!r}) (its fields written as {model_type} config.json keys)"
             )
             config = hf_config(arguments, model_type)
-            note = OPT_DTYPE_NOTE if model_type == "opt" else DTYPE_NOTE
-            yield PublishedConfig(repo_id, config, source, False, (note,), name_check=GENZ_CHECK)
+            notes = (OPT_DTYPE_NOTE if model_type == "opt" else DTYPE_NOTE,)
+            if model_type == "deepseek":
+                notes += (DEEPSEEK_MOE_KV_HEADS_NOTE,)
+            yield PublishedConfig(repo_id, config, source, False, notes, name_check=GENZ_CHECK)
+
+
+def _dbrx_config(config: dict[str, Any], experts: int, top_k: int) -> dict[str, Any]:
+    """genz's DBRX figures under DbrxConfig's own names: MosaicML's top-level sizes and the
+    attn_config / ffn_config sub-configs (transformers' configuration_dbrx.py)."""
+    return {
+        "model_type": "dbrx", "torch_dtype": config["torch_dtype"],
+        "d_model": config["hidden_size"], "n_heads": config["num_attention_heads"],
+        "n_layers": config["num_hidden_layers"], "max_seq_len": config["max_position_embeddings"],
+        "vocab_size": config["vocab_size"],
+        "attn_config": {"kv_n_heads": config["num_key_value_heads"]},
+        "ffn_config": {"ffn_hidden_size": config["intermediate_size"],
+                       "moe_num_experts": experts, "moe_top_k": top_k,
+                       "ffn_act_fn": {"name": config.get("hidden_act", "silu")}},
+    }  # fmt: skip
+
+
+# DeepSeekMoE 16B attends with 16 full heads (the DeepSeekMoE paper, arXiv:2401.06066, its
+# 16B model settings: "the multi-head attention mechanism with a total of 16 attention heads");
+# genz writes 2 KV heads, which would price an 8x smaller KV cache than the model keeps.
+DEEPSEEK_MOE_KV_HEADS_NOTE = (
+    "genz-llm gives 2 KV heads; DeepSeekMoE 16B is multi-head (arXiv:2401.06066): one KV head "
+    "per attention head used"
+)
+
+
+def _deepseek_config(
+    config: dict[str, Any], experts: int, arguments: dict[str, Any]
+) -> dict[str, Any]:
+    """genz's DeepSeek-MoE figures under DeepseekConfig's names (n_routed_experts,
+    n_shared_experts, first_k_dense_replace), its per-expert shared width dropped for the
+    class's n_shared_experts x moe_intermediate_size."""
+    config = {k: v for k, v in config.items() if k != "shared_expert_intermediate_size"}
+    config["num_key_value_heads"] = config["num_attention_heads"]
+    config |= {"n_routed_experts": experts, "num_experts_per_tok": arguments["expert_top_k"],
+               "n_shared_experts": arguments.get("n_shared_experts", 0),
+               "first_k_dense_replace": arguments.get("first_k_dense_replace", 0),
+               "moe_layer_freq": 1}  # fmt: skip
+    return config
