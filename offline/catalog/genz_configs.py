@@ -135,7 +135,7 @@ def genz_configs(root: Path) -> Iterator[PublishedConfig]:
                 f"{arguments.get('model')!r}) (its fields written as {model_type} config.json keys)"
             )
             config = hf_config(arguments, model_type)
-            notes = (OPT_DTYPE_NOTE if model_type == "opt" else DTYPE_NOTE,)
+            notes: tuple[str, ...] = (OPT_DTYPE_NOTE if model_type == "opt" else DTYPE_NOTE,)
             if model_type == "deepseek":
                 notes += (DEEPSEEK_MOE_KV_HEADS_NOTE,)
             yield PublishedConfig(repo_id, config, source, False, notes, name_check=GENZ_CHECK)

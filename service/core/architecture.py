@@ -70,6 +70,11 @@ class ModelArchitecture:
     `attention_output_gate`: q_proj also projects a per-element gate on the attention output
     (Qwen3-Next's `attn_output_gate`), doubling its query width. `parallel_mixers`: attention
     and the Mamba-2 mixer run side by side on the same blocks, their outputs summed (Falcon-H1).
+
+    Latent MoE: with `moe_latent_size` the routed experts read and write a token projected down
+    to that width (Nemotron 3 Super/Ultra: fc1_latent_proj hidden -> latent before dispatch,
+    fc2_latent_proj latent -> hidden after combine, both replicated on every GPU); the router
+    and the shared expert keep the full hidden width.
     """
 
     hidden_size: int
@@ -109,6 +114,7 @@ class ModelArchitecture:
     attention_output_gate: bool = False
     parallel_mixers: bool = False
     dsa: DsaShape | None = None
+    moe_latent_size: int | None = None
 
     @property
     def num_attention_layers(self) -> int:
@@ -167,6 +173,12 @@ class ModelArchitecture:
     def expert_width(self) -> int:
         """FFN width of one routed expert [elements]."""
         return self.moe_intermediate_size or self.intermediate_size
+
+    @property
+    def expert_input_width(self) -> int:
+        """Width of the rows routed experts read and write [elements]: the latent of a latent
+        MoE, else the hidden size."""
+        return self.moe_latent_size or self.hidden_size
 
     @property
     def shared_expert_width(self) -> int:
@@ -264,7 +276,7 @@ def _validate_moe(arch: ModelArchitecture) -> None:
     if arch.num_experts < 0 or arch.experts_per_token < 0:
         raise InvalidArchitecture("expert counts must not be negative", field="num_experts")
     if arch.num_experts == 0:
-        if arch.num_moe_layers or arch.experts_per_token:
+        if arch.num_moe_layers or arch.experts_per_token or arch.moe_latent_size:
             raise InvalidArchitecture(
                 "num_moe_layers/experts_per_token given without num_experts", field="num_experts"
             )
@@ -275,6 +287,8 @@ def _validate_moe(arch: ModelArchitecture) -> None:
             f"got {arch.experts_per_token}",
             field="experts_per_token",
         )
+    if arch.moe_latent_size is not None and arch.moe_latent_size <= 0:
+        raise InvalidArchitecture("moe_latent_size must be positive", field="moe_latent_size")
     if not 0 < arch.num_moe_layers <= arch.num_mlp_layers:
         raise InvalidArchitecture(
             f"num_moe_layers must be between 1 and the layers with an MLP ({arch.num_mlp_layers})",

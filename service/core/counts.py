@@ -77,6 +77,10 @@ class PassShape:
     tile_m: int
 
 
+LATENT_OPERANDS = ("latent_down", "latent_up")
+"""GEMM operands of a latent MoE's projections into and out of the experts' latent."""
+
+
 def padded_rows(rows: float, tile_m: int) -> float:
     """`rows` rounded up to a whole number of `tile_m`-row tiles."""
     if tile_m <= 1:
@@ -151,6 +155,10 @@ def _gemm_shape(
             return h, out, weights
         out = s.query_width * (2 if arch.attention_output_gate else 1) + s.kv_proj_width
         return h, out, h * out
+    if operand in LATENT_OPERANDS and arch.moe_latent_size:
+        # a latent MoE's fc1/fc2_latent_proj, replicated on every GPU (vLLM's ReplicatedLinear)
+        latent = arch.moe_latent_size
+        return (h, latent, h * latent) if operand == "latent_down" else (latent, h, latent * h)
     if operand == "o":
         o_width = s.heads * (arch.mla.v_head_dim if arch.mla else arch.head_dim)
         return o_width, h, o_width * h
@@ -464,7 +472,7 @@ def expert_all_to_all_work(tokens: float, arch: ModelArchitecture, s: ShardShape
     """
     if s.expert <= 1:
         return Work()
-    size = tokens / s.group * arch.experts_per_token * s.hidden * s.activation_bytes
+    size = tokens / s.group * arch.experts_per_token * arch.expert_input_width * s.activation_bytes
     remote = (s.expert - 1) / s.expert
     return Work(
         activation_read_bytes=size,

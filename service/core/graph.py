@@ -299,13 +299,18 @@ def _add_moe(
     layers = arch.num_moe_layers
     router = b.add(KernelNode("moe_router", "router", layers), source)
     rows = source
+    if arch.moe_latent_size:  # routed rows projected into the latent (the router reads hidden)
+        rows = b.add(KernelNode("moe_latent_down", "gemm", layers, "latent_down"), source)
     if expert_group > 1:
-        rows = b.add(KernelNode("moe_dispatch", "send_recv", layers, "expert_dispatch"), router)
+        ready = (router,) if rows == source else (rows, router)
+        rows = b.add(KernelNode("moe_dispatch", "send_recv", layers, "expert_dispatch"), *ready)
     up = b.add(KernelNode("moe_gate_up", "expert_gemm", layers, "expert_up"), rows, router)
     activated = b.add(KernelNode("moe_act", "expert_activation", layers, "moe"), up)
     down = b.add(KernelNode("moe_down", "expert_gemm", layers, "expert_down"), activated, router)
     if expert_group > 1:
         down = b.add(KernelNode("moe_combine", "send_recv", layers, "expert_combine"), down)
+    if arch.moe_latent_size:
+        down = b.add(KernelNode("moe_latent_up", "gemm", layers, "latent_up"), down)
     outputs = [down]
     if arch.shared_expert_width > 0:
         outputs.append(_add_dense_mlp(b, arch, layers, source, "shared_", "shared_mlp"))

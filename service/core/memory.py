@@ -36,6 +36,18 @@ def mlp_weight_elements(arch: ModelArchitecture, width: float) -> float:
     return (3.0 if arch.mlp == "gated" else 2.0) * arch.hidden_size * width
 
 
+def expert_weight_elements(arch: ModelArchitecture) -> float:
+    """Weight elements of one routed expert: its MLP over `expert_input_width` (the latent of a
+    latent MoE, else hidden)."""
+    return (3.0 if arch.mlp == "gated" else 2.0) * arch.expert_input_width * arch.expert_width
+
+
+def latent_projection_weight_elements(arch: ModelArchitecture) -> float:
+    """Weight elements of one MoE layer's latent projections (hidden -> latent and back);
+    0 without a latent."""
+    return 2.0 * arch.hidden_size * arch.moe_latent_size if arch.moe_latent_size else 0.0
+
+
 def mixer_weight_elements(arch: ModelArchitecture) -> float:
     """Token-mixer weight elements of all layers: attention plus recurrent mixers."""
     total = arch.num_attention_layers * attention_weight_elements(arch)
@@ -63,10 +75,11 @@ def layer_weight_elements(arch: ModelArchitecture) -> float:
     total = mixer_weight_elements(arch)
     total += arch.num_dense_mlp_layers * mlp_weight_elements(arch, arch.intermediate_size)
     if arch.is_moe:
-        experts = arch.num_experts * mlp_weight_elements(arch, arch.expert_width)
+        experts = arch.num_experts * expert_weight_elements(arch)
         shared = mlp_weight_elements(arch, arch.shared_expert_width)
         router = arch.hidden_size * arch.num_experts
-        total += arch.num_moe_layers * (experts + shared + router)
+        latent = latent_projection_weight_elements(arch)
+        total += arch.num_moe_layers * (experts + shared + router + latent)
     return total
 
 
@@ -86,7 +99,7 @@ def active_parameter_count(arch: ModelArchitecture) -> float:
     if not arch.is_moe:
         return total
     idle_experts = arch.num_experts - arch.experts_per_token
-    return total - arch.num_moe_layers * idle_experts * mlp_weight_elements(arch, arch.expert_width)
+    return total - arch.num_moe_layers * idle_experts * expert_weight_elements(arch)
 
 
 def weight_bytes_per_gpu(arch: ModelArchitecture, s: ShardShapes, pipeline: int) -> float:
@@ -98,9 +111,10 @@ def weight_bytes_per_gpu(arch: ModelArchitecture, s: ShardShapes, pipeline: int)
     layer_bytes = (attention + arch.num_dense_mlp_layers * dense_mlp) / s.attention_group
     layer_bytes += recurrent_weight_elements_per_gpu(arch, s.attention_group)
     if arch.is_moe:
-        experts = s.local_experts * mlp_weight_elements(arch, arch.expert_width) / s.tensor
+        experts = s.local_experts * expert_weight_elements(arch) / s.tensor
         shared = mlp_weight_elements(arch, arch.shared_expert_width) / s.attention_group
-        layer_bytes += arch.num_moe_layers * (experts + shared)
+        latent = latent_projection_weight_elements(arch)  # replicated, as the router
+        layer_bytes += arch.num_moe_layers * (experts + shared + latent)
     layers_on_stage = math.ceil(arch.num_layers / pipeline) / arch.num_layers
     tables = 1 if (pipeline > 1 or arch.tie_word_embeddings) else 2
     table_bytes = (

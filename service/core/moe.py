@@ -73,10 +73,12 @@ def _local_routing(arch: ModelArchitecture, s: ShardShapes, tokens: float) -> tu
 
 
 def _expert_shape(node: KernelNode, arch: ModelArchitecture, s: ShardShapes) -> tuple[float, float]:
-    """(in_features, out_features) of one local expert's GEMM."""
+    """(in_features, out_features) of one local expert's GEMM (a latent MoE's experts read and
+    write the latent, not the hidden width)."""
+    rows = float(arch.expert_input_width)
     if node.operand == "expert_up":
-        return float(s.hidden), s.expert_width * (2 if arch.mlp == "gated" else 1)
-    return s.expert_width, float(s.hidden)
+        return rows, s.expert_width * (2 if arch.mlp == "gated" else 1)
+    return s.expert_width, rows
 
 
 def expert_gemm_per_unit(

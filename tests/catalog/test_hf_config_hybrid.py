@@ -94,7 +94,7 @@ def test_nemotron_h_block_list_spelling_and_moe_blocks() -> None:
     [
         ({"num_hidden_layers": 55}, "hybrid_override_pattern"),
         ({"hybrid_override_pattern": "M-X*"}, "hybrid_override_pattern"),
-        ({"moe_latent_size": 1024}, "moe_latent_size"),
+        ({"moe_latent_size": 0}, "moe_latent_size"),
         ({"mamba_num_heads": 0}, "mamba_num_heads"),
     ],
 )

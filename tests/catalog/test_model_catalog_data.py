@@ -82,6 +82,7 @@ BUILT_ARCH_KEYS = {
     "num_mlp_free_layers",
     "parallel_mixers",
     "attention_output_gate",
+    "moe_latent_size",
 }
 
 BOOL_ARCH_KEYS = (
@@ -500,6 +501,7 @@ def test_architecture_keys_and_types(models: list[dict[str, Any]]) -> None:
             assert a[key] in allowed, (mid, key, a[key])
         for key in BOOL_ARCH_KEYS:
             assert isinstance(a[key], bool), (mid, key)
+        assert a.get("moe_latent_size") is None or _is_pos_int(a["moe_latent_size"]), mid
         for key in (
             "num_sliding_window_layers",
             "num_experts",

@@ -115,6 +115,6 @@ def test_405b_on_one_80gb_gpu_needs_sixteen() -> None:
 
 
 def test_a_catalogued_model_of_an_unread_model_type_is_unsupported() -> None:
-    record = load_model_catalog().get("databricks/dbrx-base")
-    with pytest.raises(UnsupportedArchitecture, match="model_type 'dbrx' is not one"):
+    record = load_model_catalog().get("stepfun-ai/Step-3.7-Flash")
+    with pytest.raises(UnsupportedArchitecture, match="model_type 'step3p7' is not one"):
         record.require_architecture()

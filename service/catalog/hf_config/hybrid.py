@@ -7,7 +7,7 @@ from __future__ import annotations
 from service.catalog.hf_config.layers import set_experts
 from service.catalog.hf_config.reading import ClassDefaults, ConfigKeys, Reading, read_decoder
 from service.catalog.hf_config.view import ConfigView
-from service.core.cost_model_errors import InvalidArchitecture, UnsupportedArchitecture
+from service.core.cost_model_errors import InvalidArchitecture
 from service.core.mixers import MambaShape
 
 # NemotronHConfig (transformers, and vLLM's copy in vllm/transformers_utils/configs/nemotron_h.py)
@@ -41,7 +41,8 @@ def read_nemotron_h(view: ConfigView) -> Reading:
     """NemotronHConfig (Nemotron-H, Nemotron-Nano-9B/12B-v2, Nemotron 3): one sub-layer per
     block, a Mamba-2 mixer (M), attention without positional encoding (*), a squared-ReLU MLP
     (-) or a mixture of squared-ReLU experts with a shared expert (E), each with its own
-    RMSNorm and residual add."""
+    RMSNorm and residual add; with `moe_latent_size` (Nemotron 3 Super/Ultra) the routed
+    experts work in that latent (ModelArchitecture.moe_latent_size)."""
     reading = read_decoder(view, NEMOTRON_H, NEMOTRON_H_KEYS)
     blocks, key = _nemotron_blocks(view)
     if "num_hidden_layers" in view.raw and view.raw["num_hidden_layers"] != len(blocks):
@@ -49,12 +50,6 @@ def read_nemotron_h(view: ConfigView) -> Reading:
             f"{view.field(key)} lists {len(blocks)} blocks, num_hidden_layers is "
             f"{view.raw['num_hidden_layers']}",
             field=view.field(key),
-        )
-    if view.raw.get("moe_latent_size") is not None:
-        raise UnsupportedArchitecture(
-            f"{view.field('moe_latent_size')}: latent mixture-of-experts projections are not "
-            "priced yet",
-            field=view.field("moe_latent_size"),
         )
     count = blocks.count
     reading.set("num_layers", len(blocks), key)
@@ -74,8 +69,14 @@ def read_nemotron_h(view: ConfigView) -> Reading:
         shared_width=view.count("n_shared_experts", 1)
         * view.size("moe_shared_expert_intermediate_size", 7688),
     )
+    # Nemotron 3 Super/Ultra: routed experts in a latent (vLLM's NemotronHMoE,
+    # vllm/model_executor/models/nemotron_h.py: fc1/fc2_latent_proj as ReplicatedLinear,
+    # FusedMoE over hidden_size=moe_latent_size; the gate and shared expert on hidden)
+    latent = view.optional_size("moe_latent_size", None)
     if count("moe"):
         reading.set("num_moe_layers", count("moe"), key)
+        if latent is not None:
+            reading.set("moe_latent_size", latent, "moe_latent_size")
     reading.notes.append("squared ReLU priced as ReLU (one more multiply per element)")
     return reading
 
