@@ -14,6 +14,7 @@ embeddings, SpinQuant, QLoRA adapters) are not a quantization_config the reader 
 from __future__ import annotations
 
 import importlib
+import math
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -53,6 +54,9 @@ SIBLINGS = {
 # (Meta's FP8 405B: FBGEMM row-wise FP8); bf16 needs none; the others are left out.
 QUANTIZATION = {"bf16": None, "fp8-mixed": {"quant_method": "fbgemm_fp8"}}
 NAME_CHECK = (0.08, 0.0)
+# The vision SKUs' names count the vision encoder and projector, which the text decoder's count
+# leaves out (Llama 3.2 11B Vision: 10.6B on its model card, 9.8B of them the text decoder).
+VISION_NAME_CHECK = (0.15, 0.0)
 DTYPE_NOTE = "llama-models: weights as its quantization_format states (bf16, or fp8-mixed)"
 
 
@@ -96,7 +100,13 @@ def hf_config(args: dict[str, Any], max_seq_length: int, vision: bool) -> dict[s
     }
     if not vision:
         return text
-    text["cross_attention_layers_count"] = args["vision_num_cross_attention_layers"]
+    # as transformers' convert_mllama_weights_to_hf.py writes MllamaTextConfig: Meta's n_layers
+    # are the self-attention layers; the cross-attention layers are added to num_hidden_layers,
+    # every ceil(n_layers / count)-th index from the one before it
+    count = args["vision_num_cross_attention_layers"]
+    every = math.ceil(args["n_layers"] / count)
+    text["num_hidden_layers"] = args["n_layers"] + count
+    text["cross_attention_layers"] = list(range(args["n_layers"]))[every - 1 :: every]
     return {"model_type": "mllama", "text_config": text, "torch_dtype": "bfloat16"}
 
 
@@ -126,6 +136,7 @@ def llama_models_configs(root: Path) -> Iterator[PublishedConfig]:
             name = HUB_NAMES.get(repo, repo)
             aliases = (repo,) if name != repo else ()
             yield PublishedConfig(
-                name, config, source, False, (DTYPE_NOTE,), NAME_CHECK,
+                name, config, source, False, (DTYPE_NOTE,),
+                VISION_NAME_CHECK if vision else NAME_CHECK,
                 aliases=aliases, sibling=SIBLINGS.get(repo),
             )  # fmt: skip

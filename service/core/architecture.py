@@ -75,6 +75,11 @@ class ModelArchitecture:
     to that width (Nemotron 3 Super/Ultra: fc1_latent_proj hidden -> latent before dispatch,
     fc2_latent_proj latent -> hidden after combine, both replicated on every GPU); the router
     and the shared expert keep the full hidden width.
+
+    Cross-attention layers (`num_cross_attention_layers`, Llama 3.2 Vision's): decoder layers,
+    beside the `num_layers` that run, that attend to image tokens; a text-only request has none,
+    and the engines skip those layers, so they hold weights (an attention block and a dense MLP
+    each, shaped as a self-attention layer's) but do no work and keep no KV cache.
     """
 
     hidden_size: int
@@ -115,6 +120,7 @@ class ModelArchitecture:
     parallel_mixers: bool = False
     dsa: DsaShape | None = None
     moe_latent_size: int | None = None
+    num_cross_attention_layers: int = 0
 
     @property
     def num_attention_layers(self) -> int:
@@ -251,6 +257,10 @@ def _validate_layer_mix(arch: ModelArchitecture) -> None:
             "recurrent and mixer-free layers must leave at least one mixer and no negative "
             f"number of attention layers out of num_layers ({arch.num_layers})",
             field="num_layers",
+        )
+    if arch.num_cross_attention_layers < 0:
+        raise InvalidArchitecture(
+            "num_cross_attention_layers must not be negative", field="num_cross_attention_layers"
         )
     if arch.num_mlp_free_layers > arch.num_layers:
         raise InvalidArchitecture("num_mlp_free_layers exceeds num_layers", field="num_layers")

@@ -70,9 +70,16 @@ def recurrent_weight_elements_per_gpu(arch: ModelArchitecture, group: int) -> fl
     return total
 
 
+def cross_attention_weight_elements(arch: ModelArchitecture) -> float:
+    """Weight elements of the cross-attention layers a text-only request skips (each an
+    attention block and a dense MLP of a self-attention layer's shapes)."""
+    per_layer = attention_weight_elements(arch) + mlp_weight_elements(arch, arch.intermediate_size)
+    return arch.num_cross_attention_layers * per_layer
+
+
 def layer_weight_elements(arch: ModelArchitecture) -> float:
     """Weight-matrix elements of all decoder layers (no norms or biases)."""
-    total = mixer_weight_elements(arch)
+    total = mixer_weight_elements(arch) + cross_attention_weight_elements(arch)
     total += arch.num_dense_mlp_layers * mlp_weight_elements(arch, arch.intermediate_size)
     if arch.is_moe:
         experts = arch.num_experts * expert_weight_elements(arch)
@@ -94,8 +101,9 @@ def parameter_count(arch: ModelArchitecture) -> float:
 
 
 def active_parameter_count(arch: ModelArchitecture) -> float:
-    """Parameters one token passes through (routed experts counted k of E)."""
-    total = parameter_count(arch)
+    """Parameters one token passes through (routed experts counted k of E; a text token skips
+    the cross-attention layers)."""
+    total = parameter_count(arch) - cross_attention_weight_elements(arch)
     if not arch.is_moe:
         return total
     idle_experts = arch.num_experts - arch.experts_per_token
@@ -109,6 +117,7 @@ def weight_bytes_per_gpu(arch: ModelArchitecture, s: ShardShapes, pipeline: int)
     # Attention and dense layers are sharded over one attention replica's GPUs (replicated
     # across attention-data-parallel replicas); routed experts over the whole stage.
     layer_bytes = (attention + arch.num_dense_mlp_layers * dense_mlp) / s.attention_group
+    layer_bytes += cross_attention_weight_elements(arch) / s.attention_group
     layer_bytes += recurrent_weight_elements_per_gpu(arch, s.attention_group)
     if arch.is_moe:
         experts = s.local_experts * expert_weight_elements(arch) / s.tensor

@@ -83,6 +83,7 @@ BUILT_ARCH_KEYS = {
     "parallel_mixers",
     "attention_output_gate",
     "moe_latent_size",
+    "num_cross_attention_layers",
 }
 
 BOOL_ARCH_KEYS = (
@@ -339,6 +340,9 @@ def count_parameters(
     norm_weights = 2 if a["norm"] == "layernorm" else 1  # layernorm has a bias
     norms_per_layer = 4 if a["sandwich_norms"] else 2
     total += (norms_per_layer * n_layers + 1) * h * norm_weights
+    cross = 0 if active else a.get("num_cross_attention_layers", 0)
+    # Llama 3.2 Vision's cross-attention layers: a self-attention layer's weights and norms
+    total += cross * (attn + mats * h * a["intermediate_size"] + 2 * h * norm_weights)
     return total
 
 
@@ -467,7 +471,8 @@ def test_hybrid_mamba_models_are_priced_from_their_pattern(
 def test_moe_entries_have_fewer_active_parameters(models: list[dict[str, Any]]) -> None:
     for m in models:
         a = m["architecture"]
-        if a and a["num_experts"]:
+        if a and (a["num_experts"] or a.get("num_cross_attention_layers")):
+            # routed experts idle but k; cross-attention layers idle for a text token
             assert m["active_parameters"] < m["parameters"], m["id"]
         elif a:
             assert m["active_parameters"] == m["parameters"], m["id"]

@@ -27,6 +27,7 @@ from service.catalog.hf_config import (
 from service.catalog.hf_config.multimodal import (
     TEXT_MODEL_TYPES,
     Reader,
+    read_mllama_text,
     read_qwen2_vl,
     read_text_decoder,
     text_view,
@@ -107,6 +108,7 @@ TEXT_READERS: dict[str, Reader] = {
     "minimax_text_01": linear_hybrids.read_minimax,
     "minimax_m1": linear_hybrids.read_minimax,
     "qwen2_vl": read_qwen2_vl,
+    "mllama_text_model": read_mllama_text,
     "qwen2_5_vl": read_qwen2_vl,
 }
 SUPPORTED_MODEL_TYPES = tuple(sorted([*TEXT_READERS, *TEXT_MODEL_TYPES]))

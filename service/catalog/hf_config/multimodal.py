@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from service.catalog.hf_config.dense import read_qwen2
-from service.catalog.hf_config.reading import ClassDefaults, Reading
+from service.catalog.hf_config.reading import ClassDefaults, Reading, read_decoder
 from service.catalog.hf_config.view import ConfigView
 from service.core.cost_model_errors import UnsupportedArchitecture
 
@@ -23,6 +23,7 @@ TEXT_MODEL_TYPES = {
     "mistral3": "mistral",
     "llava": "llama",
     "llava_next": "llama",
+    "mllama": "mllama_text_model",
     "qwen3_vl": "qwen3_vl_text",
     "qwen3_vl_moe": "qwen3_vl_moe_text",
     "qwen3_5": "qwen3_5_text",
@@ -62,4 +63,34 @@ def read_qwen2_vl(view: ConfigView) -> Reading:
     text = view.sub("text_config") or view
     reading = read_qwen2(text, QWEN2_VL_TEXT)
     reading.notes.append(VISION_NOTE)
+    return reading
+
+
+# MllamaTextConfig (transformers src/transformers/models/mllama/configuration_mllama.py):
+# num_hidden_layers counts the cross-attention layers too; cross_attention_layers defaults to
+# [3, 8, 13, 18, 23, 28, 33, 38].
+MLLAMA_TEXT = ClassDefaults(128256, 4096, 14336, 40, 32, 8, 131072, False)
+MLLAMA_CROSS_LAYERS = [3, 8, 13, 18, 23, 28, 33, 38]
+
+
+def read_mllama_text(view: ConfigView) -> Reading:
+    """MllamaTextConfig (Llama 3.2 Vision, Llama Guard 3 Vision): a Llama decoder whose
+    `cross_attention_layers` attend to image tokens instead of the text. A text-only request
+    runs only the others: SGLang's MllamaTextModel (python/sglang/srt/models/mllama.py) skips
+    every cross-attention layer when no sequence of the batch has an image (encoder_lens all 0),
+    as transformers' MllamaTextModel does without cross_attention_states; their weights stay
+    loaded (ModelArchitecture.num_cross_attention_layers)."""
+    reading = read_decoder(view, MLLAMA_TEXT)
+    layers: int = reading.values["num_layers"]
+    listed = view.int_list("cross_attention_layers")
+    if listed is None:
+        view.defaulted[view.field("cross_attention_layers")] = MLLAMA_CROSS_LAYERS
+    cross = len({i for i in (MLLAMA_CROSS_LAYERS if listed is None else listed) if i < layers})
+    reading.set("num_layers", layers - cross, "num_hidden_layers")
+    reading.set("num_cross_attention_layers", cross, "cross_attention_layers")
+    if cross:
+        reading.notes.append(
+            f"{cross} cross-attention layers loaded but not run: a text-only request has no image "
+            "tokens, and the engines skip those layers"
+        )
     return reading
