@@ -325,7 +325,8 @@ def count_parameters(
         attn = 2 * h * heads * hd + 2 * h * kv * hd
         if a["qkv_bias"]:
             attn += heads * hd + 2 * kv * hd
-    total += n_layers * attn
+    # NAS blocks without attention (Nemotron-Super-49B's no_op attention) hold none
+    total += (n_layers - a.get("num_mixer_free_layers", 0)) * attn
 
     mats = 3 if a["mlp"] == "gated" else 2
     moe_layers = a["num_moe_layers"]

@@ -23,6 +23,7 @@ from service.catalog.hf_config import (
     linear_hybrids,
     mla,
     moe,
+    nas,
 )
 from service.catalog.hf_config.multimodal import (
     TEXT_MODEL_TYPES,
@@ -61,6 +62,7 @@ TEXT_READERS: dict[str, Reader] = {
     "cohere": dense.read_cohere,
     "cohere2": dense.read_cohere2,
     "nemotron": dense.read_nemotron,
+    "nemotron-nas": nas.read_nemotron_nas,
     "gemma": gemma.read_gemma,
     "gemma2": gemma.read_gemma2,
     "gemma3_text": gemma.read_gemma3_text,

@@ -14,7 +14,6 @@ REFUSED_MODEL_TYPES: dict[str, str] = {
     "rwkv": _LINEAR,
     "recurrent_gemma": "RG-LRU recurrent layers",
     "gemma3n": "per-layer embeddings, AltUp and activation sparsity",
-    "nemotron-nas": "layers of differing shapes (neural architecture search)",
 }
 
 
