@@ -79,7 +79,9 @@ def read_mllama_text(view: ConfigView) -> Reading:
     runs only the others: SGLang's MllamaTextModel (python/sglang/srt/models/mllama.py) skips
     every cross-attention layer when no sequence of the batch has an image (encoder_lens all 0),
     as transformers' MllamaTextModel does without cross_attention_states; their weights stay
-    loaded (ModelArchitecture.num_cross_attention_layers)."""
+    loaded (ModelArchitecture.num_cross_attention_layers). SGLang's decode CUDA graphs, captured
+    with those layers in, replay them with a zero-masked output: such decode steps are priced
+    without those layers' weight reads (docs/catalog/building.md)."""
     reading = read_decoder(view, MLLAMA_TEXT)
     layers: int = reading.values["num_layers"]
     listed = view.int_list("cross_attention_layers")
