@@ -193,7 +193,7 @@ def test_unknown_names_are_422_with_near_matches(
             "precision",
         ),
         ({"precision": {"weights": "fp7"}}, "precision.weights"),
-        ({"model": "databricks/dbrx-base"}, "model"),  # catalogued, its model_type not read
+        ({"model": "stepfun-ai/Step-3.7-Flash"}, "model"),  # catalogued, its model_type not read
         ({"colour": "blue"}, "colour"),
         ({"architecture": {"hidden_size": 64}}, "architecture.num_layers"),
         (
