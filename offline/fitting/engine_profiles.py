@@ -9,7 +9,11 @@ sequence, per decode kernel launch, per worker beyond the first); the service pr
 once at zero overheads and once per overhead at a unit step, and the overheads are fitted on
 those slopes (`end_to_end.fit_overheads_to`, as for the vLLM profiles). The prefill overhead
 is vllm-v1's (a continuous batch's first token pays a decode step's host time, so these runs
-cannot tell it); so are the host-overhead powers (the runs measure no energy).
+cannot tell it); so are the host-overhead powers (the runs measure no energy). With the decode
+overheads fixed, a run's time to first token is linear in the engine's two TTFT terms (the
+share of arrivals that come in a wave, `ttft_wave_share`, and the host path per request,
+`request_overhead_s`): the runs are priced once more at a unit wave share and both are fitted
+on their measured TTFT (`fit_ttft_terms`).
 
 Validated by refitting without each model family and without each GPU (H100, H200): see
 `write_engine_report`.
@@ -23,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
+from scipy.optimize import least_squares
 
 from offline.fitting.cross_validation import HeldOut, overhead_values
 from offline.fitting.end_to_end import Overheads, fit_overheads_to, without_overheads
@@ -89,6 +94,8 @@ class Slopes:
     launch_s: float
     layout: list[str]
     lines: list[int]  # each run's CSV line
+    wave_s: FloatArray  # TTFT per unit ttft_wave_share [s]; 0 in the static reading
+    continuous: bool  # whether the runs are read as joining a server (else static batches)
 
     def subset(self, mask: npt.NDArray[np.bool_]) -> Slopes:
         pick = np.flatnonzero(mask)
@@ -104,12 +111,25 @@ class Slopes:
             self.launch_s,
             [self.layout[i] for i in pick],
             [self.lines[i] for i in pick],
+            self.wave_s[pick],
+            self.continuous,
         )
 
-    def predicted(self, overheads: Overheads) -> tuple[FloatArray, FloatArray]:
-        """(TPOT, TTFT) [s] of every run under decode `overheads` (end_to_end.Overheads)."""
+    def predicted(
+        self, overheads: Overheads, ttft_terms: TtftTerms = (0.0, 0.0)
+    ) -> tuple[FloatArray, FloatArray]:
+        """(TPOT, TTFT) [s] of every run under decode `overheads` (end_to_end.Overheads) and
+        `ttft_terms` (wave share, request overhead [s]; continuous reading only)."""
         step = np.array([overheads[1], overheads[2], overheads[3] - self.launch_s, overheads[4]])
-        return self.tpot_s + self.tpot_slope @ step, self.ttft_s + self.ttft_slope @ step
+        ttft = self.ttft_s + self.ttft_slope @ step
+        if self.continuous:
+            ttft = ttft + ttft_terms[0] * self.wave_s + ttft_terms[1]
+        return self.tpot_s + self.tpot_slope @ step, ttft
+
+
+TtftTerms = tuple[float, float]
+"""An engine's (ttft_wave_share [-], request_overhead_s [s])."""
+NO_TTFT_TERMS: TtftTerms = (0.0, 0.0)
 
 
 ONE_NODE_GPUS = 8
@@ -160,6 +180,7 @@ def run_slopes(
     for name in _OVERHEADS:
         step = getattr(zero.roofline, name) + UNIT_S
         variants[name] = replace(zero, roofline=replace(zero.roofline, **{name: step}))
+    variants["wave"] = replace(zero, roofline=replace(zero.roofline, ttft_wave_share=1.0))
     priced = {}
     for name, coefficients in variants.items():
         estimator = point_estimator(coefficients={"vllm-v1": zero, engine: coefficients})
@@ -193,6 +214,8 @@ def run_slopes(
         launch_s=zero.roofline.decode_kernel_launch_s,
         layout=[runs[i].layout for i in keep],
         lines=[runs[i].line for i in keep],
+        wave_s=latency["wave"][:, 1] - base[:, 1],
+        continuous=not static,
     )
 
 
@@ -205,6 +228,23 @@ def fit_engine_overheads(slopes: Slopes, prefill_overhead_s: float) -> Overheads
     )
 
 
+def fit_ttft_terms(slopes: Slopes, overheads: Overheads) -> TtftTerms:
+    """The wave share (0 to 1) and request overhead (0 to 1 s) minimising the robust log
+    error of TTFT over `slopes`' runs under decode `overheads`; none in the static reading."""
+    if not slopes.continuous or not len(slopes.ttft_s):
+        return NO_TTFT_TERMS
+    base = slopes.predicted(overheads)[1]
+    measured = slopes.measured_ttft_s
+
+    def residuals(x: FloatArray) -> FloatArray:
+        return np.asarray(np.log((base + x[0] * slopes.wave_s + x[1]) / measured))
+
+    fitted = least_squares(
+        residuals, [0.1, 0.01], bounds=([0.0, 0.0], [1.0, 1.0]), loss="soft_l1", f_scale=0.3
+    )
+    return float(fitted.x[0]), float(fitted.x[1])
+
+
 @dataclass(frozen=True, slots=True)
 class EngineProfile:
     """An engine's fitted kernel efficiencies, overheads and measured versions."""
@@ -212,6 +252,7 @@ class EngineProfile:
     coefficients: CostModelCoefficients
     overheads: Overheads
     versions: list[str]
+    ttft_terms: TtftTerms = NO_TTFT_TERMS
 
     def values(self) -> dict[str, float]:
         """The profile's entry of the coefficients file (less its host powers)."""
@@ -220,6 +261,8 @@ class EngineProfile:
             "tensor_efficiency": roofline.tensor_efficiency,
             "memory_efficiency": roofline.memory_efficiency,
             **overhead_values(self.overheads),
+            "ttft_wave_share": self.ttft_terms[0],
+            "request_overhead_s": self.ttft_terms[1],
         }
 
 
@@ -237,11 +280,13 @@ def fit_engine(
     _held_out_families(engine, slopes, prefill_s, held)
     _held_out_gpus(engine, runs, samples, shared, held)
     _shared_profile(engine, runs, shared, held)
-    return EngineProfile(zero, overheads, measured_versions(runs))
+    terms = fit_ttft_terms(slopes, overheads)
+    return EngineProfile(zero, overheads, measured_versions(runs), terms)
 
 
-def _add(held: HeldOut, quantity: str, slopes: Slopes, o: Overheads, labels: list[str]) -> None:
-    tpot, ttft = slopes.predicted(o)
+def _add(held: HeldOut, quantity: str, slopes: Slopes, o: Overheads, labels: list[str],
+         terms: TtftTerms = NO_TTFT_TERMS) -> None:  # fmt: skip
+    tpot, ttft = slopes.predicted(o, terms)
     held.add(f"tpot:{quantity}", tpot, slopes.measured_tpot_s, labels)
     held.add(f"ttft:{quantity}", ttft, slopes.measured_ttft_s, labels)
 
@@ -254,8 +299,9 @@ def _held_out_families(engine: str, slopes: Slopes, prefill_s: float, held: Held
             continue
         test = slopes.subset(families == family)
         overheads = fit_engine_overheads(train, prefill_s)
-        _add(held, f"{engine}:family", test, overheads, test.family)
-        _add(held, f"{engine}:family-layout", test, overheads, test.layout)
+        terms = fit_ttft_terms(train, overheads)
+        _add(held, f"{engine}:family", test, overheads, test.family, terms)
+        _add(held, f"{engine}:family-layout", test, overheads, test.layout, terms)
 
 
 def _held_out_gpus(
@@ -267,11 +313,10 @@ def _held_out_gpus(
         slopes = run_slopes(runs, engine, zero)
         gpus = np.array(slopes.gpu)
         if (gpus != gpu).any():
-            overheads = fit_engine_overheads(
-                slopes.subset(gpus != gpu), shared.roofline.prefill_overhead_s
-            )
+            train = slopes.subset(gpus != gpu)
+            overheads = fit_engine_overheads(train, shared.roofline.prefill_overhead_s)
             test = slopes.subset(gpus == gpu)
-            _add(held, f"{engine}:gpu", test, overheads, test.gpu)
+            _add(held, f"{engine}:gpu", test, overheads, test.gpu, fit_ttft_terms(train, overheads))
         gemm = samples.subset(kernel_gpus == gpu)
         fitted = fit_gemm_efficiencies(samples.subset(kernel_gpus != gpu))
         efficiencies = np.array([fitted["tensor_efficiency"], fitted["memory_efficiency"]])

@@ -2,7 +2,9 @@
 static one, on the same rows, with coefficients refitted without each row's group.
 
     python -m offline.fitting.serving_validation --data ../shared/data \
-        --out bench/results/serving_validation.md      # ~15 min
+        --out bench/results/serving_validation.md      # ~40 min
+    python -m offline.fitting.serving_validation --data ../shared/data --silicon-only \
+        --out /tmp/silicon_validation.md               # aiconfigurator's runs alone
 
 Readings of one measured row (shared/data/README.md):
 - `continuous`: one request (batch 1) joining the row's running sequences
@@ -47,6 +49,7 @@ from offline.fitting.engine_profiles import (
     Slopes,
     engine_runs,
     fit_engine_overheads,
+    fit_ttft_terms,
     kernel_coefficients,
     run_slopes,
 )
@@ -181,9 +184,10 @@ def _runs(
     """The runs of `mask` under each reading, with decode overheads fitted on that reading's
     other runs."""
     for reading, s in slopes.items():
-        overheads = fit_engine_overheads(s.subset(~mask), prefill_s)
+        train = s.subset(~mask)
+        overheads = fit_engine_overheads(train, prefill_s)
         test = s.subset(mask)
-        tpot, ttft = test.predicted(overheads)
+        tpot, ttft = test.predicted(overheads, fit_ttft_terms(train, overheads))
         for quantity, predicted, measured in (
             ("tpot", tpot, test.measured_tpot_s),
             ("ttft", ttft, test.measured_ttft_s),
@@ -248,8 +252,10 @@ def _table(rows: list[Priced], key: Callable[[Priced], str]) -> list[str]:
     return lines
 
 
-def report(data_dir: Path) -> str:
-    """The markdown report."""
+def report(data_dir: Path, *, silicon_only: bool = False) -> str:
+    """The markdown report (`silicon_only`: aiconfigurator's runs alone, no cost-model refit)."""
+    if silicon_only:
+        return render(paired(list(silicon_rows(data_dir))))
     data = FoldData.load(data_dir)
     return render(paired([*mlenergy_rows(data), *silicon_rows(data_dir)]))
 
@@ -284,8 +290,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else "")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA_DIR)
     parser.add_argument("--out", type=Path, default=Path("bench/results/serving_validation.md"))
+    parser.add_argument(
+        "--silicon-only",
+        action="store_true",
+        help="aiconfigurator's serving runs alone (minutes, not the ML.ENERGY refits' ~40)",
+    )
     args = parser.parse_args()
-    args.out.write_text(report(args.data), encoding="utf-8")
+    args.out.write_text(report(args.data, silicon_only=args.silicon_only), encoding="utf-8")
     print(f"wrote {args.out}")
 
 
