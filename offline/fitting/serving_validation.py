@@ -15,13 +15,15 @@ Readings of one measured row (shared/data/README.md):
 Each reading is priced with coefficients refitted, on that reading, without the row's group
 (the old model against the new, both held out); a row counts only where both price it. Splits:
 - `family`: ML.ENERGY rows with the cost model refitted without the family
-  (family_folds.fit_without); aiconfigurator runs with their engine's decode overheads refitted
-  without it (engine_profiles, the kernel efficiencies on its GEMM tables kept);
+  (family_folds.fit_without); aiconfigurator runs with their engine's decode overheads and, in
+  the continuous reading, its TTFT terms (wave share, request overhead) refitted without it
+  (engine_profiles, the kernel efficiencies on its GEMM tables kept);
 - `gpu`: the same without the GPU (H100, H200, A100; for the runs, the GEMM tables of that GPU
   left out too);
 - `engine`: ML.ENERGY v2 (vLLM 0.5.4) priced with the vllm-v1 profile refitted without them and
   v3 (vLLM 0.11.1) with the vllm-v0 one; aiconfigurator runs with the vllm-v1 profile, fitted on
-  no aiconfigurator run (what a request for an engine without measurements gets).
+  no aiconfigurator run and carrying no TTFT terms (what a request for an engine without
+  measurements gets).
 Quantities: energy per request (ML.ENERGY: `per_sequence_gpu_j`), time per output token (ML.ENERGY
 v2 mean TPOT, v3 median ITL, aiconfigurator TPOT) and time to first token (aiconfigurator TTFT
 against `prefill_s`; ML.ENERGY publishes none).
@@ -255,23 +257,28 @@ def _table(rows: list[Priced], key: Callable[[Priced], str]) -> list[str]:
 def report(data_dir: Path, *, silicon_only: bool = False) -> str:
     """The markdown report (`silicon_only`: aiconfigurator's runs alone, no cost-model refit)."""
     if silicon_only:
-        return render(paired(list(silicon_rows(data_dir))))
+        return render(paired(list(silicon_rows(data_dir))), silicon_only=True)
     data = FoldData.load(data_dir)
     return render(paired([*mlenergy_rows(data), *silicon_rows(data_dir)]))
 
 
-def render(rows: list[Priced]) -> str:
-    """The markdown report of priced rows (`paired`)."""
+def render(rows: list[Priced], *, silicon_only: bool = False) -> str:
+    """The markdown report of priced rows (`paired`; `silicon_only`: aiconfigurator's alone)."""
     version = load_engine_coefficients()[DEFAULT_ENGINE].version
+    flag, data = (
+        (" --silicon-only", "aiconfigurator's silicon serving runs and GEMM tables (NVIDIA, "
+         "Apache-2.0)")
+        if silicon_only
+        else ("", "ML.ENERGY leaderboard v2 and v3 (Apache-2.0), aiconfigurator's silicon serving "
+              "runs and GEMM tables (NVIDIA, Apache-2.0), Vidur and Splitwise (MIT) in the refits")
+    )  # fmt: skip
     lines = [
         "# Serving validation: continuous batch vs static batch, grouped splits",
         "",
-        "Made by `python -m offline.fitting.serving_validation --data ../shared/data` at "
+        f"Made by `python -m offline.fitting.serving_validation --data ../shared/data{flag}` at "
         f"{datetime.now(UTC):%Y-%m-%dT%H:%MZ} (coefficients `{version}` as the base of every "
-        "refit). The analytical estimate alone (no learned correction). Data: ML.ENERGY "
-        "leaderboard v2 and v3 (Apache-2.0), aiconfigurator's silicon serving runs and GEMM "
-        "tables (NVIDIA, Apache-2.0), Vidur and Splitwise (MIT) in the refits, read from "
-        "`../shared/data`.",
+        f"refit). The analytical estimate alone (no learned correction). Data: {data}, read "
+        "from `../shared/data`.",
         "",
         __doc__.split("\n\n", 2)[2].strip() if __doc__ else "",
         "",
