@@ -1,7 +1,8 @@
 """Fit the `vllm`, `sglang` and `trtllm` engine profiles on aiconfigurator's measurements.
 
 Each profile is the shared coefficients with the engine's own GEMM efficiencies
-(`engine_gemm`, on its per-engine kernel tables) and its own decode host overheads, fitted on
+(`engine_gemm`, on its per-engine kernel tables), the speed of its block-scaled FP8 MoE kernel
+(`engine_moe`, on its MoE tables) and its own decode host overheads, fitted on
 its aggregated serving runs (silicon_sample_h100_h200.csv, one request joining the run's
 concurrency, as shared/data/README.md maps them). With the kernel efficiencies fixed, a run's
 time per output token is linear in the four decode overheads (fixed per step, per running
@@ -37,6 +38,7 @@ from offline.fitting.engine_gemm import (
     gemm_samples,
     predict_gemm_s,
 )
+from offline.fitting.engine_moe import block_fp8_expert_bytes
 from offline.fitting.silicon_rows import (
     SILICON_CSV,
     SILICON_GPUS,
@@ -132,6 +134,11 @@ TtftTerms = tuple[float, float]
 NO_TTFT_TERMS: TtftTerms = (0.0, 0.0)
 
 
+def table_folder(gpu: str) -> str:
+    """The kernel tables' folder of catalogue GPU `gpu` (e.g. "h200_sxm")."""
+    return {v: k for k, v in SILICON_GPUS.items()}[gpu]
+
+
 ONE_NODE_GPUS = 8
 """GPUs of one HGX H100/H200 baseboard, one NVLink domain. Runs on more (tensor or data
 degree 64) span nodes: the inter-node network is not in this fit's GPU figures, and those
@@ -158,14 +165,16 @@ def measured_versions(runs: list[Run]) -> list[str]:
 
 
 def kernel_coefficients(
-    shared: CostModelCoefficients, samples: GemmSamples
+    shared: CostModelCoefficients, samples: GemmSamples, expert_bytes: float = 2.0
 ) -> CostModelCoefficients:
-    """`shared` with the GEMM efficiencies fitted on `samples` and no host overheads."""
+    """`shared` with the GEMM efficiencies fitted on `samples`, block-scaled FP8 experts timed
+    at `expert_bytes` per element (`engine_moe`) and no host overheads."""
     fitted = fit_gemm_efficiencies(samples)
     roofline = replace(
         shared.roofline,
         tensor_efficiency=fitted["tensor_efficiency"],
         memory_efficiency=fitted["memory_efficiency"],
+        block_fp8_expert_bytes=expert_bytes,
     )
     return without_overheads(replace(shared, roofline=roofline))
 
@@ -260,6 +269,7 @@ class EngineProfile:
         return {
             "tensor_efficiency": roofline.tensor_efficiency,
             "memory_efficiency": roofline.memory_efficiency,
+            "block_fp8_expert_bytes": roofline.block_fp8_expert_bytes,
             **overhead_values(self.overheads),
             "ttft_wave_share": self.ttft_terms[0],
             "request_overhead_s": self.ttft_terms[1],
@@ -274,11 +284,11 @@ def fit_engine(
     runs = engine_runs(data_dir, engine)
     samples = gemm_samples(data_dir, engine, gpus)
     prefill_s = shared.roofline.prefill_overhead_s
-    zero = kernel_coefficients(shared, samples)
+    zero = kernel_coefficients(shared, samples, block_fp8_expert_bytes(data_dir, engine))
     slopes = run_slopes(runs, engine, zero)
     overheads = fit_engine_overheads(slopes, prefill_s)
     _held_out_families(engine, slopes, prefill_s, held)
-    _held_out_gpus(engine, runs, samples, shared, held)
+    _held_out_gpus(engine, runs, samples, shared, held, data_dir)
     _shared_profile(engine, runs, shared, held)
     terms = fit_ttft_terms(slopes, overheads)
     return EngineProfile(zero, overheads, measured_versions(runs), terms)
@@ -305,11 +315,17 @@ def _held_out_families(engine: str, slopes: Slopes, prefill_s: float, held: Held
 
 
 def _held_out_gpus(
-    engine: str, runs: list[Run], samples: GemmSamples, shared: CostModelCoefficients, held: HeldOut
+    engine: str,
+    runs: list[Run],
+    samples: GemmSamples,
+    shared: CostModelCoefficients,
+    held: HeldOut,
+    data_dir: Path,
 ) -> None:
     kernel_gpus = np.array(samples.gpu_id)
     for gpu in sorted({r.gpu for r in runs}):
-        zero = kernel_coefficients(shared, samples.subset(kernel_gpus != gpu))
+        expert_bytes = block_fp8_expert_bytes(data_dir, engine, without_gpu=table_folder(gpu))
+        zero = kernel_coefficients(shared, samples.subset(kernel_gpus != gpu), expert_bytes)
         slopes = run_slopes(runs, engine, zero)
         gpus = np.array(slopes.gpu)
         if (gpus != gpu).any():

@@ -18,8 +18,8 @@ Each reading is priced with coefficients refitted, on that reading, without the 
   (family_folds.fit_without); aiconfigurator runs with their engine's decode overheads and, in
   the continuous reading, its TTFT terms (wave share, request overhead) refitted without it
   (engine_profiles, the kernel efficiencies on its GEMM tables kept);
-- `gpu`: the same without the GPU (H100, H200, A100; for the runs, the GEMM tables of that GPU
-  left out too);
+- `gpu`: the same without the GPU (H100, H200, A100; for the runs, the GEMM and MoE tables of
+  that GPU left out too);
 - `engine`: ML.ENERGY v2 (vLLM 0.5.4) priced with the vllm-v1 profile refitted without them and
   v3 (vLLM 0.11.1) with the vllm-v0 one; aiconfigurator runs with the vllm-v1 profile, fitted on
   no aiconfigurator run and carrying no TTFT terms (what a request for an engine without
@@ -45,6 +45,7 @@ from offline.fitting.cross_validation import Refit
 from offline.fitting.datasets import DEFAULT_DATA_DIR, EnergyMeasurement
 from offline.fitting.end_to_end import EndToEndRow
 from offline.fitting.engine_gemm import gemm_samples
+from offline.fitting.engine_moe import block_fp8_expert_bytes
 from offline.fitting.engine_profiles import (
     ENGINES,
     Run,
@@ -54,6 +55,7 @@ from offline.fitting.engine_profiles import (
     fit_ttft_terms,
     kernel_coefficients,
     run_slopes,
+    table_folder,
 )
 from offline.fitting.family_folds import FoldData, fit_without, fit_without_group
 from offline.fitting.metrics import accuracy
@@ -154,14 +156,16 @@ def silicon_rows(data_dir: Path) -> Iterator[Priced]:
         print(f"aiconfigurator {engine} ...", file=sys.stderr)
         runs = engine_runs(data_dir, engine)
         samples = gemm_samples(data_dir, engine, gpus)
-        both = _both(runs, engine, kernel_coefficients(shared, samples))
+        expert_bytes = block_fp8_expert_bytes(data_dir, engine)
+        both = _both(runs, engine, kernel_coefficients(shared, samples, expert_bytes))
         families = np.array(both["continuous"].family)
         for family in sorted(set(families)):
             if (families != family).any():
                 yield from _runs("family", family, both, families == family, prefill_s)
         kernel_gpus = np.array(samples.gpu_id)
         for gpu in sorted({r.gpu for r in runs}):
-            zero = kernel_coefficients(shared, samples.subset(kernel_gpus != gpu))
+            expert_bytes = block_fp8_expert_bytes(data_dir, engine, table_folder(gpu))
+            zero = kernel_coefficients(shared, samples.subset(kernel_gpus != gpu), expert_bytes)
             fold = _both(runs, engine, zero)
             on = np.array(fold["continuous"].gpu) == gpu
             if (~on).any():

@@ -45,6 +45,11 @@ class RooflineCoefficients:
         request_overhead_s: host time a continuous-batch request spends before its first
             token outside the forward passes (HTTP, tokenisation, admission, returning the
             token) [s]; time, not GPU energy.
+        block_fp8_expert_bytes: bytes per routed-expert weight element that the expert GEMMs
+            of a block-scaled FP8 checkpoint served in fp8 are timed at [B/element]
+            (`shards.expert_stream_bytes`): 2 where the engine's kernel runs them no faster than
+            bf16, less where its fp8 block-scaled MoE kernel is faster (fitted per engine on
+            its measured MoE kernel tables, `offline/fitting/engine_moe.py`).
     """
 
     tensor_efficiency: float
@@ -64,6 +69,7 @@ class RooflineCoefficients:
     expert_imbalance_per_doubling: float = 0.0
     ttft_wave_share: float = 0.0
     request_overhead_s: float = 0.0
+    block_fp8_expert_bytes: float = 2.0
 
 
 @dataclass(frozen=True, slots=True)
