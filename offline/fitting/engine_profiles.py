@@ -1,7 +1,8 @@
 """Fit the `vllm`, `sglang` and `trtllm` engine profiles on aiconfigurator's measurements.
 
 Each profile is the shared coefficients with the engine's own GEMM efficiencies
-(`engine_gemm`, on its per-engine kernel tables) and its own decode host overheads, fitted on
+(`engine_gemm`, on its per-engine kernel tables), the speed of its block-scaled FP8 MoE kernel
+(`engine_moe`, on its MoE tables) and its own decode host overheads, fitted on
 its aggregated serving runs (silicon_sample_h100_h200.csv, one request joining the run's
 concurrency, as shared/data/README.md maps them). With the kernel efficiencies fixed, a run's
 time per output token is linear in the four decode overheads (fixed per step, per running
@@ -9,7 +10,11 @@ sequence, per decode kernel launch, per worker beyond the first); the service pr
 once at zero overheads and once per overhead at a unit step, and the overheads are fitted on
 those slopes (`end_to_end.fit_overheads_to`, as for the vLLM profiles). The prefill overhead
 is vllm-v1's (a continuous batch's first token pays a decode step's host time, so these runs
-cannot tell it); so are the host-overhead powers (the runs measure no energy).
+cannot tell it); so are the host-overhead powers (the runs measure no energy). With the decode
+overheads fixed, a run's time to first token is linear in the engine's two TTFT terms (the
+share of arrivals that come in a wave, `ttft_wave_share`, and the host path per request,
+`request_overhead_s`): the runs are priced once more at a unit wave share and both are fitted
+on their measured TTFT (`fit_ttft_terms`).
 
 Validated by refitting without each model family and without each GPU (H100, H200): see
 `write_engine_report`.
@@ -23,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
+from scipy.optimize import least_squares
 
 from offline.fitting.cross_validation import HeldOut, overhead_values
 from offline.fitting.end_to_end import Overheads, fit_overheads_to, without_overheads
@@ -32,6 +38,7 @@ from offline.fitting.engine_gemm import (
     gemm_samples,
     predict_gemm_s,
 )
+from offline.fitting.engine_moe import block_fp8_expert_bytes
 from offline.fitting.silicon_rows import (
     SILICON_CSV,
     SILICON_GPUS,
@@ -89,6 +96,8 @@ class Slopes:
     launch_s: float
     layout: list[str]
     lines: list[int]  # each run's CSV line
+    wave_s: FloatArray  # TTFT per unit ttft_wave_share [s]; 0 in the static reading
+    continuous: bool  # whether the runs are read as joining a server (else static batches)
 
     def subset(self, mask: npt.NDArray[np.bool_]) -> Slopes:
         pick = np.flatnonzero(mask)
@@ -104,12 +113,30 @@ class Slopes:
             self.launch_s,
             [self.layout[i] for i in pick],
             [self.lines[i] for i in pick],
+            self.wave_s[pick],
+            self.continuous,
         )
 
-    def predicted(self, overheads: Overheads) -> tuple[FloatArray, FloatArray]:
-        """(TPOT, TTFT) [s] of every run under decode `overheads` (end_to_end.Overheads)."""
+    def predicted(
+        self, overheads: Overheads, ttft_terms: TtftTerms = (0.0, 0.0)
+    ) -> tuple[FloatArray, FloatArray]:
+        """(TPOT, TTFT) [s] of every run under decode `overheads` (end_to_end.Overheads) and
+        `ttft_terms` (wave share, request overhead [s]; continuous reading only)."""
         step = np.array([overheads[1], overheads[2], overheads[3] - self.launch_s, overheads[4]])
-        return self.tpot_s + self.tpot_slope @ step, self.ttft_s + self.ttft_slope @ step
+        ttft = self.ttft_s + self.ttft_slope @ step
+        if self.continuous:
+            ttft = ttft + ttft_terms[0] * self.wave_s + ttft_terms[1]
+        return self.tpot_s + self.tpot_slope @ step, ttft
+
+
+TtftTerms = tuple[float, float]
+"""An engine's (ttft_wave_share [-], request_overhead_s [s])."""
+NO_TTFT_TERMS: TtftTerms = (0.0, 0.0)
+
+
+def table_folder(gpu: str) -> str:
+    """The kernel tables' folder of catalogue GPU `gpu` (e.g. "h200_sxm")."""
+    return {v: k for k, v in SILICON_GPUS.items()}[gpu]
 
 
 ONE_NODE_GPUS = 8
@@ -138,14 +165,16 @@ def measured_versions(runs: list[Run]) -> list[str]:
 
 
 def kernel_coefficients(
-    shared: CostModelCoefficients, samples: GemmSamples
+    shared: CostModelCoefficients, samples: GemmSamples, expert_bytes: float = 2.0
 ) -> CostModelCoefficients:
-    """`shared` with the GEMM efficiencies fitted on `samples` and no host overheads."""
+    """`shared` with the GEMM efficiencies fitted on `samples`, block-scaled FP8 experts timed
+    at `expert_bytes` per element (`engine_moe`) and no host overheads."""
     fitted = fit_gemm_efficiencies(samples)
     roofline = replace(
         shared.roofline,
         tensor_efficiency=fitted["tensor_efficiency"],
         memory_efficiency=fitted["memory_efficiency"],
+        block_fp8_expert_bytes=expert_bytes,
     )
     return without_overheads(replace(shared, roofline=roofline))
 
@@ -160,6 +189,7 @@ def run_slopes(
     for name in _OVERHEADS:
         step = getattr(zero.roofline, name) + UNIT_S
         variants[name] = replace(zero, roofline=replace(zero.roofline, **{name: step}))
+    variants["wave"] = replace(zero, roofline=replace(zero.roofline, ttft_wave_share=1.0))
     priced = {}
     for name, coefficients in variants.items():
         estimator = point_estimator(coefficients={"vllm-v1": zero, engine: coefficients})
@@ -193,6 +223,8 @@ def run_slopes(
         launch_s=zero.roofline.decode_kernel_launch_s,
         layout=[runs[i].layout for i in keep],
         lines=[runs[i].line for i in keep],
+        wave_s=latency["wave"][:, 1] - base[:, 1],
+        continuous=not static,
     )
 
 
@@ -205,6 +237,23 @@ def fit_engine_overheads(slopes: Slopes, prefill_overhead_s: float) -> Overheads
     )
 
 
+def fit_ttft_terms(slopes: Slopes, overheads: Overheads) -> TtftTerms:
+    """The wave share (0 to 1) and request overhead (0 to 1 s) minimising the robust log
+    error of TTFT over `slopes`' runs under decode `overheads`; none in the static reading."""
+    if not slopes.continuous or not len(slopes.ttft_s):
+        return NO_TTFT_TERMS
+    base = slopes.predicted(overheads)[1]
+    measured = slopes.measured_ttft_s
+
+    def residuals(x: FloatArray) -> FloatArray:
+        return np.asarray(np.log((base + x[0] * slopes.wave_s + x[1]) / measured))
+
+    fitted = least_squares(
+        residuals, [0.1, 0.01], bounds=([0.0, 0.0], [1.0, 1.0]), loss="soft_l1", f_scale=0.3
+    )
+    return float(fitted.x[0]), float(fitted.x[1])
+
+
 @dataclass(frozen=True, slots=True)
 class EngineProfile:
     """An engine's fitted kernel efficiencies, overheads and measured versions."""
@@ -212,6 +261,7 @@ class EngineProfile:
     coefficients: CostModelCoefficients
     overheads: Overheads
     versions: list[str]
+    ttft_terms: TtftTerms = NO_TTFT_TERMS
 
     def values(self) -> dict[str, float]:
         """The profile's entry of the coefficients file (less its host powers)."""
@@ -219,7 +269,10 @@ class EngineProfile:
         return {
             "tensor_efficiency": roofline.tensor_efficiency,
             "memory_efficiency": roofline.memory_efficiency,
+            "block_fp8_expert_bytes": roofline.block_fp8_expert_bytes,
             **overhead_values(self.overheads),
+            "ttft_wave_share": self.ttft_terms[0],
+            "request_overhead_s": self.ttft_terms[1],
         }
 
 
@@ -231,17 +284,19 @@ def fit_engine(
     runs = engine_runs(data_dir, engine)
     samples = gemm_samples(data_dir, engine, gpus)
     prefill_s = shared.roofline.prefill_overhead_s
-    zero = kernel_coefficients(shared, samples)
+    zero = kernel_coefficients(shared, samples, block_fp8_expert_bytes(data_dir, engine))
     slopes = run_slopes(runs, engine, zero)
     overheads = fit_engine_overheads(slopes, prefill_s)
     _held_out_families(engine, slopes, prefill_s, held)
-    _held_out_gpus(engine, runs, samples, shared, held)
+    _held_out_gpus(engine, runs, samples, shared, held, data_dir)
     _shared_profile(engine, runs, shared, held)
-    return EngineProfile(zero, overheads, measured_versions(runs))
+    terms = fit_ttft_terms(slopes, overheads)
+    return EngineProfile(zero, overheads, measured_versions(runs), terms)
 
 
-def _add(held: HeldOut, quantity: str, slopes: Slopes, o: Overheads, labels: list[str]) -> None:
-    tpot, ttft = slopes.predicted(o)
+def _add(held: HeldOut, quantity: str, slopes: Slopes, o: Overheads, labels: list[str],
+         terms: TtftTerms = NO_TTFT_TERMS) -> None:  # fmt: skip
+    tpot, ttft = slopes.predicted(o, terms)
     held.add(f"tpot:{quantity}", tpot, slopes.measured_tpot_s, labels)
     held.add(f"ttft:{quantity}", ttft, slopes.measured_ttft_s, labels)
 
@@ -254,24 +309,30 @@ def _held_out_families(engine: str, slopes: Slopes, prefill_s: float, held: Held
             continue
         test = slopes.subset(families == family)
         overheads = fit_engine_overheads(train, prefill_s)
-        _add(held, f"{engine}:family", test, overheads, test.family)
-        _add(held, f"{engine}:family-layout", test, overheads, test.layout)
+        terms = fit_ttft_terms(train, overheads)
+        _add(held, f"{engine}:family", test, overheads, test.family, terms)
+        _add(held, f"{engine}:family-layout", test, overheads, test.layout, terms)
 
 
 def _held_out_gpus(
-    engine: str, runs: list[Run], samples: GemmSamples, shared: CostModelCoefficients, held: HeldOut
+    engine: str,
+    runs: list[Run],
+    samples: GemmSamples,
+    shared: CostModelCoefficients,
+    held: HeldOut,
+    data_dir: Path,
 ) -> None:
     kernel_gpus = np.array(samples.gpu_id)
     for gpu in sorted({r.gpu for r in runs}):
-        zero = kernel_coefficients(shared, samples.subset(kernel_gpus != gpu))
+        expert_bytes = block_fp8_expert_bytes(data_dir, engine, without_gpu=table_folder(gpu))
+        zero = kernel_coefficients(shared, samples.subset(kernel_gpus != gpu), expert_bytes)
         slopes = run_slopes(runs, engine, zero)
         gpus = np.array(slopes.gpu)
         if (gpus != gpu).any():
-            overheads = fit_engine_overheads(
-                slopes.subset(gpus != gpu), shared.roofline.prefill_overhead_s
-            )
+            train = slopes.subset(gpus != gpu)
+            overheads = fit_engine_overheads(train, shared.roofline.prefill_overhead_s)
             test = slopes.subset(gpus == gpu)
-            _add(held, f"{engine}:gpu", test, overheads, test.gpu)
+            _add(held, f"{engine}:gpu", test, overheads, test.gpu, fit_ttft_terms(train, overheads))
         gemm = samples.subset(kernel_gpus == gpu)
         fitted = fit_gemm_efficiencies(samples.subset(kernel_gpus != gpu))
         efficiencies = np.array([fitted["tensor_efficiency"], fitted["memory_efficiency"]])

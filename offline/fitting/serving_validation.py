@@ -2,7 +2,9 @@
 static one, on the same rows, with coefficients refitted without each row's group.
 
     python -m offline.fitting.serving_validation --data ../shared/data \
-        --out bench/results/serving_validation.md      # ~15 min
+        --out bench/results/serving_validation.md      # ~40 min
+    python -m offline.fitting.serving_validation --data ../shared/data --silicon-only \
+        --out /tmp/silicon_validation.md               # aiconfigurator's runs alone
 
 Readings of one measured row (shared/data/README.md):
 - `continuous`: one request (batch 1) joining the row's running sequences
@@ -13,13 +15,15 @@ Readings of one measured row (shared/data/README.md):
 Each reading is priced with coefficients refitted, on that reading, without the row's group
 (the old model against the new, both held out); a row counts only where both price it. Splits:
 - `family`: ML.ENERGY rows with the cost model refitted without the family
-  (family_folds.fit_without); aiconfigurator runs with their engine's decode overheads refitted
-  without it (engine_profiles, the kernel efficiencies on its GEMM tables kept);
-- `gpu`: the same without the GPU (H100, H200, A100; for the runs, the GEMM tables of that GPU
-  left out too);
+  (family_folds.fit_without); aiconfigurator runs with their engine's decode overheads and, in
+  the continuous reading, its TTFT terms (wave share, request overhead) refitted without it
+  (engine_profiles, the kernel efficiencies on its GEMM tables kept);
+- `gpu`: the same without the GPU (H100, H200, A100; for the runs, the GEMM and MoE tables of
+  that GPU left out too);
 - `engine`: ML.ENERGY v2 (vLLM 0.5.4) priced with the vllm-v1 profile refitted without them and
   v3 (vLLM 0.11.1) with the vllm-v0 one; aiconfigurator runs with the vllm-v1 profile, fitted on
-  no aiconfigurator run (what a request for an engine without measurements gets).
+  no aiconfigurator run and carrying no TTFT terms (what a request for an engine without
+  measurements gets).
 Quantities: energy per request (ML.ENERGY: `per_sequence_gpu_j`), time per output token (ML.ENERGY
 v2 mean TPOT, v3 median ITL, aiconfigurator TPOT) and time to first token (aiconfigurator TTFT
 against `prefill_s`; ML.ENERGY publishes none).
@@ -41,14 +45,17 @@ from offline.fitting.cross_validation import Refit
 from offline.fitting.datasets import DEFAULT_DATA_DIR, EnergyMeasurement
 from offline.fitting.end_to_end import EndToEndRow
 from offline.fitting.engine_gemm import gemm_samples
+from offline.fitting.engine_moe import block_fp8_expert_bytes
 from offline.fitting.engine_profiles import (
     ENGINES,
     Run,
     Slopes,
     engine_runs,
     fit_engine_overheads,
+    fit_ttft_terms,
     kernel_coefficients,
     run_slopes,
+    table_folder,
 )
 from offline.fitting.family_folds import FoldData, fit_without, fit_without_group
 from offline.fitting.metrics import accuracy
@@ -149,14 +156,16 @@ def silicon_rows(data_dir: Path) -> Iterator[Priced]:
         print(f"aiconfigurator {engine} ...", file=sys.stderr)
         runs = engine_runs(data_dir, engine)
         samples = gemm_samples(data_dir, engine, gpus)
-        both = _both(runs, engine, kernel_coefficients(shared, samples))
+        expert_bytes = block_fp8_expert_bytes(data_dir, engine)
+        both = _both(runs, engine, kernel_coefficients(shared, samples, expert_bytes))
         families = np.array(both["continuous"].family)
         for family in sorted(set(families)):
             if (families != family).any():
                 yield from _runs("family", family, both, families == family, prefill_s)
         kernel_gpus = np.array(samples.gpu_id)
         for gpu in sorted({r.gpu for r in runs}):
-            zero = kernel_coefficients(shared, samples.subset(kernel_gpus != gpu))
+            expert_bytes = block_fp8_expert_bytes(data_dir, engine, table_folder(gpu))
+            zero = kernel_coefficients(shared, samples.subset(kernel_gpus != gpu), expert_bytes)
             fold = _both(runs, engine, zero)
             on = np.array(fold["continuous"].gpu) == gpu
             if (~on).any():
@@ -181,9 +190,10 @@ def _runs(
     """The runs of `mask` under each reading, with decode overheads fitted on that reading's
     other runs."""
     for reading, s in slopes.items():
-        overheads = fit_engine_overheads(s.subset(~mask), prefill_s)
+        train = s.subset(~mask)
+        overheads = fit_engine_overheads(train, prefill_s)
         test = s.subset(mask)
-        tpot, ttft = test.predicted(overheads)
+        tpot, ttft = test.predicted(overheads, fit_ttft_terms(train, overheads))
         for quantity, predicted, measured in (
             ("tpot", tpot, test.measured_tpot_s),
             ("ttft", ttft, test.measured_ttft_s),
@@ -248,24 +258,31 @@ def _table(rows: list[Priced], key: Callable[[Priced], str]) -> list[str]:
     return lines
 
 
-def report(data_dir: Path) -> str:
-    """The markdown report."""
+def report(data_dir: Path, *, silicon_only: bool = False) -> str:
+    """The markdown report (`silicon_only`: aiconfigurator's runs alone, no cost-model refit)."""
+    if silicon_only:
+        return render(paired(list(silicon_rows(data_dir))), silicon_only=True)
     data = FoldData.load(data_dir)
     return render(paired([*mlenergy_rows(data), *silicon_rows(data_dir)]))
 
 
-def render(rows: list[Priced]) -> str:
-    """The markdown report of priced rows (`paired`)."""
+def render(rows: list[Priced], *, silicon_only: bool = False) -> str:
+    """The markdown report of priced rows (`paired`; `silicon_only`: aiconfigurator's alone)."""
     version = load_engine_coefficients()[DEFAULT_ENGINE].version
+    flag, data = (
+        (" --silicon-only", "aiconfigurator's silicon serving runs and GEMM tables (NVIDIA, "
+         "Apache-2.0)")
+        if silicon_only
+        else ("", "ML.ENERGY leaderboard v2 and v3 (Apache-2.0), aiconfigurator's silicon serving "
+              "runs and GEMM tables (NVIDIA, Apache-2.0), Vidur and Splitwise (MIT) in the refits")
+    )  # fmt: skip
     lines = [
         "# Serving validation: continuous batch vs static batch, grouped splits",
         "",
-        "Made by `python -m offline.fitting.serving_validation --data ../shared/data` at "
+        f"Made by `python -m offline.fitting.serving_validation --data ../shared/data{flag}` at "
         f"{datetime.now(UTC):%Y-%m-%dT%H:%MZ} (coefficients `{version}` as the base of every "
-        "refit). The analytical estimate alone (no learned correction). Data: ML.ENERGY "
-        "leaderboard v2 and v3 (Apache-2.0), aiconfigurator's silicon serving runs and GEMM "
-        "tables (NVIDIA, Apache-2.0), Vidur and Splitwise (MIT) in the refits, read from "
-        "`../shared/data`.",
+        f"refit). The analytical estimate alone (no learned correction). Data: {data}, read "
+        "from `../shared/data`.",
         "",
         __doc__.split("\n\n", 2)[2].strip() if __doc__ else "",
         "",
@@ -284,8 +301,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else "")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA_DIR)
     parser.add_argument("--out", type=Path, default=Path("bench/results/serving_validation.md"))
+    parser.add_argument(
+        "--silicon-only",
+        action="store_true",
+        help="aiconfigurator's serving runs alone (minutes, not the ML.ENERGY refits' ~40)",
+    )
     args = parser.parse_args()
-    args.out.write_text(report(args.data), encoding="utf-8")
+    args.out.write_text(report(args.data, silicon_only=args.silicon_only), encoding="utf-8")
     print(f"wrote {args.out}")
 
 

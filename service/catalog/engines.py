@@ -34,11 +34,13 @@ ENGINE_DESCRIPTIONS = {
     "vllm-v0": "vLLM <= 0.6 (V0 engine, host work per running sequence); fitted on ML.ENERGY v2 "
     "(vLLM 0.5.4)",
     "vllm": "vLLM as the aiconfigurator serving runs measured it (0.11.2-0.18); kernel "
-    "efficiencies on its GEMM tables, decode overheads on its H100/H200 runs",
-    "sglang": "SGLang; kernel efficiencies on aiconfigurator's SGLang GEMM tables, decode "
-    "overheads on its SGLang H100/H200 serving runs",
+    "efficiencies on its GEMM and MoE tables, decode overheads and time-to-first-token terms on "
+    "its H100/H200 runs",
+    "sglang": "SGLang; kernel efficiencies on aiconfigurator's SGLang GEMM and MoE tables, "
+    "decode overheads and time-to-first-token terms on its SGLang H100/H200 serving runs",
     "trtllm": "TensorRT-LLM (PyTorch flow); kernel efficiencies on aiconfigurator's TRT-LLM GEMM "
-    "tables, decode overheads on its TRT-LLM H100/H200 serving runs",
+    "and MoE tables, decode overheads and time-to-first-token terms on its TRT-LLM H100/H200 "
+    "serving runs",
     "hf-transformers": "eager PyTorch as Hugging Face transformers runs it (no CUDA graphs, static "
     "batches, layers split over GPUs): what offline.measure measures; fitted on a committed "
     "measurement campaign, else priced with vllm-v0's profile (engine_versions.py)",

@@ -38,6 +38,18 @@ class RooflineCoefficients:
         expert_imbalance_per_doubling: growth of the most loaded expert-parallel rank's
             routed rows over the mean per doubling of the expert-parallel degree [-]
             (`moe.expert_load_imbalance`).
+        ttft_wave_share: share of a continuous-batch request's arrivals that come with a wave
+            of the server's other sequences (a closed-loop client restarting its sequences
+            together) and wait for the prompts of that wave queued ahead in the token budget
+            [-] (`steady_state.PassMix.wave_passes`); 0: arrivals spread evenly.
+        request_overhead_s: host time a continuous-batch request spends before its first
+            token outside the forward passes (HTTP, tokenisation, admission, returning the
+            token) [s]; time, not GPU energy.
+        block_fp8_expert_bytes: bytes per routed-expert weight element that the expert GEMMs
+            of a block-scaled FP8 checkpoint served in fp8 are timed at [B/element]
+            (`shards.expert_stream_bytes`): 2 where the engine's kernel runs them no faster than
+            bf16, less where its fp8 block-scaled MoE kernel is faster (fitted per engine on
+            its measured MoE kernel tables, `offline/fitting/engine_moe.py`).
     """
 
     tensor_efficiency: float
@@ -55,6 +67,9 @@ class RooflineCoefficients:
     gemm_tile_m: int = 64
     decode_overhead_per_worker_s: float = 0.0
     expert_imbalance_per_doubling: float = 0.0
+    ttft_wave_share: float = 0.0
+    request_overhead_s: float = 0.0
+    block_fp8_expert_bytes: float = 2.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -239,7 +239,11 @@ def price_workloads(
     )
     phase_j = kernel_j + rows.idle_w * waiting * kernel_s * mix.share + overhead_j * mix.share
     phase_s = kernel_s + overhead_s
+    prefill_pass_s = phase_s[0] / mix.steps[0]
     phase_s[0] += mix.waiting * _mean_pass_s(phase_s, mix.steps)
+    # Arrivals in a wave wait for its prompts ahead; every request, for its host path.
+    phase_s[0] += rows.ttft_wave_share * mix.wave_passes * prefill_pass_s
+    phase_s[0] += np.where(mix.continuous, rows.request_overhead_s, 0.0)
     return WorkloadEstimates(
         plans=plans,
         sizes=values[:, :3],

@@ -85,6 +85,8 @@ class ContextRows:
     state_bytes: FloatArray
     prefill_budget_tokens: FloatArray
     data: FloatArray  # attention data-parallel replicas
+    ttft_wave_share: FloatArray
+    request_overhead_s: FloatArray
 
     @classmethod
     def of(cls, contexts: Sequence[PricingContext], context: IntArray) -> ContextRows:
@@ -135,6 +137,8 @@ def _context_values(
         recurrent_state_bytes(arch, s) if recurrent else 0.0,
         float(deployment.prefill_budget_tokens),
         float(par.data),
+        roofline.ttft_wave_share,
+        roofline.request_overhead_s,
     )
 
 

@@ -32,7 +32,7 @@ from service.core.kernel_work import kernel_work
 from service.core.memory import weight_bytes_per_gpu
 from service.core.moe import expert_gemm_per_unit, expert_load_imbalance
 from service.core.roofline import STREAMING_KINDS, UnitRates, unit_rates
-from service.core.shards import ShardShapes, shard_shapes
+from service.core.shards import ShardShapes, block_fp8_experts, shard_shapes
 from service.core.work import WORK_FIELDS
 from service.core.workload import Deployment
 
@@ -189,6 +189,8 @@ def cost_plan(
     par = deployment.parallelism
     imbalance = expert_load_imbalance(par.expert, roofline.expert_imbalance_per_doubling)
     shapes = replace(shard_shapes(arch, deployment), expert_imbalance=imbalance)
+    if block_fp8_experts(arch, deployment.precision.weights):  # the engine's kernel's speed
+        shapes = replace(shapes, expert_stream_bytes=roofline.block_fp8_expert_bytes)
     compute_key = gemm_compute_key(deployment.precision.weights, deployment.precision.activations)
     rates = unit_rates(deployment.gpu, compute_key, roofline, par.gpus_per_stage, par.pipeline)
     graph = build_kernel_graph(

@@ -131,9 +131,16 @@ def expert_stream_bytes(arch: ModelArchitecture, weights: DType) -> float:
     serving slower than its bf16 twin). Per-channel FP8 checkpoints (e.g. fbgemm's) keep the
     1-byte size: the evidence is about the block-scaled kernel only.
     """
-    if arch.fp8_block_scaled and weights is DType.FP8:
+    if block_fp8_experts(arch, weights):
         return bytes_per_element(DType.BF16)
     return weight_bytes_per_element(weights, int4_group_size=arch.int4_group_size)
+
+
+def block_fp8_experts(arch: ModelArchitecture, weights: DType) -> bool:
+    """Whether `arch`'s routed experts are a block-scaled FP8 checkpoint served in fp8, whose
+    expert GEMM speed depends on the engine's kernel (`RooflineCoefficients.
+    block_fp8_expert_bytes`, which `plan.cost_plan` applies; 2 bytes, as here, by default)."""
+    return arch.fp8_block_scaled and weights is DType.FP8
 
 
 def _check_divides(

@@ -29,6 +29,17 @@ ahead: prompts arrive at C / O per pass, each taking N / b_p passes of the budge
 deterministic server at load rho = (C N / O) / b_p, whose mean wait is
 rho / (2 (1 - rho)) x N / b_p passes (M/D/1; rho capped at RHO_MAX). Those waiting passes are
 other sequences' work: they add time to first token, not energy.
+
+Arrivals in a wave (closed-loop clients, as serving benchmarks run them, send their sequences
+together at start and keep them bunched while every sequence has the same lengths): the
+request comes with the other C / r - b prompts of its replica (r attention-data-parallel
+replicas) and is, on average, in the middle of them. Chunked prefill fills each pass's budget
+B with the wave's prompts in turn, so the wave's W = (C / r) N tokens take W / B passes and a
+request's first token comes, on average, after min(W, (W + B) / 2) of them (one pass when the
+wave fits in it: every prompt of the pass waits for the whole pass); less its own b N tokens,
+which its prefill passes already price, that is `wave_passes` passes of its prefill phase's
+mean token count. The share of arrivals that come in a wave is the engine's
+`RooflineCoefficients.ttft_wave_share`, fitted on measured serving runs: the rest arrive spread.
 """
 
 from __future__ import annotations
@@ -61,6 +72,8 @@ class PassMix:
         continuous: [N] whether the workload runs in a continuous batch.
         waiting: [N] mean passes of other sequences' work before the request's first chunk
             (0 in a static batch) [passes].
+        wave_passes: [N] prefill passes (of the request's prefill phase's size) of the prompts
+            ahead of the request when it arrives in a wave (0 in a static batch) [passes].
     """
 
     prefilling: FloatArray
@@ -72,6 +85,7 @@ class PassMix:
     new_tokens: FloatArray
     continuous: BoolArray
     waiting: FloatArray
+    wave_passes: FloatArray
 
 
 def computed_prompt_tokens(prompt: FloatArray, cached: FloatArray) -> FloatArray:
@@ -121,6 +135,9 @@ def pass_mix(
     steps[1] = decode_steps
     load = np.minimum(arriving / replicas * new / left, RHO_MAX)
     queued = load / (2.0 * (1.0 - load)) * new / left
+    wave = running / replicas * new
+    ahead = np.maximum(np.minimum(wave, (wave + budget) / 2.0) - batch * new, 0.0)
+    per_pass = advancing / replicas + carried * new  # tokens of one of its prefill passes
     return PassMix(
         prefilling=prefilling,
         decoding=decoding,
@@ -131,4 +148,5 @@ def pass_mix(
         new_tokens=new,
         continuous=continuous,
         waiting=np.where(continuous, 0.5 + queued, 0.0),
+        wave_passes=np.where(continuous, ahead / per_pass, 0.0),
     )
