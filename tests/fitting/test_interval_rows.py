@@ -138,3 +138,28 @@ def test_a_quantised_variant_counts_under_its_catalogued_family() -> None:
     assert {(r.level, r.group, r.family) for r in rows} == {("family", "qwen", "qwen")}
     # total = TTFT + (osl - 1) x TPOT = 0.2 + 511 x 0.02 = 10.42 s
     assert {r.quantity: r.measured for r in rows}["total"] == pytest.approx(10.42)
+
+
+def test_an_engine_priced_with_another_engines_profile_is_engine_held_out() -> None:
+    # Every run is priced with vllm-v1; an SGLang run on a fitted GPU, precision and family is
+    # then an engine priced with another's profile, though `sglang` has a profile of its own.
+    estimator = point_estimator()
+    row = {
+        **SILICON_ROW,
+        "system": "h100_sxm",
+        "precision": "",
+        "silicon_ttft_ms": "200",
+        "silicon_tpot_ms": "20",
+    }
+    latency = {"prefill_s": 0.1, "time_per_output_token_s": 0.01, "total_s": 5.0}
+    fitted_on = {
+        "vendor": frozenset({"NVIDIA"}),
+        "gpu": frozenset({"H100-SXM5-80GB"}),
+        "engine": frozenset({"vllm-v1", "sglang"}),
+        "precision": frozenset({"bf16"}),
+        "family": frozenset({"qwen"}),
+    }
+    rows = silicon_rows_of(7, row, latency, estimator, fitted_on)
+    assert {(r.level, r.group, r.engine) for r in rows} == {("engine", "sglang", "sglang")}
+    vllm = silicon_rows_of(7, {**row, "backend": "vllm"}, latency, estimator, fitted_on)
+    assert {(r.level, r.group) for r in vllm} == {("family", "qwen")}
