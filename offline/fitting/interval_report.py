@@ -112,12 +112,15 @@ def coverage_report(
         "| within 10 % | within 30 % | median pred/meas |",
         "|---|---|--:|--:|--:|--:|--:|--:|--:|",
     ]
+    outside: list[str] = []
     for level in LEVELS:
         for quantity in QUANTITIES:
             inside = nested_inside(rows, level, quantity, *quantiles)
             if not inside:
                 continue
             share = 100.0 * float(np.mean([ok for _, ok, _ in inside]))
+            if abs(share - nominal) > 10.0:
+                outside.append(f"{NAMES[level]} {quantity} ({share:.0f} %)")
             width = float(np.median([w for _, _, w in inside]))
             measured = np.array([r.measured for r, _, _ in inside])
             predicted = np.array([r.predicted for r, _, _ in inside])
@@ -128,6 +131,8 @@ def coverage_report(
                 + " |"
             )
     lines += [
+        "",
+        f"More than 10 points from {nominal:.0f} %: " + (", ".join(outside) or "none") + ".",
         "",
         "## Quantiles the service states (service/catalog/data/intervals.json)",
         "",
