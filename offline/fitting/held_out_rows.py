@@ -10,7 +10,10 @@ Two groupings, both the fit machinery of `cross_validation.refit_without`:
 - model family held out (`family_folds.fit_without`, every family of either source in turn);
 - GPU held out: Vidur samples, Splitwise and ML.ENERGY rows of one GPU left out of every fit,
   its ML.ENERGY v2 and Splitwise rows priced (v3 ran on H100 only, so without H100 no
-  vllm-v1 profile is fitted and v3 rows cannot be priced).
+  vllm-v1 profile is fitted and v3 rows cannot be priced);
+- engine held out: one ML.ENERGY engine's rows (vllm-v0: leaderboard v2, vllm-v1: v3) left
+  out of every fit and priced with the other one's profile, as the service prices a version
+  it has no profile for (the nearest measured one's).
 """
 
 from __future__ import annotations
@@ -27,6 +30,9 @@ from offline.fitting.family_folds import FoldData, fit_without, fit_without_grou
 from offline.fitting.request_inputs import RequestInputs, mlenergy_inputs
 from service.core.cost_model_errors import CostModelError
 from service.core.estimate import estimate_request
+
+SWAPPED_PROFILES = {"vllm-v0": "vllm-v1", "vllm-v1": "vllm-v0"}
+"""Engine held out -> the profile its rows are priced with (fitted without them)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +86,12 @@ def refit_held_out(data: FoldData, tick: Callable[[str], None]) -> list[HeldOutR
         rows += _priced_rows("gpu", gpu, refit, chosen)
         rows += _prefill_rows("gpu", gpu, refit, [x for x in prefills if x[0].gpu_id == gpu])
         tick(f"gpu {gpu}")
+    for engine, profile in SWAPPED_PROFILES.items():
+        every_sample = np.ones(len(data.sample_families), dtype=bool)  # kernels: no engine
+        refit = fit_without_group(data, _engine_of, engine, every_sample, "engine")
+        chosen = [(m, i) for m, i in representable if i.engine == engine]
+        rows += _priced_rows("engine", engine, refit, chosen, profile)
+        tick(f"engine {engine}")
     return rows
 
 
@@ -117,19 +129,26 @@ def _gpu_of(row: EndToEndRow) -> str:
     return row.gpu_id
 
 
+def _engine_of(row: EndToEndRow) -> str:
+    return row.engine
+
+
 def _priced_rows(
     level: str,
     group: str,
     fold: Refit,
     chosen: list[tuple[EnergyMeasurement, RequestInputs]],
+    profile: str | None = None,
 ) -> list[HeldOutRow]:
+    """ML.ENERGY rows priced with `fold`, each with its engine's profile or, given, `profile`."""
     engines = {e: fold.model.coefficients(fold.coefficients, e) for e in fold.model.overheads}
     rows: list[HeldOutRow] = []
     for m, i in chosen:
-        if i.engine not in engines:
+        priced_as = profile or i.engine
+        if priced_as not in engines:
             continue  # the held-out GPU took this engine's only rows (see the module doc)
         try:
-            estimate = estimate_request(i.arch, i.workload, i.deployment, engines[i.engine])
+            estimate = estimate_request(i.arch, i.workload, i.deployment, engines[priced_as])
         except CostModelError:
             continue  # not priceable by the service either
         case = (m.gpu_id, i.engine, m.weights_precision, i.family)

@@ -3,12 +3,13 @@ their nested coverage.
 
     python -m offline.fitting.intervals --data ../shared/data
         # writes service/catalog/data/intervals.json and bench/results/interval_coverage.md
-        # (~12 min: one cost-model refit per model family and per GPU held out)
+        # (~12 min: one cost-model refit per model family, GPU and engine held out)
 
 Held-out rows (offline/fitting/held_out_rows.py, silicon_rows.py): ML.ENERGY (energy, TPOT)
 and Splitwise (a static batch's prefill) with the model family held out and with the GPU held
-out; aiconfigurator's serving runs, which no fit has seen, placed at the level the service
-gives their case (TTFT under load, TPOT, total);
+out, and with each ML.ENERGY engine held out (priced with the other vLLM profile);
+aiconfigurator's serving runs priced with the default profile, placed at the level the service
+gives their case (TTFT under load, TPOT, total; silicon_rows.py);
 Argonne's MI250 runs as the vendor held out (total; argonne_rows.py). Each
 level's quantiles: conformal.fit_level on all of its rows; coverage: conformal.nested_inside.
 """
@@ -28,7 +29,7 @@ from typing import Any
 from tqdm import tqdm
 
 from offline.fitting.argonne_rows import ARGONNE_CSV, argonne_held_out
-from offline.fitting.conformal import MIN_GROUPS, MIN_ROWS, fit_level
+from offline.fitting.conformal import MIN_GROUPS, MIN_ROWS, few_group_quantiles, fit_level
 from offline.fitting.datasets import DEFAULT_DATA_DIR, data_source_digests
 from offline.fitting.datasets_common import sha256_file
 from offline.fitting.family_folds import FoldData
@@ -90,10 +91,11 @@ def intervals_document(
 ) -> dict[str, Any]:
     """The intervals file (service/catalog/intervals.py reads it)."""
     levels: dict[str, dict[str, Any]] = {}
+    few = few_group_quantiles(rows, *QUANTILES)
     for level in LEVELS:
         levels[level] = {}
         for quantity in QUANTITIES:
-            fitted = fit_level(rows, level, quantity, *QUANTILES)
+            fitted = fit_level(rows, level, quantity, *QUANTILES, few)
             if fitted is None:
                 raise ValueError(f"no level in the chain of {level!r} fits {quantity!r}")
             values = dataclasses.asdict(fitted)
@@ -113,7 +115,8 @@ def intervals_document(
     return {
         "description": "Split-conformal quantiles of ln(measured/predicted) per evidence level "
         "and quantity, the order statistics' quantile (score_quantile) chosen by leaving groups "
-        "out (offline/fitting/conformal.py); min rows per level "
+        "out, for a level of one or two groups on the cells with more "
+        "(offline/fitting/conformal.py); min rows per level "
         f"{MIN_ROWS}, min groups {MIN_GROUPS}, else the next level of the fallback chain.",
         "lower_quantile": QUANTILES[0],
         "upper_quantile": QUANTILES[1],

@@ -2,8 +2,11 @@
 shipped estimator, as held-out rows: none of them entered the fit.
 
 Each aggregated row is one request (batch 1) joining a server at the row's concurrency
-(shared/data/README.md). The service prices one engine family, vLLM (profiles vllm-v0/v1):
-SGLang and TensorRT-LLM rows are priced as vllm-v1, which is what `engine held out` measures.
+(shared/data/README.md). Every run is priced with the default profile (vllm-v1, fitted on
+ML.ENERGY; the `sglang` and `trtllm` profiles are fitted on these very runs): SGLang and
+TensorRT-LLM runs are then an engine priced with another engine's profile, as the service
+prices a version it has no profile for, so their level is placed as if only vllm-v1 were
+fitted on (`engine held out` on H100; the level the service would state for such a quote).
 Each run's parallelism is the request's: tensor = tp_size, data = attention_dp_size, expert =
 moe_ep_size on tp_size x attention_dp_size GPUs. Left out, and counted: disaggregated rows,
 pipeline-parallel rows, models or layouts the service refuses.
@@ -21,7 +24,7 @@ from pathlib import Path
 
 from offline.fitting.held_out_rows import HeldOutRow
 from service.catalog import load_gpu_catalog, load_model_catalog
-from service.catalog.engines import load_engine_coefficients
+from service.catalog.engines import DEFAULT_ENGINE, load_engine_coefficients
 from service.catalog.gpus import GpuCatalog
 from service.catalog.intervals import QUANTITIES, EvidenceIntervals, LevelInterval
 from service.catalog.regions import load_region_catalog
@@ -151,7 +154,8 @@ def _rows(
         precision=_PRECISIONS[row["precision"]],
         family=estimator.model_family(row["model_path"]),
     )
-    level = evidence_level(case, fitted_on)
+    # The engine's own profile did not price the run: placed as an engine never fitted on.
+    level = evidence_level(case, {**fitted_on, "engine": frozenset({DEFAULT_ENGINE})})
     group = {
         "family": case.family,
         "precision": case.precision,

@@ -11,10 +11,12 @@ from offline.fitting.conformal import (
     MIN_ROWS,
     conformal_bounds,
     fallback_chain,
+    few_group_quantiles,
     fit_level,
     group_coverage,
     group_quantile,
     nested_inside,
+    width_ratio,
 )
 from offline.fitting.held_out_rows import HeldOutRow
 
@@ -67,7 +69,7 @@ def test_nested_coverage_leaves_the_rows_own_group_out() -> None:
     rows += [row("family", "b", 0.5, f"b{i}") for i in range(30)]
     rows += [row("family", "c", 0.0, f"c{i}") for i in range(30)]
     inside = nested_inside(rows, "family", "tpot", 0.1, 0.9)
-    by_group = {g: [ok for r, ok in inside if r.group == g] for g in "abc"}
+    by_group = {g: [ok for r, ok, _ in inside if r.group == g] for g in "abc"}
     assert by_group == {"a": [True] * 30, "b": [False] * 30, "c": [True] * 30}
 
 
@@ -90,3 +92,84 @@ def test_the_order_statistics_cover_a_group_left_out_at_the_nominal_rate() -> No
     assert fitted.upper_ratio == pytest.approx(math.exp(0.15))
     # With two groups there is no pair to learn the spread from: the nominal quantiles.
     assert group_quantile([r for r in rows if r.group != "c"], 0.1, 0.9) == 0.1
+
+
+def two_shifted_groups() -> list[HeldOutRow]:
+    """Group a: scores -0.10, -0.09, ..., 0.09; group b: the same shifted up by 0.02 (20 each;
+    shared values computed alike, so they compare equal)."""
+    rows = [row("family", "a", (j - 10) / 100, f"a{j}") for j in range(20)]
+    return rows + [row("family", "b", (j - 8) / 100, f"b{j}") for j in range(20)]
+
+
+def test_a_one_group_fits_quantile_is_learnt_on_the_cells_with_more_groups() -> None:
+    # n = 20 per fit: q = 0.01, 0.025 have no order statistic (floor(21 q) = 0): 0 inside.
+    # Fitted on a (i-th smallest -0.10 + (i - 1) / 100), b's rows -0.08..0.11 inside:
+    #   q 0.05, 0.075: k 1, 20 -> (-0.10, 0.09): 18 | q 0.1, 0.125: k 2, 19 -> (-0.09, 0.08): 17
+    #   q 0.15: k 3, 18 -> (-0.08, 0.07): 16 | 0.2: 4, 17 -> (-0.07, 0.06): 14 | 0.25: 12
+    # Fitted on b (i-th smallest -0.08 + (i - 1) / 100), a's rows -0.10..0.09 inside:
+    #   0.05, 0.075: (-0.08, 0.11): 18 | 0.1, 0.125: (-0.07, 0.10): 17 | 0.15: (-0.06, 0.09):
+    #   16 | 0.2: (-0.05, 0.08): 14 | 0.25: 12
+    # Pooled: 36/40 at 0.05, 34/40 at 0.1, 32/40 = 80 % (the nominal) at 0.15.
+    rows = two_shifted_groups()
+    few = few_group_quantiles(rows, 0.1, 0.9)
+    assert few[("tpot", 1)] == few[("", 1)] == 0.15  # tpot's cells, every quantity's cells
+    assert ("tpot", 2) not in few  # no cell has three groups: fit_level takes the nominal
+
+
+def test_a_two_group_level_takes_the_few_group_quantile() -> None:
+    # The 40 scores at q = 0.15: k_lo = floor(41 x 0.15) = 6, k_hi = ceil(41 x 0.85) = 35.
+    # Sorted: -0.10, -0.09, -0.08, -0.08, -0.07, -0.07 (6th) ... 0.08, 0.08 (35th, 36th),
+    # 0.09, 0.09, 0.10, 0.11.
+    fitted = fit_level(two_shifted_groups(), "family", "tpot", 0.1, 0.9, {("tpot", 2): 0.15})
+    assert fitted is not None and fitted.score_quantile == 0.15
+    assert fitted.lower_ratio == pytest.approx(math.exp(-0.07))
+    assert fitted.upper_ratio == pytest.approx(math.exp(0.08))
+    assert width_ratio(fitted) == pytest.approx(math.exp(0.15))
+    # A quantile with no order statistic on these rows moves to the next one that has: 20 rows
+    # of group a have none at 0.01 or 0.025 (floor(21 q) = 0), the 1st and 20th at 0.05.
+    only_a = [r for r in two_shifted_groups() if r.group == "a"]
+    fitted = fit_level(only_a, "family", "tpot", 0.1, 0.9, {("tpot", 1): 0.01})
+    assert fitted is not None and fitted.score_quantile == 0.05
+    assert fitted.lower_ratio == pytest.approx(math.exp(-0.10))
+    assert fitted.upper_ratio == pytest.approx(math.exp(0.09))
+
+
+def test_a_biased_intervals_width_counts_its_widening_to_the_estimate() -> None:
+    # Ratios 1.2 .. 1.5 widen to 1.0 .. 1.5: high / low 1.5.
+    fitted = fit_level(
+        [row("gpu", "h", math.log(1.2 + 0.3 * i / 39), f"h{i}") for i in range(40)],
+        "gpu",
+        "tpot",
+        0.1,
+        0.9,
+        {("tpot", 1): 0.025},
+    )
+    assert fitted is not None
+    # n = 40, q = 0.025: k_lo = floor(1.025) = 1, k_hi = ceil(39.975) = 40: 1.2 and 1.5.
+    assert (fitted.lower_ratio, fitted.upper_ratio) == pytest.approx((1.2, 1.5))
+    assert width_ratio(fitted) == pytest.approx(1.5)
+
+
+def test_the_engine_level_is_fitted_on_its_scores_mirrored_about_the_family_median() -> None:
+    # Family tpot rows all at 0.10: the centre. Engine rows 0.30..0.49 mirror to
+    # 0.20 - s = -0.10..-0.29. On the 40 scores at q = 0.1: k_lo = floor(4.1) = 4 -> the mirror
+    # of the 4th largest, 0.20 - 0.46 = -0.26; k_hi = ceil(36.9) = 37 -> 0.46. The family's own
+    # bounds (0.10, 0.10) lie inside: the floor changes nothing.
+    rows = [row("family", "f", 0.10, f"f{j}") for j in range(20)]
+    rows += [row("engine", "sglang", (30 + j) / 100, f"e{j}") for j in range(20)]
+    fitted = fit_level(rows, "engine", "tpot", 0.1, 0.9, {("tpot", 1): 0.1})
+    assert fitted is not None and fitted.fitted_level == "engine"
+    assert fitted.lower_ratio == pytest.approx(math.exp(-0.26))
+    assert fitted.upper_ratio == pytest.approx(math.exp(0.46))
+
+
+def test_no_level_is_narrower_than_the_family_level() -> None:
+    # GPU rows all at 0: bounds (0, 0). Family rows -0.39..0.39 step 0.02 (n = 40): at
+    # q = 0.1 the 4th and 37th smallest, -0.33 and 0.33: the GPU level states those.
+    rows = [row("gpu", "h200", 0.0, f"g{j}") for j in range(20)]
+    rows += [row("family", "f", round(-0.39 + 0.02 * i, 2), f"f{i}") for i in range(40)]
+    fitted = fit_level(rows, "gpu", "tpot", 0.1, 0.9, {("tpot", 1): 0.1})
+    assert fitted is not None and fitted.fitted_level == "gpu"
+    assert (fitted.rows, fitted.groups) == (20, 1)
+    assert fitted.lower_ratio == pytest.approx(math.exp(-0.33))
+    assert fitted.upper_ratio == pytest.approx(math.exp(0.33))

@@ -4,11 +4,13 @@ built from hand-made rows."""
 from __future__ import annotations
 
 import math
+from collections import Counter
 
 import pytest
 
 from offline.fitting.argonne_rows import _request as argonne_request
 from offline.fitting.held_out_rows import HeldOutRow
+from offline.fitting.interval_report import coverage_report
 from offline.fitting.intervals import intervals_document
 from offline.fitting.silicon_rows import _rows as silicon_rows_of
 from offline.fitting.silicon_rows import engine_of, point_estimator, silicon_request, unpriceable
@@ -138,3 +140,45 @@ def test_a_quantised_variant_counts_under_its_catalogued_family() -> None:
     assert {(r.level, r.group, r.family) for r in rows} == {("family", "qwen", "qwen")}
     # total = TTFT + (osl - 1) x TPOT = 0.2 + 511 x 0.02 = 10.42 s
     assert {r.quantity: r.measured for r in rows}["total"] == pytest.approx(10.42)
+
+
+def test_an_engine_priced_with_another_engines_profile_is_engine_held_out() -> None:
+    # Every run is priced with vllm-v1; an SGLang run on a fitted GPU, precision and family is
+    # then an engine priced with another's profile, though `sglang` has a profile of its own.
+    estimator = point_estimator()
+    row = {
+        **SILICON_ROW,
+        "system": "h100_sxm",
+        "precision": "",
+        "silicon_ttft_ms": "200",
+        "silicon_tpot_ms": "20",
+    }
+    latency = {"prefill_s": 0.1, "time_per_output_token_s": 0.01, "total_s": 5.0}
+    fitted_on = {
+        "vendor": frozenset({"NVIDIA"}),
+        "gpu": frozenset({"H100-SXM5-80GB"}),
+        "engine": frozenset({"vllm-v1", "sglang"}),
+        "precision": frozenset({"bf16"}),
+        "family": frozenset({"qwen"}),
+    }
+    rows = silicon_rows_of(7, row, latency, estimator, fitted_on)
+    assert {(r.level, r.group, r.engine) for r in rows} == {("engine", "sglang", "sglang")}
+    vllm = silicon_rows_of(7, {**row, "backend": "vllm"}, latency, estimator, fitted_on)
+    assert {(r.level, r.group) for r in vllm} == {("family", "qwen")}
+
+
+def test_the_report_gives_each_cells_coverage_and_median_width() -> None:
+    # Family tpot: groups a and c at score 0, b at 0.5 (30 rows each). Without b, the bounds
+    # of a and c are (0, 0): b's rows fall outside, width 1. Without a (or c), two groups at
+    # the nominal 0.1 (no cell of three groups to learn another): n = 60, the 6th and 55th
+    # smallest, 0 and 0.5: inside, width e^0.5 = 1.65. Inside 60 of 90 = 67 %, 13 points
+    # under 80 %; the median width is 1.65 (60 of 90 rows).
+    rows = [
+        HeldOutRow("family", g, "tpot", "test", f"{g}{i}", math.exp(s), 1.0, "h", "e", "bf16", g)
+        for g, s in (("a", 0.0), ("b", 0.5), ("c", 0.0))
+        for i in range(30)
+    ]
+    document = {"provenance": {"command": "python -m x", "created_at": "now"}, "levels": {}}
+    report = coverage_report(rows, document, Counter(), (0.1, 0.9))
+    assert "| model family held out | tpot | 90 | 67 % | 1.65 |" in report
+    assert "More than 10 points from 80 %: model family held out tpot (67 %)." in report
