@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from offline.fitting.campaign_rows import (
+    Dropped,
     campaign_end_to_end_rows,
     campaign_provenance,
     campaign_versions,
@@ -91,11 +92,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     coeffs = with_roofline_values(base, {**kernel, **network})
     rows, skipped = end_to_end_rows(energy, phases, models, gpus, coeffs)
-    campaigns = committed_campaigns()
-    campaign_rows = campaign_end_to_end_rows(campaigns, models, gpus, coeffs)
-    final = fit_all(
-        samples, network, rows + campaign_rows, kernel_power_rows(campaigns, coeffs, gpus)
-    )
+    campaigns, dropped = committed_campaigns(), Dropped()
+    campaign_rows = campaign_end_to_end_rows(campaigns, models, gpus, coeffs, dropped)
+    kernel_power = kernel_power_rows(campaigns, coeffs, gpus, dropped)
+    for reason, count in sorted(dropped.items()):
+        print(f"campaign readings dropped: {count} x {reason}", file=sys.stderr)
+    final = fit_all(samples, network, rows + campaign_rows, kernel_power)
 
     families = sorted({r.family for r in rows} | set(samples.family))
     by_family = cross_validate(
@@ -127,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     document = _coefficients_document(args, final, interval, by_family, rows, skipped)
     document, engine_held = add_engine_profiles(document, args.data)
     if campaigns:
-        document["provenance"]["campaigns"] = campaign_provenance(campaigns)
+        document["provenance"]["campaigns"] = campaign_provenance(campaigns, dropped)
         if HARNESS_ENGINE in document["engines"]:
             document["engine_versions"][HARNESS_ENGINE] = campaign_versions(campaigns)
     args.out.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
