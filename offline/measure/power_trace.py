@@ -59,8 +59,34 @@ def traces_by_item(
     return out
 
 
+class MeterPeriod:
+    """The meter's update period as a campaign learns it [s]: the median over the periods of
+    the traces observed so far (`detected_s`, None before any showed two updates), else
+    `guess_s` (`period_s`), what the campaign plans with before it has measured."""
+
+    def __init__(self, guess_s: float) -> None:
+        self.guess_s = guess_s
+        self._periods: list[float] = []
+
+    def observe(self, t_s: Sequence[float], power_w: Sequence[float]) -> None:
+        period = update_period_s(t_s, power_w)
+        if period is not None:
+            self._periods.append(period)
+
+    @property
+    def detected_s(self) -> float | None:
+        return float(median(self._periods)) if self._periods else None
+
+    @property
+    def period_s(self) -> float:
+        detected = self.detected_s
+        return self.guess_s if detected is None else detected
+
+
 def campaign_update_period_s(traces: dict[str, tuple[list[float], list[float]]]) -> float | None:
     """The meter's update period of a whole campaign [s]: the median over its traces' own
     periods (None when no trace has two updates)."""
-    periods = [p for t, w in traces.values() if (p := update_period_s(t, w)) is not None]
-    return float(median(periods)) if periods else None
+    period = MeterPeriod(guess_s=0.0)
+    for t_s, power_w in traces.values():
+        period.observe(t_s, power_w)
+    return period.detected_s
