@@ -181,7 +181,7 @@ def kernel_power_rows(
     return KernelPowerRows(**{k: np.array(v, dtype=np.float64) for k, v in columns.items()})
 
 
-def _phases(campaign: Campaign) -> dict[str, dict[str, dict[str, Any]]]:
+def phases_by_item(campaign: Campaign) -> dict[str, dict[str, dict[str, Any]]]:
     """End-to-end rows by item, then by phase."""
     table = campaign.tables.get("end_to_end", {})
     names = list(table)
@@ -216,7 +216,7 @@ def campaign_end_to_end_rows(
     for campaign in campaigns:
         gpu = gpus.get(str(campaign.provenance["gpu"])).spec
         period_s = meter_update_period_s(campaign)
-        for phases in _phases(campaign).values():
+        for phases in phases_by_item(campaign).values():
             if set(phases) != {"prefill", "decode", "request"}:
                 dropped["end to end: not all three phases measured"] += 1
                 continue
