@@ -41,6 +41,7 @@ import numpy.typing as npt
 
 from offline.fitting.end_to_end import EndToEndRow, estimated_row
 from offline.fitting.request_inputs import RequestInputs
+from offline.measure.campaign_kernels import SHAPES_MODEL
 from offline.measure.campaign_models import ModelCase, case_architecture
 from offline.measure.campaign_output import KERNEL_TABLES, Campaign
 from offline.measure.plan import HARNESS_ENGINE
@@ -53,7 +54,7 @@ from offline.measure.power_trace import (
 from offline.validation.kernel_ops import MAPPERS
 from offline.validation.kernel_pricing import PricingContext
 from offline.validation.kernel_tables import KernelTable, KernelTableFile
-from service.catalog import GpuCatalog, ModelCatalog
+from service.catalog import GpuCatalog, ModelCatalog, load_model_catalog
 from service.core.coefficients import CostModelCoefficients
 from service.core.cost_model_errors import CostModelError
 from service.core.dtypes import DType
@@ -66,6 +67,8 @@ MIN_TRACE_UPDATES = 5
 """Fewest meter updates a kernel loop's power trace must show for its mean to be used."""
 MIN_ENERGY_PERIODS = 10.0
 """Fewest meter update periods a metered end-to-end span must last for its energy to be used."""
+KERNEL_COLUMNS = ("time_s", "compute_s", "memory_s", "network_s", "measured_w")
+"""The measured and priced columns of a kernel row, in `KernelPowerRows` order."""
 Dropped = Counter[str]
 """Readings left out, by reason."""
 
@@ -95,8 +98,9 @@ def trace_power_w(campaign: Campaign) -> dict[str, tuple[float, int]]:
 @dataclass(frozen=True, slots=True)
 class KernelPowerRows:
     """Measured kernel loops: time [s], the cost model's compute, memory and link time at the
-    fitted rates [s] (summed over a row's kernels), measured mean power [W], and the GPU's
-    idle power and TDP - idle [W]."""
+    fitted rates [s] (summed over a row's kernels), measured mean power [W], the GPU's idle
+    power and TDP - idle [W], and per row the GPU and the family of the model whose shapes it
+    sweeps (what a grouped validation holds out)."""
 
     time_s: FloatArray
     compute_s: FloatArray
@@ -105,6 +109,28 @@ class KernelPowerRows:
     measured_w: FloatArray
     idle_w: FloatArray
     dynamic_w: FloatArray
+    gpu_id: tuple[str, ...] = ()
+    family: tuple[str, ...] = ()
+
+    def subset(self, keep: npt.NDArray[np.bool_]) -> KernelPowerRows | None:
+        """The rows of `keep`; None when none is left."""
+        if not keep.any():
+            return None
+
+        def pick(labels: tuple[str, ...]) -> tuple[str, ...]:
+            return tuple(v for v, k in zip(labels, keep, strict=True) if k)
+
+        return KernelPowerRows(
+            self.time_s[keep],
+            self.compute_s[keep],
+            self.memory_s[keep],
+            self.network_s[keep],
+            self.measured_w[keep],
+            self.idle_w[keep],
+            self.dynamic_w[keep],
+            pick(self.gpu_id),
+            pick(self.family),
+        )
 
     def predicted_w(self, power: FloatArray) -> FloatArray:
         """Mean power [W] under (compute, memory, network) fractions `power`: the power model
@@ -140,12 +166,15 @@ def kernel_power_rows(
     coefficients: CostModelCoefficients,
     gpus: GpuCatalog,
     dropped: Dropped | None = None,
+    models: ModelCatalog | None = None,
 ) -> KernelPowerRows | None:
     """Every campaign kernel row with a positive measured time and a trace of at least
     `MIN_TRACE_UPDATES` updates, its power the trace's mean; None without any. Rows left out
     are counted in `dropped`."""
     dropped = Counter() if dropped is None else dropped
+    models = models or load_model_catalog()
     columns: dict[str, list[float]] = defaultdict(list)
+    labels: dict[str, list[str]] = defaultdict(list)
     for campaign in campaigns:
         gpu = gpus.get(str(campaign.provenance["gpu"])).spec
         context = PricingContext(gpu, coefficients)
@@ -169,16 +198,30 @@ def kernel_power_rows(
                     dropped["kernel: not priced by the cost model"] += 1
                     continue
                 for key, value in zip(
-                    ("time_s", "compute_s", "memory_s", "network_s", "measured_w"),
-                    (latency_ms / 1000.0, *units, power_w),
-                    strict=True,
+                    KERNEL_COLUMNS, (latency_ms / 1000.0, *units, power_w), strict=True
                 ):
                     columns[key].append(float(value))
                 columns["idle_w"].append(gpu.idle_w)
                 columns["dynamic_w"].append(gpu.tdp_w - gpu.idle_w)
+                labels["gpu_id"].append(gpu.id)
+                labels["family"].append(models.get(SHAPES_MODEL[name]).family)
     if not columns:
         return None
-    return KernelPowerRows(**{k: np.array(v, dtype=np.float64) for k, v in columns.items()})
+
+    def array(name: str) -> FloatArray:
+        return np.array(columns[name], dtype=np.float64)
+
+    return KernelPowerRows(
+        time_s=array("time_s"),
+        compute_s=array("compute_s"),
+        memory_s=array("memory_s"),
+        network_s=array("network_s"),
+        measured_w=array("measured_w"),
+        idle_w=array("idle_w"),
+        dynamic_w=array("dynamic_w"),
+        gpu_id=tuple(labels["gpu_id"]),
+        family=tuple(labels["family"]),
+    )
 
 
 def phases_by_item(campaign: Campaign) -> dict[str, dict[str, dict[str, Any]]]:

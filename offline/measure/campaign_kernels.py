@@ -28,6 +28,13 @@ from offline.measure.power_trace import MeterPeriod
 # (n, k) of Llama-3.1-8B's projections at one GPU: (32 + 2 x 8) x 128 = 6144 QKV outputs,
 # gate and up 2 x 14336, down 14336 -> 4096.
 GEMM_SHAPES = {"qkv_proj": (6144, 4096), "gate_up_proj": (28672, 4096), "down_proj": (4096, 14336)}
+SHAPES_MODEL = {
+    "gemm_perf": "meta-llama/Llama-3.1-8B-Instruct",
+    "context_attention_perf": "meta-llama/Llama-3.1-8B-Instruct",
+    "generation_attention_perf": "meta-llama/Llama-3.1-8B-Instruct",
+    "moe_perf": "Qwen/Qwen3-30B-A3B",
+}
+"""The catalogue model whose shapes each kernel table sweeps (its family holds the rows out)."""
 KERNEL_LOOP_PERIODS = 10.0
 """Meter update periods a kernel loop lasts at least."""
 

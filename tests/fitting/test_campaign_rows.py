@@ -133,6 +133,13 @@ def test_kernel_rows_are_priced_by_the_roofline(tmp_path: Path) -> None:
     assert predicted[4] == pytest.approx(700.0)
     assert rows.time_s[6] == pytest.approx(2e-4)  # the MoE row
     assert rows.measured_w[6] == pytest.approx(450.0)
+    # Grouped validation holds rows out by the family whose shapes they sweep: the GEMMs are
+    # Llama-3.1-8B's, the MoE layer Qwen3-30B-A3B's.
+    assert rows.family == ("llama",) * 6 + ("qwen",) and set(rows.gpu_id) == {H100}
+    without_qwen = rows.subset(np.array([f != "qwen" for f in rows.family]))
+    assert without_qwen is not None and len(without_qwen.time_s) == 6
+    assert without_qwen.measured_w == pytest.approx([500.0] * 6)
+    assert rows.subset(np.zeros(7, dtype=bool)) is None
 
 
 def test_end_to_end_rows_are_the_hf_transformers_engine(tmp_path: Path) -> None:
