@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -45,7 +46,12 @@ from offline.validation.kernel_pricing import PricingContext, price_table
 from offline.validation.kernel_report import row_cells
 from offline.validation.kernel_tables import KernelTable, KernelTableFile
 from service.catalog import load_gpu_catalog, load_model_catalog
-from service.catalog.engines import load_cost_model_coefficients
+from service.catalog.engine_versions import choose_profile
+from service.catalog.engines import (
+    COEFFICIENTS_PATH,
+    load_cost_model_coefficients,
+    load_engine_versions,
+)
 from service.catalog.models import ModelCatalog
 from service.pricing.estimator import Estimator
 from service.pricing.regressor.runtime import (
@@ -199,14 +205,37 @@ def _ratio(batch: Batch, q: str) -> str:
     return f"{measured:.3g} / {batch.quoted[q]:.3g}"
 
 
+def coefficients_note(campaigns: list[Campaign]) -> list[str]:
+    """Which coefficients and engine profile priced the quotes, and whether they were fitted
+    on these very campaigns (then the end-to-end figures are in-sample)."""
+    document = json.loads(COEFFICIENTS_PATH.read_text(encoding="utf-8"))
+    fitted_at = document["provenance"]["fitted_at"]
+    versions = {str(c.provenance["engine_version"]) for c in campaigns}
+    profiles = {choose_profile(HARNESS_ENGINE, v, load_engine_versions()).profile for v in versions}
+    fitted_on = {r["path"] for r in document["provenance"].get("campaigns", {}).get("runs", [])}
+    ours = fitted_on & {c.path.name for c in campaigns}
+    lines = [
+        f"Coefficients: the shipped `service/catalog/data/cost_model_coefficients.json` (fitted "
+        f"{fitted_at}); the service priced `{HARNESS_ENGINE}` with the "
+        + ", ".join(f"`{p}`" for p in sorted(profiles))
+        + " profile"
+        + (" (a stand-in: no fitted profile of it)." if HARNESS_ENGINE not in profiles else "."),
+    ]
+    if ours:
+        lines.append(
+            "That fit used " + ", ".join(sorted(ours)) + ": the figures below are in-sample, "
+            "not a validation."
+        )
+    return lines
+
+
 def markdown(
     campaigns: list[Campaign], kernels: dict[str, tuple[Pairs, Pairs]], batches: list[Batch]
 ) -> list[str]:
     lines = [
         "",
         "Campaigns: " + ", ".join(f"`data/campaigns/{c.path.name}`" for c in campaigns) + ".",
-        "Coefficients: the shipped `service/catalog/data/cost_model_coefficients.json`; the "
-        "service's quotes of `hf-transformers` take the `vllm-v0` stand-in profile.",
+        *coefficients_note(campaigns),
         "Signed error: median of predicted / measured - 1. What is measured and how the rows",
         "are read: [docs/measurement.md](../../docs/measurement.md).",
         "",
