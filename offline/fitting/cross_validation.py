@@ -3,11 +3,16 @@
 For each held-out group every coefficient is refitted without it — kernel efficiencies on
 Vidur, host overheads and power on the end-to-end rows — and the group's rows are predicted.
 The collected held-out predictions are what the validation report scores.
+
+Committed campaigns (`campaigns`), when given, train every fold as they train the final fit:
+their end-to-end rows (engine hf-transformers) and kernel power rows outside the held-out
+group join the overhead and power fits. They are never scored: the held-out figures stay those
+of the shared data, so a fit with and without the campaigns can be compared on them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -16,7 +21,11 @@ import numpy.typing as npt
 from scipy.optimize import least_squares
 from tqdm import tqdm
 
-from offline.fitting.campaign_rows import KernelPowerRows
+from offline.fitting.campaign_rows import (
+    KernelPowerRows,
+    campaign_end_to_end_rows,
+    kernel_power_rows,
+)
 from offline.fitting.datasets import EnergyMeasurement, PhaseTimeMeasurement
 from offline.fitting.end_to_end import (
     EndToEndRow,
@@ -35,6 +44,7 @@ from offline.fitting.kernel_fit import (
     predict_kernel_s,
 )
 from offline.fitting.request_inputs import DRIVER_WORKER_ENGINES
+from offline.measure.campaign_output import Campaign
 from offline.measure.plan import HARNESS_ENGINE
 from service.catalog import GpuCatalog, ModelCatalog
 from service.catalog.engines import HOST_OVERHEAD_POWER, HOST_PER_SEQUENCE_POWER
@@ -274,18 +284,31 @@ def refit_without(
     gpus: GpuCatalog,
     *,
     static: bool = False,
+    campaigns: Sequence[Campaign] = (),
+    group_of_kernel: Callable[[str, str], str] | None = None,
 ) -> Refit | None:
     """Kernel efficiencies on the samples of `train_mask`, every end-to-end row priced with
     them (`static`: ML.ENERGY rows in the older, static reading), host overheads and power on
-    the rows outside `group`; None when no row is left to fit on."""
+    the rows outside `group`, with the `campaigns`' rows outside it (kernel rows grouped by
+    `group_of_kernel`(GPU id, family)); None when no row is left to fit on. `Refit.rows` are
+    the shared data's rows only."""
     kernel = fit_kernel_efficiencies(samples.subset(train_mask))
     coefficients = with_roofline_values(base, {**kernel, **network})
     rows, _ = end_to_end_rows(*data, models, gpus, coefficients, static=static)
     train = [r for r in rows if group_of_row(r) != group]
     if not train:
         return None
-    model = replace(fit_all(samples.subset(train_mask), network, train), kernel=kernel)
-    return Refit(model, coefficients, rows)
+    kernel_power = None
+    if campaigns:
+        own = campaign_end_to_end_rows(list(campaigns), models, gpus, coefficients)
+        train += [r for r in own if group_of_row(r) != group]
+        measured = kernel_power_rows(list(campaigns), coefficients, gpus, models=models)
+        if measured is not None and group_of_kernel is not None:
+            labels = zip(measured.gpu_id, measured.family, strict=True)
+            measured = measured.subset(np.array([group_of_kernel(*g) != group for g in labels]))
+        kernel_power = measured
+    fitted = fit_all(samples.subset(train_mask), network, train, kernel_power)
+    return Refit(replace(fitted, kernel=kernel), coefficients, rows)
 
 
 def cross_validate(
@@ -299,8 +322,12 @@ def cross_validate(
     models: ModelCatalog,
     gpus: GpuCatalog,
     desc: str,
+    *,
+    campaigns: Sequence[Campaign] = (),
+    group_of_kernel: Callable[[str, str], str] | None = None,
 ) -> HeldOut:
-    """Refit without each group in turn and predict that group's rows and kernel samples."""
+    """Refit without each group in turn (with the `campaigns`' rows outside it, see the
+    module doc) and predict that group's rows and kernel samples."""
     held = HeldOut()
     sample_groups = np.array(group_of_sample)
     for group in tqdm(groups, desc=desc, unit="fold"):
@@ -315,6 +342,8 @@ def cross_validate(
             data,
             models,
             gpus,
+            campaigns=campaigns,
+            group_of_kernel=group_of_kernel,
         )
         if refit is None:
             continue

@@ -7,7 +7,8 @@ Writes service/catalog/data/cost_model_coefficients.json (with provenance) and
 bench/results/cost_model_validation.md (+ a predicted-vs-measured plot), then fits the
 vllm/sglang/trtllm profiles into it (`fit_engine_profiles`, bench/results/engine_profiles.md).
 The project's own measurement campaigns committed under data/campaigns/ (none: nothing
-changes) join the final fit: kernel power in the power fit, end-to-end rows as the
+changes) join the final fit and every cross-validation fold's training (never its scoring):
+kernel power in the power fit, end-to-end rows as the
 hf-transformers profile (offline.fitting.campaign_rows).
 """
 
@@ -23,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from offline.fitting.campaign_rows import (
+    Dropped,
     campaign_end_to_end_rows,
     campaign_provenance,
     campaign_versions,
@@ -75,6 +77,11 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, default=COEFFICIENTS_PATH)
     parser.add_argument("--report", type=Path, default=REPORT_PATH)
     parser.add_argument("--version", default="2026.11.7")
+    parser.add_argument(
+        "--without-campaigns",
+        action="store_true",
+        help="leave out data/campaigns (to compare the fit with and without them)",
+    )
     return parser.parse_args(argv)
 
 
@@ -91,11 +98,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     coeffs = with_roofline_values(base, {**kernel, **network})
     rows, skipped = end_to_end_rows(energy, phases, models, gpus, coeffs)
-    campaigns = committed_campaigns()
-    campaign_rows = campaign_end_to_end_rows(campaigns, models, gpus, coeffs)
-    final = fit_all(
-        samples, network, rows + campaign_rows, kernel_power_rows(campaigns, coeffs, gpus)
-    )
+    campaigns, dropped = [] if args.without_campaigns else committed_campaigns(), Dropped()
+    campaign_rows = campaign_end_to_end_rows(campaigns, models, gpus, coeffs, dropped)
+    kernel_power = kernel_power_rows(campaigns, coeffs, gpus, dropped)
+    for reason, count in sorted(dropped.items()):
+        print(f"campaign readings dropped: {count} x {reason}", file=sys.stderr)
+    final = fit_all(samples, network, rows + campaign_rows, kernel_power)
 
     families = sorted({r.family for r in rows} | set(samples.family))
     by_family = cross_validate(
@@ -109,6 +117,8 @@ def main(argv: list[str] | None = None) -> int:
         models,
         gpus,
         "leave-one-family-out",
+        campaigns=campaigns,
+        group_of_kernel=lambda gpu, family: family,
     )
     gpu_ids = sorted({r.gpu_id.split("-")[0] for r in rows})
     by_gpu = cross_validate(
@@ -122,12 +132,14 @@ def main(argv: list[str] | None = None) -> int:
         models,
         gpus,
         "leave-one-GPU-out",
+        campaigns=campaigns,
+        group_of_kernel=lambda gpu, family: gpu.split("-")[0],
     )
     interval = _energy_interval(by_family)
     document = _coefficients_document(args, final, interval, by_family, rows, skipped)
     document, engine_held = add_engine_profiles(document, args.data)
     if campaigns:
-        document["provenance"]["campaigns"] = campaign_provenance(campaigns)
+        document["provenance"]["campaigns"] = campaign_provenance(campaigns, dropped)
         if HARNESS_ENGINE in document["engines"]:
             document["engine_versions"][HARNESS_ENGINE] = campaign_versions(campaigns)
     args.out.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")

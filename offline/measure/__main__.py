@@ -87,6 +87,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     run.add_argument("--min-repeats", type=int, default=3)
     run.add_argument("--max-repeats", type=int, default=10)
     run.add_argument("--tolerance", type=float, default=0.05, help="relative spread, stable")
+    run.add_argument(
+        "--min-span-s",
+        type=float,
+        default=1.0,
+        help="shortest metered reading [s]: runs back to back until it lasts this (the "
+        "energy counter updates only every meter period; 10 periods or more)",
+    )
     run.add_argument("--limit", type=int, help="measure only the first N configurations")
     args = parser.parse_args(argv)
     try:
@@ -101,7 +108,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except NoGpu as error:
         print(f"refusing to measure: {error}", file=sys.stderr)
         return EXIT_NO_GPU
-    rule = StabilityRule(args.min_repeats, args.max_repeats, args.tolerance)
+    rule = StabilityRule(
+        args.min_repeats, args.max_repeats, args.tolerance, min_span_s=args.min_span_s
+    )
     poster = ServicePoster(args.post, args.key) if args.post else None
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with args.out.open("w", encoding="utf-8") as out:

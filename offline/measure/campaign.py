@@ -23,10 +23,11 @@ from typing import Any
 
 from offline.measure.budget import Item, run_within_budget
 from offline.measure.campaign_kernels import KernelContext, kernel_items
-from offline.measure.campaign_models import model_items
+from offline.measure.campaign_models import PLAN_METER_PERIOD_S, model_items
 from offline.measure.campaign_output import write_campaign
 from offline.measure.meter import NoGpu, open_nvml_meter, torch_devices
 from offline.measure.plan import HARNESS_ENGINE
+from offline.measure.power_trace import MeterPeriod
 from service.catalog import load_gpu_catalog, load_model_catalog
 from service.catalog.gpus import UnknownGpu
 
@@ -46,8 +47,11 @@ class PlanOnly:
         raise RuntimeError("a --plan listing measures nothing")
 
 
-def campaign_items(meter: Any, gpu_id: str, device: str, loop_s: float) -> list[Item]:
-    """Kernels first (cheap, the power curves), then the models, shape by shape."""
+def campaign_items(
+    meter: Any, gpu_id: str, device: str, loop_s: float, period: MeterPeriod
+) -> list[Item]:
+    """Kernels first (cheap, the power curves; their traces show `period`), then the models,
+    shape by shape, metered over spans of that period."""
     spec = load_gpu_catalog().get(gpu_id).spec
 
     def synchronize() -> None:
@@ -56,8 +60,8 @@ def campaign_items(meter: Any, gpu_id: str, device: str, loop_s: float) -> list[
 
             torch.cuda.synchronize(device)
 
-    ctx = KernelContext(device, meter, synchronize, loop_s=loop_s)
-    models = model_items(load_model_catalog(), device=device, meter=meter, gpu=spec)
+    ctx = KernelContext(device, meter, synchronize, period, loop_s=loop_s)
+    models = model_items(load_model_catalog(), device=device, meter=meter, gpu=spec, period=period)
     return kernel_items(ctx) + models
 
 
@@ -84,8 +88,10 @@ def provenance(
     elapsed_s: float,
     power_source: str,
     argv: Sequence[str],
+    meter_update_period_s: float | None = None,
 ) -> dict[str, Any]:
-    """What a committed campaign says about where, when and how it was measured."""
+    """What a committed campaign says about where, when and how it was measured, with the
+    meter update period its kernel traces showed [s] (None: none showed one)."""
     return {
         "gpu": gpu,
         "gpu_name": gpu_name,
@@ -100,12 +106,13 @@ def provenance(
         "budget_s": budget_s,
         "elapsed_s": round(elapsed_s, 1),
         "power_source": power_source,
+        "meter_update_period_s": meter_update_period_s,
         "random_weights": True,
     }
 
 
 def _list_plan(gpu_id: str, budget_s: float, loop_s: float) -> int:
-    items = campaign_items(PlanOnly(), gpu_id, "cuda:0", loop_s)
+    items = campaign_items(PlanOnly(), gpu_id, "cuda:0", loop_s, MeterPeriod(PLAN_METER_PERIOD_S))
     total = 0.0
     for item in items:
         total += item.planned_s
@@ -114,7 +121,8 @@ def _list_plan(gpu_id: str, budget_s: float, loop_s: float) -> int:
     kernels = sum(i.planned_s for i in items if i.kind != "end_to_end")
     print(
         f"{len(items)} items, {total:.0f} s planned ({kernels:.0f} s kernels), "
-        f"budget {budget_s:.0f} s"
+        f"budget {budget_s:.0f} s, planned with a meter update period of "
+        f"{PLAN_METER_PERIOD_S * 1000:.0f} ms"
     )
     return 0
 
@@ -124,7 +132,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m offline.measure.campaign")
     parser.add_argument("--out", type=Path, help="folder to write (data/campaigns/<date>-<gpu>)")
     parser.add_argument("--budget-s", type=float, default=DEFAULT_BUDGET_S)
-    parser.add_argument("--loop-s", type=float, default=0.8, help="timed loop per kernel [s]")
+    parser.add_argument(
+        "--loop-s", type=float, default=0.8, help="shortest timed loop per kernel [s]"
+    )
     parser.add_argument("--plan", metavar="GPU_ID", help="list the items for this GPU and exit")
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
@@ -148,7 +158,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (NoGpu, UnknownGpu) as error:
         print(f"refusing to measure: {error}", file=sys.stderr)
         return EXIT_NO_GPU
-    items = campaign_items(meter, gpu.id, "cuda:0", args.loop_s)
+    period = MeterPeriod(PLAN_METER_PERIOD_S)
+    items = campaign_items(meter, gpu.id, "cuda:0", args.loop_s, period)
     began = time.monotonic()
     run = run_within_budget(items, args.budget_s, progress=not args.no_progress)
     document = provenance(
@@ -161,6 +172,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         elapsed_s=time.monotonic() - began,
         power_source=meter.power_source,
         argv=argv,
+        meter_update_period_s=period.detected_s,
     )
     written = write_campaign(args.out, run, document)
     print(

@@ -10,7 +10,9 @@ dtypes; ``moe_perf``: num_tokens, hidden_size, inter_size, topk, num_experts, ..
 in ms, ``power`` in W), so offline.validation.kernel_ops prices them as it prices those tables.
 On a GPU each loop replays a CUDA graph of `calls_per_graph` calls, so launch gaps do not
 count as kernel time (aiconfigurator's collectors do the same); torch is imported when an item
-runs.
+runs. A loop lasts at least `KERNEL_LOOP_PERIODS` meter update periods (the period the traces
+so far showed, else the planning guess), so its trace shows that many power updates; each
+trace is fed back to the campaign's `MeterPeriod`.
 """
 
 from __future__ import annotations
@@ -21,10 +23,20 @@ from typing import Any
 
 from offline.measure.budget import Item, Row, Tables
 from offline.measure.kernel_loop import LoopMeasurement, PowerMeter, measure_loop
+from offline.measure.power_trace import MeterPeriod
 
 # (n, k) of Llama-3.1-8B's projections at one GPU: (32 + 2 x 8) x 128 = 6144 QKV outputs,
 # gate and up 2 x 14336, down 14336 -> 4096.
 GEMM_SHAPES = {"qkv_proj": (6144, 4096), "gate_up_proj": (28672, 4096), "down_proj": (4096, 14336)}
+SHAPES_MODEL = {
+    "gemm_perf": "meta-llama/Llama-3.1-8B-Instruct",
+    "context_attention_perf": "meta-llama/Llama-3.1-8B-Instruct",
+    "generation_attention_perf": "meta-llama/Llama-3.1-8B-Instruct",
+    "moe_perf": "Qwen/Qwen3-30B-A3B",
+}
+"""The catalogue model whose shapes each kernel table sweeps (its family holds the rows out)."""
+KERNEL_LOOP_PERIODS = 10.0
+"""Meter update periods a kernel loop lasts at least."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,16 +62,22 @@ class KernelContext:
     device: str
     meter: PowerMeter
     synchronize: Callable[[], None]
-    loop_s: float = 0.8
+    period: MeterPeriod
+    loop_s: float = 0.8  # shortest loop [s], however fast the meter updates
     warmup_s: float = 0.15
     sample_period_s: float = 0.002
     calls_per_graph: int = 10
 
     @property
+    def timed_loop_s(self) -> float:
+        """How long a loop runs now [s]: `loop_s`, or `KERNEL_LOOP_PERIODS` meter periods."""
+        return max(self.loop_s, KERNEL_LOOP_PERIODS * self.period.period_s)
+
+    @property
     def planned_s(self) -> float:
         """Planned time of one kernel item [s]: warm-up, loop, and ~0.3 s to build inputs
         and capture the graph."""
-        return self.warmup_s + self.loop_s + 0.3
+        return self.warmup_s + self.timed_loop_s + 0.3
 
 
 def _timed(ctx: KernelContext, call: Callable[[], Any]) -> tuple[LoopMeasurement, str]:
@@ -88,11 +106,12 @@ def _timed(ctx: KernelContext, call: Callable[[], Any]) -> tuple[LoopMeasurement
         run,
         ctx.meter,
         ctx.synchronize,
-        loop_s=ctx.loop_s,
+        loop_s=ctx.timed_loop_s,
         warmup_s=ctx.warmup_s,
         sample_period_s=ctx.sample_period_s,
         calls_per_run=per_run,
     )
+    ctx.period.observe(loop.sample_t_s, loop.samples_w)
     return loop, launch
 
 

@@ -7,6 +7,12 @@ query, 8 KV heads), a dense multi-head one of about the same size (Llama-2-7B: 3
 small MoE (Qwen3-30B-A3B's layer, 128 experts, 8 per token, cut to 12 of its 48 layers so it
 fits one GPU and the time box: `layers_delta` as in a plan) and a sliding-window model (Gemma 3
 4B: 29 of 34 layers attend to the last 1,024 tokens).
+
+Each phase is metered over whole meter update periods (offline.measure.stability): two
+readings of at least `PHASE_SPAN_PERIODS` periods each, back to back, so the reported energy
+is one continuous span of at least twice that divided by the runs in it, and the two readings'
+agreement is the recorded spread. The period is the one the campaign's kernel traces showed
+(power_trace.MeterPeriod), or the planning guess before any did.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from dataclasses import dataclass, replace
 from offline.measure.budget import Item, Row, Tables
 from offline.measure.meter import EnergyMeter
 from offline.measure.plan import HARNESS_ENGINE
+from offline.measure.power_trace import MeterPeriod
 from offline.measure.stability import StabilityRule, measure_phase
 from offline.measure.workload import build_runners
 from service.catalog.models import ModelCatalog
@@ -57,7 +64,16 @@ CAMPAIGN_MODELS = (
 SHAPES = ((1, 512), (16, 512), (1, 2048), (16, 2048))
 """(batch size, prompt tokens) of each model, cheapest first."""
 OUTPUT_TOKENS = 64
-CAMPAIGN_RULE = StabilityRule(min_repeats=3, max_repeats=5, tolerance=0.05, warmup=1)
+CAMPAIGN_RULE = StabilityRule(min_repeats=2, max_repeats=2, tolerance=0.05, warmup=1)
+PHASE_SPAN_PERIODS = 10.0
+"""Meter update periods each reading of a phase lasts at least (two readings: twice this)."""
+PLAN_METER_PERIOD_S = 0.1
+"""Planning guess of the meter's update period [s] until the kernel traces show it."""
+
+
+def phase_rule(rule: StabilityRule, period: MeterPeriod) -> StabilityRule:
+    """`rule` with readings of `PHASE_SPAN_PERIODS` meter periods (as known now)."""
+    return replace(rule, min_span_s=PHASE_SPAN_PERIODS * period.period_s)
 
 
 def planned_end_to_end_s(
@@ -69,8 +85,9 @@ def planned_end_to_end_s(
     rule: StabilityRule = CAMPAIGN_RULE,
 ) -> float:
     """Planned time of one end-to-end item [s]: building the weights, then three phases
-    (prefill, decode, both) run `warmup` + `min_repeats` times each, every run a roofline
-    guess at the planning fractions plus the host time of an eager pass per layer."""
+    (prefill, decode, both), each run `warmup` times and then for `min_repeats` readings of
+    at least `rule.min_span_s` (at least one run each), every run a roofline guess at the
+    planning fractions plus the host time of an eager pass per layer."""
     active = active_parameter_count(arch)
     peak = gpu.gemm_peak_flops_per_s("bf16") * PLAN_PEAK_FRACTION
     bandwidth = gpu.memory_bandwidth_bytes_per_s * PLAN_BANDWIDTH_FRACTION
@@ -83,9 +100,11 @@ def planned_end_to_end_s(
     prefill_s = 2.0 * active * batch * prompt / peak + host_s + experts_s(batch * prompt)
     step_s = active * BYTES_PER_BF16 / bandwidth + host_s + experts_s(batch)
     request_s = prefill_s + output * step_s
-    runs = rule.warmup + rule.min_repeats
     build_s = 1.0 + parameter_count(arch) * BYTES_PER_BF16 / PLAN_BUILD_BYTES_PER_S
-    return build_s + runs * (prefill_s + output * step_s + request_s)
+    return build_s + sum(
+        rule.warmup * run_s + rule.min_repeats * max(rule.min_span_s, run_s)
+        for run_s in (prefill_s, output * step_s, request_s)
+    )
 
 
 def model_item(
@@ -98,16 +117,19 @@ def model_item(
     device: str,
     meter: EnergyMeter,
     gpu: GpuSpec,
+    period: MeterPeriod,
     rule: StabilityRule = CAMPAIGN_RULE,
 ) -> Item:
-    """One static batch of `case`'s model: a row per phase."""
+    """One static batch of `case`'s model: a row per phase, its readings as long as
+    `period` says when the item runs."""
     item_id = f"{case.case} {case.model} layers={arch.num_layers} b={batch} p={prompt} o={output}"
 
     def run() -> Tables:
         runners = build_runners(arch, batch, prompt, output, devices=[device])
+        now = phase_rule(rule, period)
         try:
             phases = {
-                name: measure_phase(phase, meter, rule, synchronize=runners.synchronize)
+                name: measure_phase(phase, meter, now, synchronize=runners.synchronize)
                 for name, phase in (
                     ("prefill", runners.prefill),
                     ("decode", runners.decode),
@@ -134,12 +156,14 @@ def model_item(
                 "spread": energy.spread,
                 "repeats": energy.repeats,
                 "stable": energy.stable,
+                "runs": energy.runs,
+                "span_s": energy.span_s,
             }
             for name, energy in phases.items()
         ]
         return {"end_to_end": rows}
 
-    planned = planned_end_to_end_s(arch, batch, prompt, output, gpu, rule)
+    planned = planned_end_to_end_s(arch, batch, prompt, output, gpu, phase_rule(rule, period))
     return Item(item_id, "end_to_end", planned, run)
 
 
@@ -164,6 +188,7 @@ def model_items(
     device: str,
     meter: EnergyMeter,
     gpu: GpuSpec,
+    period: MeterPeriod,
     cases: tuple[ModelCase, ...] = CAMPAIGN_MODELS,
     shapes: tuple[tuple[int, int], ...] = SHAPES,
     output: int = OUTPUT_TOKENS,
@@ -182,6 +207,7 @@ def model_items(
             device=device,
             meter=meter,
             gpu=gpu,
+            period=period,
             rule=rule,
         )
         for b, p in shapes

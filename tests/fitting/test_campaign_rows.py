@@ -1,5 +1,7 @@
 """A committed measurement campaign's rows in the fit: kernel power priced by the cost model,
-end-to-end rows as the hf-transformers engine, the power fit using both; none, no change."""
+end-to-end rows as the hf-transformers engine, the power fit using both; none, no change.
+Which readings are kept: kernel power from the trace where it shows enough meter updates,
+end-to-end energy where its metered span lasted 10 meter periods, times always."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import numpy as np
 import pytest
 
 from offline.fitting.campaign_rows import (
+    Dropped,
     campaign_end_to_end_rows,
     campaign_provenance,
     campaign_versions,
@@ -29,7 +32,21 @@ QWEN = "Qwen/Qwen3-30B-A3B"
 
 
 def gemm(m: int, n: int = 28672, k: int = 4096, latency_ms: float = 1.0) -> dict[str, object]:
-    return {"m": m, "n": n, "k": k, "gemm_dtype": "bfloat16", "latency": latency_ms, "power": 500.0}
+    # `power`, the energy counter's mean, is not what the reader takes: the trace's is.
+    item = f"gemm m={m}"
+    return {"item": item, "m": m, "n": n, "k": k, "gemm_dtype": "bfloat16"} | {
+        "latency": latency_ms,
+        "power": 999.0,
+    }
+
+
+def trace(item: str, mean_w: float, updates: int = 10) -> list[dict[str, object]]:
+    """Samples every 50 ms of a meter that updates every 100 ms, alternating mean - 10 W and
+    mean + 10 W: `updates` updates, whose time-weighted mean is `mean_w` for an even count."""
+    return [
+        {"item": item, "t_s": 0.05 * i, "power_w": mean_w + (10.0 if (i // 2) % 2 else -10.0)}
+        for i in range(2 * updates + 1)
+    ]
 
 
 def phases(model: str, layers: int, delta: int, batch: int, prompt: int) -> list[dict[str, object]]:
@@ -44,9 +61,15 @@ def phases(model: str, layers: int, delta: int, batch: int, prompt: int) -> list
 
 def campaign(tmp_path: Path) -> Campaign:
     run = CampaignRun()
-    run.rows["gemm_perf"] = [gemm(m) for m in (1, 16, 256, 1024, 4096, 16384)]
+    run.rows["gemm_perf"] = [gemm(m) for m in (1, 16, 256, 1024, 4096, 16384, 32768)]
+    run.rows["power_samples"] = [
+        *(s for m in (1, 16, 256, 1024, 4096, 16384) for s in trace(f"gemm m={m}", 500.0)),
+        *trace("gemm m=32768", 500.0, updates=4),  # too few updates: dropped
+        *trace("moe", 450.0),
+    ]
     run.rows["moe_perf"] = [
         {
+            "item": "moe",
             "num_tokens": 1024,
             "hidden_size": 2048,
             "inter_size": 768,
@@ -86,8 +109,13 @@ def campaign(tmp_path: Path) -> Campaign:
 
 def test_kernel_rows_are_priced_by_the_roofline(tmp_path: Path) -> None:
     coefficients = load_cost_model_coefficients()
-    rows = kernel_power_rows([campaign(tmp_path)], coefficients, load_gpu_catalog())
+    dropped = Dropped()
+    rows = kernel_power_rows([campaign(tmp_path)], coefficients, load_gpu_catalog(), dropped)
     assert rows is not None and len(rows.measured_w) == 7
+    # m = 32768's trace shows 4 meter updates, fewer than 5: dropped and counted. The rest
+    # read the traces' time-weighted means (500 W), not the counter's 999 W.
+    assert dropped == {"kernel: trace shows < 5 meter updates": 1}
+    assert rows.measured_w[:6] == pytest.approx([500.0] * 6)
     # m = 4096 is a whole number of 64-row tiles: 2 m n k FLOPs at the bf16 dense peak
     # (989.4 TFLOP/s) times the fitted tensor-core efficiency.
     peak = 989.4e12 * coefficients.roofline.tensor_efficiency
@@ -103,25 +131,68 @@ def test_kernel_rows_are_priced_by_the_roofline(tmp_path: Path) -> None:
     predicted = rows.predicted_w(np.array([1.0, 0.0, 0.0]))
     assert predicted[2] == pytest.approx(81.0 + 619.0 * share)
     assert predicted[4] == pytest.approx(700.0)
-    assert rows.time_s[6] == pytest.approx(2e-4) and rows.measured_w[6] == 450.0  # the MoE row
+    assert rows.time_s[6] == pytest.approx(2e-4)  # the MoE row
+    assert rows.measured_w[6] == pytest.approx(450.0)
+    # Grouped validation holds rows out by the family whose shapes they sweep: the GEMMs are
+    # Llama-3.1-8B's, the MoE layer Qwen3-30B-A3B's.
+    assert rows.family == ("llama",) * 6 + ("qwen",) and set(rows.gpu_id) == {H100}
+    without_qwen = rows.subset(np.array([f != "qwen" for f in rows.family]))
+    assert without_qwen is not None and len(without_qwen.time_s) == 6
+    assert without_qwen.measured_w == pytest.approx([500.0] * 6)
+    assert rows.subset(np.zeros(7, dtype=bool)) is None
 
 
 def test_end_to_end_rows_are_the_hf_transformers_engine(tmp_path: Path) -> None:
     found = campaign(tmp_path)
     coefficients = load_cost_model_coefficients()
     models, gpus = load_model_catalog(), load_gpu_catalog()
-    rows = campaign_end_to_end_rows([found], models, gpus, coefficients)
+    dropped = Dropped()
+    rows = campaign_end_to_end_rows([found], models, gpus, coefficients, dropped)
     assert len(rows) == 12 and {r.engine for r in rows} == {"hf-transformers"}
     first = rows[0]  # Llama, batch 1, prompt 512: decode 0.63 x 17/16 s over 63 steps
     assert first.measured_tpot_s == pytest.approx(0.63 * 17 / 16 / 63)
     assert first.measured_prefill_s == pytest.approx(0.05)
-    assert first.measured_per_sequence_j == pytest.approx(400.0 * (0.05 + 0.63 * 17 / 16))
     assert (first.gpu_id, first.decode_steps, first.family) == (H100, 63, "llama")
+    # The traces update every 0.1 s, so a request's energy needs a 1 s span. Batch 1,
+    # prompt 512: 0.05 + 0.669 s, no energy. Batch 4, prompt 2048: prefill 0.05 x 4 x 4 =
+    # 0.8 s, decode 0.63 x 1.25 = 0.7875 s, together 1.5875 s: 400 W x 1.5875 s / 4 sequences.
+    assert first.measured_per_sequence_j is None
+    b4 = rows[3]
+    assert (b4.batch_size, b4.measured_per_sequence_j) == (4, pytest.approx(400 * 1.5875 / 4))
+    # Spans under 1 s: batch 1 at both prompts (0.719, 0.869 s), batch 4 at 512 (0.9875 s),
+    # for both models.
+    assert dropped == {"end to end energy: span < 10 meter periods": 6}
+    assert [r.measured_per_sequence_j is None for r in rows[:6]] == [True] * 3 + [False] * 3
     moe = next(r for r in rows if r.model_id == QWEN)
     assert moe.prefill.compute_s.sum() < rows[0].prefill.compute_s.sum()  # 12 of 48 layers
     assert campaign_versions([found]) == ["2.13.0+cu128"]
-    (recorded,) = campaign_provenance([found])
-    assert recorded["gpu"] == H100 and recorded["rows"]["end_to_end"] == 36
+    recorded = campaign_provenance([found], dropped)
+    (run,) = recorded["runs"]
+    assert run["gpu"] == H100 and run["rows"]["end_to_end"] == 36
+    assert run["meter_update_period_s"] == pytest.approx(0.1)
+    assert recorded["dropped"] == {"end to end energy: span < 10 meter periods": 6}
+
+
+def test_energy_spans_phases_run_back_to_back_and_needs_a_meter_period(tmp_path: Path) -> None:
+    found = campaign(tmp_path)
+    models, gpus = load_model_catalog(), load_gpu_catalog()
+    coefficients = load_cost_model_coefficients()
+    table = found.tables["end_to_end"]
+    # A harness that ran each phase back to back records the metered span: 1.2 s for every
+    # phase keeps every energy, even batch 1's 0.719 s request.
+    spans = replace(found, tables={**found.tables, "end_to_end": {**table, "span_s": [1.2] * 36}})
+    rows = campaign_end_to_end_rows([spans], models, gpus, coefficients)
+    assert rows[0].measured_per_sequence_j == pytest.approx(400.0 * (0.05 + 0.63 * 17 / 16))
+    # No traces and no recorded period: no energies (times kept), all twelve counted.
+    bare = replace(found, tables={"end_to_end": table})
+    dropped = Dropped()
+    rows = campaign_end_to_end_rows([bare], models, gpus, coefficients, dropped)
+    assert all(r.measured_per_sequence_j is None for r in rows) and len(rows) == 12
+    assert dropped == {"end to end energy: no meter period detected": 12}
+    # A period recorded in the provenance (0.05 s: 0.5 s spans suffice) stands in.
+    recorded = replace(bare, provenance={**found.provenance, "meter_update_period_s": 0.05})
+    rows = campaign_end_to_end_rows([recorded], models, gpus, coefficients)
+    assert all(r.measured_per_sequence_j is not None for r in rows)
 
 
 def test_the_power_fit_recovers_fractions_from_campaign_rows(tmp_path: Path) -> None:

@@ -17,13 +17,19 @@ import pytest
 from offline.measure.budget import Item, Tables, run_within_budget
 from offline.measure.campaign import DEFAULT_BUDGET_S, PlanOnly, campaign_items, main, provenance
 from offline.measure.campaign_kernels import KernelContext, KernelGrid, kernel_items
-from offline.measure.campaign_models import CAMPAIGN_RULE, ModelCase, model_item
+from offline.measure.campaign_models import (
+    CAMPAIGN_RULE,
+    PLAN_METER_PERIOD_S,
+    ModelCase,
+    model_item,
+)
 from offline.measure.campaign_output import (
     InvalidCampaign,
     committed_campaigns,
     read_campaign,
     write_campaign,
 )
+from offline.measure.power_trace import MeterPeriod
 from offline.validation.kernel_ops import MAPPERS
 from offline.validation.kernel_pricing import PricingContext, price_table
 from offline.validation.kernel_tables import KernelTable, KernelTableFile
@@ -44,6 +50,16 @@ class ConstantPowerMeter:
 
     def power_w(self) -> float:
         return WATTS
+
+
+class SteppingMeter(ConstantPowerMeter):
+    """A board whose reading alternates 90 and 110 W every 50 ms: a meter that updates every
+    50 ms."""
+
+    name = "stepping board"
+
+    def power_w(self) -> float:
+        return 90.0 if int(time.perf_counter() / 0.05) % 2 else 110.0
 
 
 class Clock:
@@ -113,8 +129,11 @@ def test_an_interrupt_keeps_what_was_measured_and_lists_the_rest() -> None:
 
 def test_the_planned_campaign_fits_its_budget_on_h100_and_h200() -> None:
     for gpu in ("H100-SXM5-80GB", "H200-SXM-141GB"):
-        items = campaign_items(PlanOnly(), gpu, "cuda:0", 0.8)
+        items = campaign_items(PlanOnly(), gpu, "cuda:0", 0.8, MeterPeriod(PLAN_METER_PERIOD_S))
         kinds = {i.kind for i in items}
+        # 58 kernel loops of 10 planned meter periods (1.0 s): 0.15 + 1.0 + 0.3 s each.
+        kernels = [i.planned_s for i in items if i.kind != "end_to_end"]
+        assert (len(kernels), sum(kernels)) == (58, pytest.approx(58 * 1.45))
         assert kinds == {"gemm_perf", "context_attention_perf", "generation_attention_perf"} | {
             "moe_perf",
             "end_to_end",
@@ -140,9 +159,16 @@ TINY = KernelGrid(
 def test_kernels_run_on_the_cpu_and_price_like_aiconfigurator_tables() -> None:
     pytest.importorskip("torch")
     ctx = KernelContext(
-        "cpu", ConstantPowerMeter(), lambda: None, loop_s=0.05, warmup_s=0.01, sample_period_s=0.005
+        "cpu",
+        ConstantPowerMeter(),
+        lambda: None,
+        MeterPeriod(guess_s=0.001),  # 10 periods: 10 ms, under the 50 ms loop_s
+        loop_s=0.05,
+        warmup_s=0.01,
+        sample_period_s=0.005,
     )
     run = run_within_budget(kernel_items(ctx, TINY), 60.0, progress=False)
+    assert ctx.period.detected_s is None  # a constant trace shows no update
     assert [e.status for e in run.log] == ["done"] * 5
     gemm, fp8 = run.rows["gemm_perf"]
     assert fp8["gemm_dtype"] == "fp8" and fp8["m"] == 16
@@ -167,6 +193,22 @@ def test_kernels_run_on_the_cpu_and_price_like_aiconfigurator_tables() -> None:
         assert priced.measured_w == pytest.approx([WATTS] * len(rows), rel=1e-2)
 
 
+def test_kernel_traces_show_the_meter_period_and_lengthen_the_loops() -> None:
+    pytest.importorskip("torch")
+    period = MeterPeriod(guess_s=0.001)
+    ctx = KernelContext("cpu", SteppingMeter(), lambda: None, period, loop_s=1.0, warmup_s=0.01)
+    grid = replace(TINY, gemm_m_fp8=())
+    run = run_within_budget(kernel_items(ctx, grid)[:1], 60.0, progress=False)
+    assert run.log[0].status == "done", run.log
+    # A 1 s loop sampled every 2 ms sees the reading change every 50 ms (about 20 times); the
+    # median interval holds against the sampler's jitter on a busy machine.
+    samples = len(run.rows["power_samples"])
+    assert period.detected_s == pytest.approx(0.05, rel=0.2), samples
+    assert ctx.timed_loop_s == pytest.approx(1.0)  # 10 periods (0.5 s) < loop_s
+    ctx = replace(ctx, loop_s=0.1)
+    assert ctx.timed_loop_s == pytest.approx(10 * period.period_s)  # 10 periods > loop_s
+
+
 def test_a_model_item_measures_each_phase_on_the_cpu() -> None:
     pytest.importorskip("torch")
     qwen = load_model_catalog().get("Qwen/Qwen3-30B-A3B").require_architecture()
@@ -186,12 +228,26 @@ def test_a_model_item_measures_each_phase_on_the_cpu() -> None:
     h100 = load_gpu_catalog().get("H100-SXM5-80GB").spec
     case = ModelCase("moe", "Qwen/Qwen3-30B-A3B", layers_delta=-46)
     rule = replace(CAMPAIGN_RULE, tolerance=1.0)
+    period = MeterPeriod(guess_s=0.01)  # readings of 10 periods: 0.1 s each
     measured = model_item(
-        case, tiny, 2, 8, 3, device="cpu", meter=ConstantPowerMeter(), gpu=h100, rule=rule
+        case,
+        tiny,
+        2,
+        8,
+        3,
+        device="cpu",
+        meter=ConstantPowerMeter(),
+        gpu=h100,
+        period=period,
+        rule=rule,
     )
     rows = measured.run()["end_to_end"]
     assert [r["phase"] for r in rows] == ["prefill", "decode", "request"]
     for row in rows:
+        # Two readings back to back, each of at least 0.1 s: one span of at least 0.2 s,
+        # and the energy and time per run are its totals over its runs.
+        assert row["span_s"] >= 0.2 and row["repeats"] == 2
+        assert row["runs"] * row["time_s"] == pytest.approx(row["span_s"])
         assert row["gpu_j"] == pytest.approx(WATTS * row["time_s"], rel=0.02)
         assert (row["num_layers"], row["batch_size"], row["engine"]) == (2, 2, "hf-transformers")
 
@@ -211,6 +267,7 @@ def test_files_and_provenance_round_trip(tmp_path: Path) -> None:
         elapsed_s=431.04,
         power_source="nvml-field-power-instant",
         argv=["--out", "data/campaigns/x"],
+        meter_update_period_s=0.1,
     )
     root = tmp_path / "campaigns"
     write_campaign(root / "2026-11-26-h100", run, document)
@@ -224,6 +281,7 @@ def test_files_and_provenance_round_trip(tmp_path: Path) -> None:
     )
     assert p["command"] == "python -m offline.measure.campaign --out data/campaigns/x"
     assert p["items"] == {"done": 1, "skipped": 0, "failed": 0} and p["elapsed_s"] == 431.0
+    assert p["meter_update_period_s"] == 0.1
     assert campaign.tables["gemm_perf"] == {
         "m": [4],
         "n": [32],

@@ -104,6 +104,26 @@ def test_stability_loop_stops_at_the_limit_and_says_unstable() -> None:
     assert phase.spread == pytest.approx(0.5)  # last three 20, 10, 20: (20 - 10) / median 20
 
 
+def test_a_reading_runs_back_to_back_until_it_spans_the_minimum() -> None:
+    meter = FakeMeter()
+    clock = [0.0]
+
+    def run() -> None:  # 0.3 s and 30 J a run, then 0.25 s and 25 J from the sixth on
+        step = 0.3 if meter.total_j < 150.0 else 0.25
+        clock[0] += step
+        meter.total_j += 100.0 * step
+
+    rule = StabilityRule(min_repeats=2, max_repeats=2, tolerance=0.5, warmup=1, min_span_s=1.0)
+    phase = measure_phase(run, meter, rule, clock=lambda: clock[0])
+    # Warm-up: run 1 (0.3 s). Reading 1: runs 2-5 (0.3 s each, 1.2 s >= 1 s; 4 runs). Reading 2
+    # starts at 150 J: runs of 0.25 s, 4 of them reach 1.0 s. Together 8 runs over 2.2 s
+    # and 220 J: 27.5 J and 0.275 s a run. Per-run energies 30 and 25 J: spread 5 / 27.5.
+    assert (phase.runs, phase.repeats) == (8, 2)
+    assert phase.span_s == pytest.approx(2.2) and phase.time_s == pytest.approx(0.275)
+    assert phase.gpu_j == pytest.approx(27.5) and phase.samples_j == pytest.approx((30.0, 25.0))
+    assert phase.spread == pytest.approx(5.0 / 27.5) and phase.stable
+
+
 def fake_runners(meter: FakeMeter) -> PhaseRunners:
     prefill = advancing(meter, [2.0])
     decode = advancing(meter, [8.0])
