@@ -69,7 +69,12 @@ from service.main import create_app  # noqa: E402
 from service.pricing.estimator import Estimator  # noqa: E402
 from service.pricing.regressor.runtime import EnergyRegressor  # noqa: E402
 from service.pricing.resolve import ResolvedRequest, resolve_request  # noqa: E402
-from service.quotes.service import _Priced, _quote_row, request_fingerprint  # noqa: E402
+from service.quotes.service import (  # noqa: E402
+    QuoteTimings,
+    _Priced,
+    _quote_row,
+    request_fingerprint,
+)
 from service.schemas.estimate_request import EstimateRequest  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "batch.md"
@@ -196,6 +201,7 @@ def stage_table(client: TestClient, bodies: list[dict[str, Any]], endpoint_s: fl
                         for r, a in zip(requests, results, strict=True)
                     ],
                     "bench",
+                    QuoteTimings(),
                 )
             ),
         ),
