@@ -81,6 +81,6 @@ def _one_line_on_top(
     rows = np.arange(intercepts.shape[0])
     top = (intercepts + slopes * first[:, None]).argmax(axis=1)
     at_last = intercepts + slopes * last[:, None]
-    if not np.all(at_last[rows, top] >= at_last.max(axis=1)):
+    if not (at_last[rows, top] >= np.maximum.reduce(at_last, axis=1)).all():
         return None
     return sum_affine_many(intercepts[rows, top], slopes[rows, top], first, last)

@@ -207,13 +207,16 @@ def price_workloads(
     ).reshape(-1, 5)
     batch, prompt, output, cached, asked = values.T
     continuous = asked > 0
-    one = np.ones_like(batch)
+    # One sequence's KV cache at its longest and on average over its life, in one evaluation.
+    tokens = np.empty((2, batch.shape[0]))
+    tokens[0], tokens[1] = prompt + output, prompt + (output - 1.0) / 2.0
+    full_bytes, mean_bytes = kv_cache_bytes_many(rows, np.ones(batch.shape[0]), tokens)
     schedule = kv_schedule(
         batch,
         asked,
         continuous,
-        kv_cache_bytes_many(rows, one, prompt + output),
-        kv_cache_bytes_many(rows, one, prompt + (output - 1.0) / 2.0),
+        full_bytes,
+        mean_bytes,
         rows.capacity_bytes - rows.weight_bytes,
         limited=check_memory,
     )
@@ -270,15 +273,10 @@ def _host_seconds(rows: ContextRows, mix: PassMix) -> tuple[FloatArray, FloatArr
     sequence, its part feeding workers. A static prefill pays the prefill overhead alone; a
     continuous batch's every pass, the first included, pays a decode step's."""
     steps, running, continuous = mix.steps, mix.running, mix.continuous
-    overhead_s = np.empty_like(steps)
-    overhead_s[0] = np.where(
-        continuous, decode_overhead_s(rows, running, steps[0]), rows.prefill_overhead_s
-    )
-    overhead_s[1] = decode_overhead_s(rows, running, steps[1])
-    sequences_s = np.zeros_like(overhead_s)
-    sequences_s[0] = np.where(continuous, per_sequence_s(rows, running, steps[0]), 0.0)
-    sequences_s[1] = per_sequence_s(rows, running, steps[1])
-    wait_s = np.zeros_like(overhead_s)
-    wait_s[0] = np.where(continuous, worker_wait_s(rows, steps[0]), 0.0)
-    wait_s[1] = worker_wait_s(rows, steps[1])
+    overhead_s = decode_overhead_s(rows, running, steps)  # [2, N]
+    sequences_s = per_sequence_s(rows, running, steps)
+    wait_s = worker_wait_s(rows, steps)
+    overhead_s[0] = np.where(continuous, overhead_s[0], rows.prefill_overhead_s)
+    sequences_s[0] = np.where(continuous, sequences_s[0], 0.0)
+    wait_s[0] = np.where(continuous, wait_s[0], 0.0)
     return overhead_s, sequences_s, wait_s

@@ -122,7 +122,7 @@ def _note(
 
 def kv_cache_bytes_many(rows: ContextRows, batch: FloatArray, tokens: FloatArray) -> FloatArray:
     """memory.kv_cache_bytes_per_gpu of workloads of `batch` sequences of `tokens` tokens, each
-    of its row's model and deployment [B]: attention layers' KV (sliding ones' capped at the
+    of its row's model and deployment [B] (`tokens` [N], or [..., N] for several lengths): attention layers' KV (sliding ones' capped at the
     window), then recurrent layers' state (0 in a model without)."""
     sliding = rows.kv_sliding_layers * np.minimum(tokens, rows.kv_window)
     per_stage = (rows.kv_full_layers * tokens + sliding) / rows.pipeline
