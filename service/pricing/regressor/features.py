@@ -23,8 +23,8 @@ from service.core.work import WORK_FIELDS
 from service.core.workload import Deployment, Workload
 from service.pricing.regressor.context_features import (
     WORKLOAD_AT,
-    fixed_global_values,
-    graph_arrays,
+    ContextEncoding,
+    context_encoding,
 )
 from service.pricing.regressor.feature_spec import (
     GLOBAL_FEATURES,
@@ -121,7 +121,7 @@ def request_features(
 def workload_features(estimates: WorkloadEstimates) -> Features:
     """The features of every workload of `estimates` (each priced in its own context)."""
     plans = estimates.plans
-    graphs = [graph_arrays(c.plan.arch, c.deployment) for c in plans.contexts]
+    encodings = [context_encoding(c) for c in plans.contexts]
     arrays = estimates.arrays
     totals = estimates.totals()  # [2, N, K, WORK_FIELDS]
     raw = np.empty((*totals.shape[:3], len(RAW_COLUMNS)))
@@ -133,21 +133,21 @@ def workload_features(estimates: WorkloadEstimates) -> Features:
         strict=True,
     ):
         raw[..., column] = values
-    n, kernels, width = totals.shape[1], totals.shape[2], graphs[0][0].shape[1]
+    n, kernels, width = totals.shape[1], totals.shape[2], encodings[0].static.shape[1]
     node_x = np.empty((n, kernels, width + 2 * len(NODE_PHASE_FEATURES)))
-    static = np.zeros((len(graphs), kernels, width))
-    for c, (own, _) in enumerate(graphs):
-        static[c, : own.shape[0]] = own
-    node_x[:, :, :width] = static[plans.context]
+    for encoding, members in zip(encodings, plans.members, strict=True):
+        nodes = encoding.static.shape[0]
+        node_x[members, :nodes, :width] = encoding.static
+        node_x[members, nodes:, :width] = 0.0
     # Prefill's block, then decode's, written in place: [N, K, 2, F] seen as [2, N, K, F].
     phases = node_x[:, :, width:].reshape(n, kernels, 2, -1).transpose(2, 0, 1, 3)
     phase_node_block_of(raw, out=phases)
-    log_phase_j = np.log(np.maximum(estimates.phase_gpu_j, MIN_ENERGY_J)).T
+    global_x = _global_matrix(estimates, totals, encodings)
     return Features(
         node_x=node_x,
-        global_x=_global_matrix(estimates, totals),
-        log_analytical_j=np.ascontiguousarray(log_phase_j),
-        adjacency=tuple(adjacency for _, adjacency in graphs),
+        global_x=global_x,
+        log_analytical_j=global_x[:, _LOG_PHASE_J],
+        adjacency=tuple(encoding.adjacency for encoding in encodings),
         graph=plans.context,
     )
 
@@ -181,6 +181,8 @@ _GLOBAL_TOTALS = np.zeros((len(WORK_FIELDS), 3))
 _GLOBAL_TOTALS[_FIELD["tensor_flops"], 0] = 1.0
 _GLOBAL_TOTALS[[_FIELD[f] for f in MEMORY_WORK_FIELDS], 1] = 1.0
 _GLOBAL_TOTALS[_FIELD["network_bytes"], 2] = 1.0
+# The global features that are the log analytical prefill and decode energies [log J].
+_LOG_PHASE_J = np.array([GLOBAL_FEATURES.index(f"log_{p}_gpu_j") for p in ("prefill", "decode")])
 
 
 def phase_raw(table: KernelTable) -> FloatArray:
@@ -228,14 +230,17 @@ def phase_node_block_of(raw: FloatArray, out: FloatArray | None = None) -> Float
     return block
 
 
-def _global_matrix(estimates: WorkloadEstimates, totals: FloatArray) -> FloatArray:
+def _global_matrix(
+    estimates: WorkloadEstimates, totals: FloatArray, encodings: Sequence[ContextEncoding]
+) -> FloatArray:
     """[N, GLOBAL_FEATURES]: the global features of each request, filled in place column block
     by column block (few array operations: one request costs what many do)."""
     plans = estimates.plans
     rows = plans.rows
-    fixed = np.array([fixed_global_values(c.plan.arch, c.deployment) for c in plans.contexts])[
-        plans.context
-    ]
+    if len(encodings) == 1:  # every row's fixed values, broadcast
+        fixed = encodings[0].fixed[None]
+    else:
+        fixed = np.stack([encoding.fixed for encoding in encodings])[plans.context]
     sizes = estimates.sizes  # [N, (batch, prompt, output)]
     n, at = sizes.shape[0], WORKLOAD_AT
     out = np.empty((n, len(GLOBAL_FEATURES)))
