@@ -115,11 +115,9 @@ class WorkloadEstimates:
         basis_sum, padded_sum = self._phase_sums
         plans = self.plans
         totals = np.zeros((2, plans.count, plans.width, len(WORK_FIELDS)))
-        for ctx, members in zip(plans.contexts, plans.members, strict=True):
-            kernels = len(ctx.plan.nodes)
-            if not members.size:
-                continue
-            totals[:, members, :kernels] = ctx.plan.count_totals(
+        for c, members in plans.groups():
+            plan = plans.contexts[c].plan
+            totals[:, members, : len(plan.nodes)] = plan.count_totals(
                 basis_sum[:, members], padded_sum[:, members]
             )
         return totals

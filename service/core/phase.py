@@ -46,10 +46,9 @@ def phase_arrays(plans: PassPlans, terms: WorkloadTerms) -> PhaseArrays:
     # Each context's unit seconds in one matrix product; padded kernels stay 0.
     unit = np.zeros((2, n, 5, width))
     latency = np.zeros((2, n, width))
-    for ctx, members in zip(plans.contexts, plans.members, strict=True):
-        plan, kernels = ctx.plan, len(ctx.plan.nodes)
-        if not members.size:
-            continue
+    for c, members in plans.groups():
+        plan = plans.contexts[c].plan
+        kernels = len(plan.nodes)
         own = both[:, members]
         unit[:, members, :, :kernels] = (own @ plan.unit_major_seconds.T).reshape(2, -1, 5, kernels)
         latency[:, members, :kernels] = own @ plan.latency_seconds.T
@@ -91,9 +90,10 @@ def _decode_attention_s(
     decode, per layer, all in the same few array operations.
 
     `decode_unit` [N, kernels, units]: one decode step's unit times without the context's
-    part (`at`: [N, 1] the row numbers). A unit's time at context c is that plus c times its seconds per key; a sliding
-    kernel's context stops growing at the window, so its range is cut there into a growing
-    piece and a flat one (for a full-attention kernel the flat piece is empty)."""
+    part (`at`: [N, 1] the row numbers). A unit's time at context c is that plus c times its
+    seconds per key; a sliding kernel's context stops growing at the window, so its range is
+    cut there into a growing piece and a flat one (for a full-attention kernel the flat piece
+    is empty)."""
     pieces = plans.pieces
     a = decode_unit[at, plans.attention]  # [N, A, units]
     b = terms.batch[:, None, None] * plans.per_key

@@ -98,8 +98,8 @@ def pass_mix(
     new = computed_prompt_tokens(prompt, cached)
     decode_steps = output - 1.0
     prefilling = np.empty((2, batch.shape[0]))
-    decoding = np.empty_like(prefilling)
-    share = np.ones_like(prefilling)
+    decoding = np.empty(prefilling.shape)
+    share = np.empty(prefilling.shape)
     # Continuous: C / O prompts and C (O - 1) / O decode tokens in every pass; the request's
     # prompt in n passes of the budget left beside the decode tokens.
     running = np.where(continuous, running, batch)  # static: unused, kept finite
@@ -116,7 +116,7 @@ def pass_mix(
     first = advancing + carried * new
     share[0] = np.where(continuous, batch * new / (chunks * first), 1.0)
     share[1] = np.where(continuous, batch / (advancing + arriving * new), 1.0)
-    steps = np.empty_like(prefilling)
+    steps = np.empty(prefilling.shape)
     steps[0] = np.where(continuous, chunks, 1.0)
     steps[1] = decode_steps
     load = np.minimum(arriving / replicas * new / left, RHO_MAX)

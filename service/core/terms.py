@@ -141,7 +141,7 @@ def workload_terms(
     tokens = d + p * new
     # A continuous prefill pass is priced whole: its decoding sequences' mean contexts are
     # read in it; decode passes take them from the context range (service.core.phase).
-    baked = np.zeros_like(p)
+    baked = np.zeros(p.shape)
     baked[0] = d[0] * mix.mean_context
     basis[..., 0] = 1.0
     basis[..., 1], basis[..., 2] = tokens, d + p

@@ -135,10 +135,10 @@ def workload_features(estimates: WorkloadEstimates) -> Features:
         raw[..., column] = values
     n, kernels, width = totals.shape[1], totals.shape[2], encodings[0].static.shape[1]
     node_x = np.empty((n, kernels, width + 2 * len(NODE_PHASE_FEATURES)))
-    for encoding, members in zip(encodings, plans.members, strict=True):
-        nodes = encoding.static.shape[0]
-        node_x[members, :nodes, :width] = encoding.static
-        node_x[members, nodes:, :width] = 0.0
+    for c, members in plans.groups():
+        static = encodings[c].static
+        node_x[members, : static.shape[0], :width] = static
+        node_x[members, static.shape[0] :, :width] = 0.0
     # Prefill's block, then decode's, written in place: [N, K, 2, F] seen as [2, N, K, F].
     phases = node_x[:, :, width:].reshape(n, kernels, 2, -1).transpose(2, 0, 1, 3)
     phase_node_block_of(raw, out=phases)
@@ -169,11 +169,11 @@ RAW_COLUMNS: tuple[str, ...] = (
 """Columns of a phase's raw per-kernel matrix (units: executions, ops, B, s, J)."""
 _RAW = {name: i for i, name in enumerate(RAW_COLUMNS)}
 _COUNTS = slice(0, 1 + len(WORK_FIELDS))  # executions and every Work field
-_SHAPES = [_RAW[f] for f in SHAPE_FIELDS]
+_SHAPES = np.array([_RAW[f] for f in SHAPE_FIELDS])
 _LIMBS = slice(_RAW["compute_s"], _RAW["network_s"] + 1)
 _TIMES_AND_ENERGY = slice(_RAW["time_s"], _RAW["gpu_j"] + 1)
 _TO_US_AND_MJ = np.array([US_PER_S] * 4 + [MJ_PER_J])
-_SHARED = [_RAW["time_s"], _RAW["gpu_j"]]
+_SHARED = np.array([_RAW["time_s"], _RAW["gpu_j"]])
 _ONE_HOT = np.eye(3)
 _FIELD = {name: i for i, name in enumerate(WORK_FIELDS)}
 # Work fields -> (tensor FLOPs, memory bytes, network bytes), the global "totals" of a phase.
@@ -220,13 +220,13 @@ def phase_node_block_of(raw: FloatArray, out: FloatArray | None = None) -> Float
     np.multiply(raw[..., _TIMES_AND_ENERGY], _TO_US_AND_MJ, out=block[..., at - 5 : at])
     np.log1p(block[..., :at], out=block[..., :at])
     shared = raw[..., _SHARED]  # time_s, gpu_j
-    total = shared.sum(axis=-2, keepdims=True)
+    total = np.add.reduce(shared, axis=-2, keepdims=True)
     block[..., at : at + 2] = 0.0  # a phase with no kernel time (no decode step) has no shares
     np.divide(shared, total, out=block[..., at : at + 2], where=total > 0)
     limbs = raw[..., _LIMBS]
     bound = block[..., at + 2 : at + 5]
     bound[:] = _ONE_HOT[limbs.argmax(axis=-1)]  # the first largest limb, as np.argmax picks
-    bound *= limbs.max(axis=-1, keepdims=True) > 0
+    bound *= np.maximum.reduce(limbs, axis=-1, keepdims=True) > 0
     return block
 
 
@@ -257,7 +257,8 @@ def _global_matrix(
     # Every log1p feature in one call: per phase (tensor FLOPs, memory bytes, network bytes),
     # then the phase and overhead times [µs] and the time per output token [ms].
     logged = np.empty((n, 11))
-    logged[:, :6] = (totals.sum(axis=2) @ _GLOBAL_TOTALS).transpose(1, 0, 2).reshape(n, 6)
+    phase_totals = np.add.reduce(totals, axis=2) @ _GLOBAL_TOTALS  # [2, N, 3]
+    logged[:, :6] = phase_totals.transpose(1, 0, 2).reshape(n, 6)
     logged[:, 6:8] = US_PER_S * phase_s.T
     logged[:, 8:10] = US_PER_S * estimates.overhead_s.T
     steps = sizes[:, 2] - 1.0
