@@ -262,8 +262,8 @@ def _global_matrix(
     logged[:, 6:8] = US_PER_S * phase_s.T
     logged[:, 8:10] = US_PER_S * estimates.overhead_s.T
     steps = sizes[:, 2] - 1.0
+    logged[:, 10] = 0.0  # no decode step: no time per output token
     np.divide(1e3 * phase_s[1], steps, out=logged[:, 10], where=steps > 0)
-    logged[steps <= 0, 10] = 0.0
     np.log1p(logged, out=logged)
     out[:, end + 1 : end + 7] = logged[:, :6]
     out[:, end + 10 : end + 15] = logged[:, 6:]
