@@ -33,6 +33,13 @@ def sum_affine_many(
     return result
 
 
+def sum_of_integers(first: FloatArray, last: FloatArray) -> FloatArray:
+    """Sum of the integers c in [first, last] (0 on empty ranges): sum_affine_many of c."""
+    count = np.maximum(last - first + 1.0, 0.0)
+    result: FloatArray = (first + last) * count / 2.0
+    return result
+
+
 def sum_max_affine_many(
     intercepts: FloatArray, slopes: FloatArray, first: FloatArray, last: FloatArray
 ) -> FloatArray:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from service.core.envelope import sum_affine_many
+from service.core.envelope import sum_of_integers
 from service.core.moe import expected_touched_experts
 from service.core.pass_plans import ContextRows
 from service.core.plan import BASIS
@@ -74,7 +74,7 @@ class WorkloadTerms:
         sums = self.both * self.steps[..., None]
         first, last = self.first, self.last
         # Decode's pairs and keys read grow by one per step: summed over the contexts.
-        contexts = sum_affine_many(0.0, 1.0, first, last)
+        contexts = sum_of_integers(first, last)
         windowed = capped_sum(first, last, window)
         sums[1][:, _DECODE_SPAN] += (self.batch * contexts)[:, None]
         sums[1][:, _SLIDING_SPAN] += (self.batch * windowed)[:, None]
@@ -85,7 +85,7 @@ class WorkloadTerms:
 
 def capped_sum(first: FloatArray, last: FloatArray, window: FloatArray | int) -> FloatArray:
     """Sum over c in [first, last] of min(c, window) (window: one, or one per range)."""
-    below = sum_affine_many(0.0, 1.0, first, np.minimum(last, window))
+    below = sum_of_integers(first, np.minimum(last, window))
     above = np.maximum(0.0, last - np.maximum(first, window + 1.0) + 1.0)
     result: FloatArray = below + window * above
     return result
