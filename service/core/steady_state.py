@@ -97,6 +97,8 @@ def pass_mix(
     sequences; the request's prompt is one replica's) [N each]."""
     new = computed_prompt_tokens(prompt, cached)
     decode_steps = output - 1.0
+    if not continuous.any():
+        return _static_mix(batch, prompt, output, new, continuous)
     prefilling = np.empty((2, batch.shape[0]))
     decoding = np.empty(prefilling.shape)
     share = np.empty(prefilling.shape)
@@ -131,4 +133,27 @@ def pass_mix(
         new_tokens=new,
         continuous=continuous,
         waiting=np.where(continuous, 0.5 + queued, 0.0),
+    )
+
+
+def _static_mix(
+    batch: FloatArray, prompt: FloatArray, output: FloatArray, new: FloatArray, static: BoolArray
+) -> PassMix:
+    """pass_mix of static batches only (`static` all False): what its continuous-batch terms
+    reduce to where no row is continuous, without computing them."""
+    n = batch.shape[0]
+    prefilling, decoding = np.zeros((2, n)), np.zeros((2, n))
+    prefilling[0] = decoding[1] = batch  # the batch's prompts in one pass; all of it decoding
+    steps = np.empty((2, n))
+    steps[0], steps[1] = 1.0, output - 1.0
+    return PassMix(
+        prefilling=prefilling,
+        decoding=decoding,
+        mean_context=prompt + output / 2.0,
+        steps=steps,
+        share=np.ones((2, n)),
+        running=batch.copy(),
+        new_tokens=new,
+        continuous=static,
+        waiting=np.zeros(n),
     )
