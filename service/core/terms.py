@@ -15,7 +15,7 @@ import numpy.typing as npt
 
 from service.core.envelope import sum_of_integers
 from service.core.moe import expected_touched_experts
-from service.core.pass_plans import ContextRows
+from service.core.pass_plans import NO_WINDOW, ContextRows
 from service.core.plan import BASIS
 from service.core.steady_state import PassMix
 
@@ -75,9 +75,10 @@ class WorkloadTerms:
         first, last = self.first, self.last
         # Decode's pairs and keys read grow by one per step: summed over the contexts.
         contexts = sum_of_integers(first, last)
-        windowed = capped_sum(first, last, window)
         sums[1][:, _DECODE_SPAN] += (self.batch * contexts)[:, None]
-        sums[1][:, _SLIDING_SPAN] += (self.batch * windowed)[:, None]
+        if (window < NO_WINDOW).any():  # else no sliding kernel reads these terms
+            windowed = capped_sum(first, last, window)
+            sums[1][:, _SLIDING_SPAN] += (self.batch * windowed)[:, None]
         sums *= (self.share * self.repeats)[..., None]
         width = len(BASIS)
         return sums[..., :width], sums[..., width:]
