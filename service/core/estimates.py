@@ -240,7 +240,8 @@ def price_workloads(
     )
     phase_j = kernel_j + rows.idle_w * waiting * kernel_s * mix.share + overhead_j * mix.share
     phase_s = kernel_s + overhead_s
-    phase_s[0] += mix.waiting * _mean_pass_s(phase_s, mix.steps)
+    if mix.continuous.any():  # a continuous batch's request waits first (static: no wait)
+        phase_s[0] += mix.waiting * _mean_pass_s(phase_s, mix.steps)
     return WorkloadEstimates(
         plans=plans,
         sizes=values[:, :3],
