@@ -230,8 +230,8 @@ def price_workloads(
     )
     terms = workload_terms(rows, mix, prompt, output, schedule.waves)
     arrays = phase_arrays(plans, terms)
-    kernel_s = arrays.time_s.sum(axis=2)  # [2, N]
-    kernel_j = arrays.gpu_j.sum(axis=2)
+    kernel_s = np.add.reduce(arrays.time_s, axis=2)  # [2, N]
+    kernel_j = np.add.reduce(arrays.gpu_j, axis=2)
     overhead_s, sequences_s, wait_s = _host_seconds(rows, mix)
     overhead_s *= schedule.waves
     waiting = rows.held - rows.gpus_per_stage  # other pipeline stages idle meanwhile

@@ -122,12 +122,15 @@ def _decode_attention_s(
     ).reshape(n, kernels, 2 * pieces)
     lo, hi = lo[..., :pieces], hi[..., :pieces]
     count = np.maximum(hi - lo + 1.0, 0.0)
-    limbs = sum_affine_many(
-        lines_a[:, :, :pieces, 3:], lines_b[:, :, :pieces, 3:], lo[..., None], hi[..., None]
-    ).sum(axis=2)  # [N, A, (memory, network)]
+    limbs = np.add.reduce(
+        sum_affine_many(
+            lines_a[:, :, :pieces, 3:], lines_b[:, :, :pieces, 3:], lo[..., None], hi[..., None]
+        ),
+        axis=2,
+    )  # [N, A, (memory, network)]
     seconds = np.empty((4, n, kernels))
     launch_s = plans.rows.decode_launch_s[:, None]
-    seconds[0] = tops[..., :pieces].sum(axis=2) + launch_s * count.sum(axis=2)
-    seconds[1] = tops[..., pieces:].sum(axis=2)
+    seconds[0] = np.add.reduce(tops[..., :pieces], axis=2) + launch_s * np.add.reduce(count, axis=2)
+    seconds[1] = np.add.reduce(tops[..., pieces:], axis=2)
     seconds[2], seconds[3] = limbs[..., 0], limbs[..., 1]
     return seconds
