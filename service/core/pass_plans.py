@@ -230,10 +230,9 @@ def _one_context(context: PricingContext, count: int) -> PassPlans:
     serving process, which prices the same few contexts over and over, builds each once (its
     arrays read-only: every pass of that size shares them)."""
     plans = PassPlans._build([context], np.zeros(count, dtype=np.intp))
+    per_kernel = (plans.layers, plans.attention, plans.per_key, plans.sliding)
     rows = (getattr(plans.rows, column.name) for column in fields(ContextRows))
-    for array in (plans.context, *rows, plans.layers, plans.attention):
-        array.setflags(write=False)
-    for array in (plans.per_key, plans.sliding, plans.attention_layers):
+    for array in (plans.context, *per_kernel, plans.attention_layers, *rows):
         array.setflags(write=False)
     return plans
 

@@ -26,12 +26,12 @@ _COLUMN = {name: i for i, name in enumerate(BASIS)}
 _DECODE_SPAN = np.array(
     [_COLUMN[f"{q}_decode"] + half for half in (0, len(BASIS)) for q in ("pairs", "keys")]
 )
-_EXPERT_ROWS = _COLUMN["expert_rows"]
-# The columns whose rows are GEMM rows, padded to the tile in the padded half.
-_TILED = np.array([_COLUMN[name] for name in ("tokens", "logit_rows", "keys_full", "new_decode")])
 _SLIDING_SPAN = np.array(
     [_COLUMN[f"{q}_sliding"] + half for half in (0, len(BASIS)) for q in ("pairs", "keys")]
 )
+_EXPERT_ROWS = _COLUMN["expert_rows"]
+# The columns whose rows are GEMM rows, padded to the tile in the padded half.
+_TILED = np.array([_COLUMN[name] for name in ("tokens", "logit_rows", "keys_full", "new_decode")])
 
 
 @dataclass(frozen=True, slots=True)
