@@ -112,6 +112,9 @@ def time_theirs(repeat: int, our_latency_s: dict[str, float]) -> dict[str, Any]:
 
 
 def time_ours(repeat: int) -> dict[str, dict[str, float]]:
+    # This checkout's service, not whichever one the environment installed (run as a script,
+    # the path starts at bench/, and an editable install may point at another tree).
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from service.pricing.estimator import Estimator
     from service.pricing.regressor.runtime import (
         DEFAULT_METADATA_PATH,

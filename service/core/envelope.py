@@ -33,6 +33,13 @@ def sum_affine_many(
     return result
 
 
+def sum_of_integers(first: FloatArray, last: FloatArray) -> FloatArray:
+    """Sum of the integers c in [first, last] (0 on empty ranges): sum_affine_many of c."""
+    count = np.maximum(last - first + 1.0, 0.0)
+    result: FloatArray = (first + last) * count / 2.0
+    return result
+
+
 def sum_max_affine_many(
     intercepts: FloatArray, slopes: FloatArray, first: FloatArray, last: FloatArray
 ) -> FloatArray:
@@ -81,6 +88,6 @@ def _one_line_on_top(
     rows = np.arange(intercepts.shape[0])
     top = (intercepts + slopes * first[:, None]).argmax(axis=1)
     at_last = intercepts + slopes * last[:, None]
-    if not np.all(at_last[rows, top] >= at_last.max(axis=1)):
+    if not (at_last[rows, top] >= np.maximum.reduce(at_last, axis=1)).all():
         return None
     return sum_affine_many(intercepts[rows, top], slopes[rows, top], first, last)

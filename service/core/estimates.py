@@ -115,11 +115,9 @@ class WorkloadEstimates:
         basis_sum, padded_sum = self._phase_sums
         plans = self.plans
         totals = np.zeros((2, plans.count, plans.width, len(WORK_FIELDS)))
-        for ctx, members in zip(plans.contexts, plans.members, strict=True):
-            kernels = len(ctx.plan.nodes)
-            if not members.size:
-                continue
-            totals[:, members, :kernels] = ctx.plan.count_totals(
+        for c, members in plans.groups():
+            plan = plans.contexts[c].plan
+            totals[:, members, : len(plan.nodes)] = plan.count_totals(
                 basis_sum[:, members], padded_sum[:, members]
             )
         return totals
@@ -207,13 +205,16 @@ def price_workloads(
     ).reshape(-1, 5)
     batch, prompt, output, cached, asked = values.T
     continuous = asked > 0
-    one = np.ones_like(batch)
+    # One sequence's KV cache at its longest and on average over its life, in one evaluation.
+    tokens = np.empty((2, batch.shape[0]))
+    tokens[0], tokens[1] = prompt + output, prompt + (output - 1.0) / 2.0
+    full_bytes, mean_bytes = kv_cache_bytes_many(rows, np.ones(batch.shape[0]), tokens)
     schedule = kv_schedule(
         batch,
         asked,
         continuous,
-        kv_cache_bytes_many(rows, one, prompt + output),
-        kv_cache_bytes_many(rows, one, prompt + (output - 1.0) / 2.0),
+        full_bytes,
+        mean_bytes,
         rows.capacity_bytes - rows.weight_bytes,
         limited=check_memory,
     )
@@ -229,8 +230,8 @@ def price_workloads(
     )
     terms = workload_terms(rows, mix, prompt, output, schedule.waves)
     arrays = phase_arrays(plans, terms)
-    kernel_s = arrays.time_s.sum(axis=2)  # [2, N]
-    kernel_j = arrays.gpu_j.sum(axis=2)
+    kernel_s = np.add.reduce(arrays.time_s, axis=2)  # [2, N]
+    kernel_j = np.add.reduce(arrays.gpu_j, axis=2)
     overhead_s, sequences_s, wait_s = _host_seconds(rows, mix)
     overhead_s *= schedule.waves
     waiting = rows.held - rows.gpus_per_stage  # other pipeline stages idle meanwhile
@@ -239,11 +240,12 @@ def price_workloads(
     )
     phase_j = kernel_j + rows.idle_w * waiting * kernel_s * mix.share + overhead_j * mix.share
     phase_s = kernel_s + overhead_s
-    prefill_pass_s = phase_s[0] / mix.steps[0]
-    phase_s[0] += mix.waiting * _mean_pass_s(phase_s, mix.steps)
-    # Arrivals in a wave wait for its prompts ahead; every request, for its host path.
-    phase_s[0] += rows.ttft_wave_share * mix.wave_passes * prefill_pass_s
-    phase_s[0] += np.where(mix.continuous, rows.request_overhead_s, 0.0)
+    if mix.continuous.any():  # a continuous batch's request waits first (static: no wait)
+        prefill_pass_s = phase_s[0] / mix.steps[0]
+        phase_s[0] += mix.waiting * _mean_pass_s(phase_s, mix.steps)
+        # Arrivals in a wave wait for its prompts ahead; every request, for its host path.
+        phase_s[0] += rows.ttft_wave_share * mix.wave_passes * prefill_pass_s
+        phase_s[0] += np.where(mix.continuous, rows.request_overhead_s, 0.0)
     return WorkloadEstimates(
         plans=plans,
         sizes=values[:, :3],
@@ -274,15 +276,10 @@ def _host_seconds(rows: ContextRows, mix: PassMix) -> tuple[FloatArray, FloatArr
     sequence, its part feeding workers. A static prefill pays the prefill overhead alone; a
     continuous batch's every pass, the first included, pays a decode step's."""
     steps, running, continuous = mix.steps, mix.running, mix.continuous
-    overhead_s = np.empty_like(steps)
-    overhead_s[0] = np.where(
-        continuous, decode_overhead_s(rows, running, steps[0]), rows.prefill_overhead_s
-    )
-    overhead_s[1] = decode_overhead_s(rows, running, steps[1])
-    sequences_s = np.zeros_like(overhead_s)
-    sequences_s[0] = np.where(continuous, per_sequence_s(rows, running, steps[0]), 0.0)
-    sequences_s[1] = per_sequence_s(rows, running, steps[1])
-    wait_s = np.zeros_like(overhead_s)
-    wait_s[0] = np.where(continuous, worker_wait_s(rows, steps[0]), 0.0)
-    wait_s[1] = worker_wait_s(rows, steps[1])
+    overhead_s = decode_overhead_s(rows, running, steps)  # [2, N]
+    sequences_s = per_sequence_s(rows, running, steps)
+    wait_s = worker_wait_s(rows, steps)
+    overhead_s[0] = np.where(continuous, overhead_s[0], rows.prefill_overhead_s)
+    sequences_s[0] = np.where(continuous, sequences_s[0], 0.0)
+    wait_s[0] = np.where(continuous, wait_s[0], 0.0)
     return overhead_s, sequences_s, wait_s

@@ -12,8 +12,8 @@ no layers, so their work vanishes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, fields
 from functools import cached_property, lru_cache
 
 import numpy as np
@@ -27,6 +27,9 @@ from service.core.workload import Deployment
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.intp]
 BoolArray = npt.NDArray[np.bool_]
+SMALL_PASS = 16
+"""Rows up to which a one-context pass's plans are cached (a single estimate, a small list):
+building them is a fixed cost that only such passes notice."""
 NO_WINDOW = float(2**52)
 """The window of a context without one: longer than any context, so min(c, window) is c."""
 
@@ -148,7 +151,7 @@ class PassPlans:
 
     Attributes:
         contexts: the pass's contexts; `context` [N] each row's index in it.
-        members: per context, its rows [intp arrays].
+        members: per context, its rows (intp arrays; with one context, all: a slice).
         rows: the rows' context constants.
         width: kernels per row, padding included.
         layers: [N, width] executions of each kernel per forward pass (0 on padding).
@@ -162,7 +165,7 @@ class PassPlans:
 
     contexts: tuple[PricingContext, ...]
     context: IntArray
-    members: tuple[IntArray, ...]
+    members: tuple[IntArray | slice, ...]
     rows: ContextRows
     width: int
     layers: FloatArray
@@ -179,14 +182,27 @@ class PassPlans:
     def plan_of(self, j: int) -> CostPlan:
         return self.contexts[int(self.context[j])].plan
 
+    def groups(self) -> Iterator[tuple[int, IntArray | slice]]:
+        """Each context's number and rows, skipping contexts without any."""
+        for c, members in enumerate(self.members):
+            if isinstance(members, slice) or members.size:
+                yield c, members
+
     @classmethod
     def of(cls, contexts: Sequence[PricingContext], context: IntArray) -> PassPlans:
+        """The plans of rows of `contexts`, row j's being contexts[context[j]]."""
+        if len(contexts) == 1 and context.shape[0] <= SMALL_PASS:
+            return _one_context(contexts[0], int(context.shape[0]))
+        return cls._build(contexts, context)
+
+    @classmethod
+    def _build(cls, contexts: Sequence[PricingContext], context: IntArray) -> PassPlans:
         kernels = max(len(c.plan.nodes) for c in contexts)
         width = (kernels + 1 + 7) // 8 * 8
         count = max(len(c.plan.attention) for c in contexts) or 1
         padded = [_padded(c.plan, width, count) for c in contexts]
         if len(contexts) == 1:  # rows broadcast the one context's arrays
-            members: tuple[IntArray, ...] = (np.arange(context.shape[0], dtype=np.intp),)
+            members: tuple[IntArray | slice, ...] = (slice(None),)
             (one,) = padded
             layers, attention, per_key = one.layers[None], one.attention[None], one.per_key[None]
             sliding, attention_layers = one.sliding[None], one.attention_layers[None]
@@ -210,6 +226,19 @@ class PassPlans:
             attention_layers=attention_layers,
             pieces=2 if any(p.sliding.any() for p in padded) else 1,
         )
+
+
+@lru_cache(maxsize=1024)
+def _one_context(context: PricingContext, count: int) -> PassPlans:
+    """The plans of a pass of `count` rows of one context: they depend on nothing else, so a
+    serving process, which prices the same few contexts over and over, builds each once (its
+    arrays read-only: every pass of that size shares them)."""
+    plans = PassPlans._build([context], np.zeros(count, dtype=np.intp))
+    per_kernel = (plans.layers, plans.attention, plans.per_key, plans.sliding)
+    rows = (getattr(plans.rows, column.name) for column in fields(ContextRows))
+    for array in (plans.context, *per_kernel, plans.attention_layers, *rows):
+        array.setflags(write=False)
+    return plans
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,9 @@ from service.core.roofline import drawn_j
 from service.core.terms import WorkloadTerms
 
 FloatArray = npt.NDArray[np.float64]
+# Of the five units' lines, those the compute limb's top is over: the first three, the first
+# repeated to keep five (a repeated line does not move the top).
+_COMPUTE_LINES = np.array([0, 1, 2, 0, 0])
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,10 +46,9 @@ def phase_arrays(plans: PassPlans, terms: WorkloadTerms) -> PhaseArrays:
     # Each context's unit seconds in one matrix product; padded kernels stay 0.
     unit = np.zeros((2, n, 5, width))
     latency = np.zeros((2, n, width))
-    for ctx, members in zip(plans.contexts, plans.members, strict=True):
-        plan, kernels = ctx.plan, len(ctx.plan.nodes)
-        if not members.size:
-            continue
+    for c, members in plans.groups():
+        plan = plans.contexts[c].plan
+        kernels = len(plan.nodes)
         own = both[:, members]
         unit[:, members, :, :kernels] = (own @ plan.unit_major_seconds.T).reshape(2, -1, 5, kernels)
         latency[:, members, :kernels] = own @ plan.latency_seconds.T
@@ -55,17 +57,17 @@ def phase_arrays(plans: PassPlans, terms: WorkloadTerms) -> PhaseArrays:
     # The four limbs in one array (filled in place): time, compute, memory, network [s].
     limbs = np.empty((4, *scale.shape))
     time_s, compute_s, memory_s, network_s = limbs
-    np.max(unit, axis=3, out=time_s)
+    np.maximum.reduce(unit, axis=3, out=time_s)
     time_s[0] += rows.prefill_launch_s[:, None]
     time_s[1] += rows.decode_launch_s[:, None]
-    np.max(unit[..., :3], axis=3, out=compute_s)
+    np.maximum.reduce(unit[..., :3], axis=3, out=compute_s)
     memory_s[...] = unit[..., 3]
     # Link-busy time only: collective step latency is in time_s, not in the power share.
     np.subtract(unit[..., 4], latency, out=network_s)
     limbs *= scale
     decode = limbs[:, 1]  # [4, N, K]
-    decode_s = _decode_attention_s(plans, terms, unit[1])
     at = np.arange(n)[:, None]
+    decode_s = _decode_attention_s(plans, terms, unit[1], at)
     decode[:, at, plans.attention] = decode_s * plans.attention_layers * terms.repeats[:, None]
     # Every GPU of the group draws it; the request's share of it (service.core.steady_state).
     gpu_j = rows.group[:, None] * drawn_j(
@@ -82,23 +84,23 @@ def phase_arrays(plans: PassPlans, terms: WorkloadTerms) -> PhaseArrays:
 
 
 def _decode_attention_s(
-    plans: PassPlans, terms: WorkloadTerms, decode_unit: FloatArray
+    plans: PassPlans, terms: WorkloadTerms, decode_unit: FloatArray, at: npt.NDArray[np.intp]
 ) -> FloatArray:
     """[4, N, A] (time, compute, memory, network) seconds of each row's attention kernels over
     decode, per layer, all in the same few array operations.
 
     `decode_unit` [N, kernels, units]: one decode step's unit times without the context's
-    part. A unit's time at context c is that plus c times its seconds per key; a sliding
-    kernel's context stops growing at the window, so its range is cut there into a growing
-    piece and a flat one (for a full-attention kernel the flat piece is empty)."""
+    part (`at`: [N, 1] the row numbers). A unit's time at context c is that plus c times its
+    seconds per key; a sliding kernel's context stops growing at the window, so its range is
+    cut there into a growing piece and a flat one (for a full-attention kernel the flat piece
+    is empty)."""
     pieces = plans.pieces
-    a = np.take_along_axis(decode_unit, plans.attention[:, :, None], axis=1)  # [N, A, units]
+    a = decode_unit[at, plans.attention]  # [N, A, units]
     b = terms.batch[:, None, None] * plans.per_key
     n, kernels = a.shape[0], a.shape[1]
     first, last = terms.first[:, None], terms.last[:, None]  # [N, 1]
     # Rows per kernel: each piece's time, then each piece's compute limb. The time is the top
-    # of all five units' lines, the compute limb the top of the first three (the first line
-    # repeated to keep five: a repeated line does not move the top).
+    # of all five units' lines, the compute limb the top of the first three.
     lines_a = np.empty((n, kernels, 2 * pieces, 5))
     lines_b = np.empty((n, kernels, 2 * pieces, 5))
     lo = np.empty((n, kernels, 2 * pieces))
@@ -113,19 +115,22 @@ def _decode_attention_s(
         lo[..., 0], lo[..., 1] = first, np.maximum(first, cap + 1.0)
         hi[..., 0], hi[..., 1] = np.minimum(last, cap), last
     for lines in (lines_a, lines_b):
-        lines[:, :, pieces:] = lines[:, :, :pieces][..., [0, 1, 2, 0, 0]]
+        lines[:, :, pieces:] = lines[:, :, :pieces][..., _COMPUTE_LINES]
     lo[..., pieces:], hi[..., pieces:] = lo[..., :pieces], hi[..., :pieces]
     tops = sum_max_affine_many(
         lines_a.reshape(-1, 5), lines_b.reshape(-1, 5), lo.ravel(), hi.ravel()
     ).reshape(n, kernels, 2 * pieces)
     lo, hi = lo[..., :pieces], hi[..., :pieces]
     count = np.maximum(hi - lo + 1.0, 0.0)
-    limbs = sum_affine_many(
-        lines_a[:, :, :pieces, 3:], lines_b[:, :, :pieces, 3:], lo[..., None], hi[..., None]
-    ).sum(axis=2)  # [N, A, (memory, network)]
+    limbs = np.add.reduce(
+        sum_affine_many(
+            lines_a[:, :, :pieces, 3:], lines_b[:, :, :pieces, 3:], lo[..., None], hi[..., None]
+        ),
+        axis=2,
+    )  # [N, A, (memory, network)]
     seconds = np.empty((4, n, kernels))
     launch_s = plans.rows.decode_launch_s[:, None]
-    seconds[0] = tops[..., :pieces].sum(axis=2) + launch_s * count.sum(axis=2)
-    seconds[1] = tops[..., pieces:].sum(axis=2)
+    seconds[0] = np.add.reduce(tops[..., :pieces], axis=2) + launch_s * np.add.reduce(count, axis=2)
+    seconds[1] = np.add.reduce(tops[..., pieces:], axis=2)
     seconds[2], seconds[3] = limbs[..., 0], limbs[..., 1]
     return seconds

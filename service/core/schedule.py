@@ -70,14 +70,15 @@ def kv_schedule(
     `mean_bytes` on average over their life, with `free_bytes` per GPU beside the weights
     (each [N]; one free size may serve all).
     `limited` False: memory unlimited (everything at once)."""
-    at_once = np.floor(free_bytes / full_bytes)
-    held = np.floor(free_bytes / mean_bytes)
-    waves = np.ones_like(batch)
-    runs = np.where(continuous, running, batch)
     if limited:
+        at_once = np.floor(free_bytes / full_bytes)
+        held = np.floor(free_bytes / mean_bytes)
         runs = np.where(continuous, np.minimum(running, held), np.minimum(batch, at_once))
         runs = np.maximum(runs, 1.0)
         waves = np.ceil(batch / runs)
+    else:
+        runs = np.where(continuous, running, batch)
+        waves = np.ones(batch.shape)
     per_wave = batch / waves
     runs = np.where(continuous, runs, per_wave)
     kv = np.where(continuous, runs * mean_bytes, per_wave * full_bytes)
@@ -122,8 +123,9 @@ def _note(
 
 def kv_cache_bytes_many(rows: ContextRows, batch: FloatArray, tokens: FloatArray) -> FloatArray:
     """memory.kv_cache_bytes_per_gpu of workloads of `batch` sequences of `tokens` tokens, each
-    of its row's model and deployment [B]: attention layers' KV (sliding ones' capped at the
-    window), then recurrent layers' state (0 in a model without)."""
+    of its row's model and deployment [B] (`tokens` [N], or [..., N] for several lengths):
+    attention layers' KV (sliding ones' capped at the window), then recurrent layers' state (0
+    in a model without)."""
     sliding = rows.kv_sliding_layers * np.minimum(tokens, rows.kv_window)
     per_stage = (rows.kv_full_layers * tokens + sliding) / rows.pipeline
     sequences = batch / rows.data  # on this GPU's attention replica

@@ -111,9 +111,11 @@ def pass_mix(
     sequences; the request's prompt is one replica's) [N each]."""
     new = computed_prompt_tokens(prompt, cached)
     decode_steps = output - 1.0
+    if not continuous.any():
+        return _static_mix(batch, prompt, output, new, continuous)
     prefilling = np.empty((2, batch.shape[0]))
-    decoding = np.empty_like(prefilling)
-    share = np.ones_like(prefilling)
+    decoding = np.empty(prefilling.shape)
+    share = np.empty(prefilling.shape)
     # Continuous: C / O prompts and C (O - 1) / O decode tokens in every pass; the request's
     # prompt in n passes of the budget left beside the decode tokens.
     running = np.where(continuous, running, batch)  # static: unused, kept finite
@@ -130,7 +132,7 @@ def pass_mix(
     first = advancing + carried * new
     share[0] = np.where(continuous, batch * new / (chunks * first), 1.0)
     share[1] = np.where(continuous, batch / (advancing + arriving * new), 1.0)
-    steps = np.empty_like(prefilling)
+    steps = np.empty(prefilling.shape)
     steps[0] = np.where(continuous, chunks, 1.0)
     steps[1] = decode_steps
     load = np.minimum(arriving / replicas * new / left, RHO_MAX)
@@ -149,4 +151,28 @@ def pass_mix(
         continuous=continuous,
         waiting=np.where(continuous, 0.5 + queued, 0.0),
         wave_passes=np.where(continuous, ahead / per_pass, 0.0),
+    )
+
+
+def _static_mix(
+    batch: FloatArray, prompt: FloatArray, output: FloatArray, new: FloatArray, static: BoolArray
+) -> PassMix:
+    """pass_mix of static batches only (`static` all False): what its continuous-batch terms
+    reduce to where no row is continuous, without computing them."""
+    n = batch.shape[0]
+    prefilling, decoding = np.zeros((2, n)), np.zeros((2, n))
+    prefilling[0] = decoding[1] = batch  # the batch's prompts in one pass; all of it decoding
+    steps = np.empty((2, n))
+    steps[0], steps[1] = 1.0, output - 1.0
+    return PassMix(
+        prefilling=prefilling,
+        decoding=decoding,
+        mean_context=prompt + output / 2.0,
+        steps=steps,
+        share=np.ones((2, n)),
+        running=batch.copy(),
+        new_tokens=new,
+        continuous=static,
+        waiting=np.zeros(n),
+        wave_passes=np.zeros(n),
     )

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from service.core.envelope import sum_affine_many
+from service.core.envelope import sum_of_integers
 from service.core.moe import expected_touched_experts
-from service.core.pass_plans import ContextRows
+from service.core.pass_plans import NO_WINDOW, ContextRows
 from service.core.plan import BASIS
 from service.core.steady_state import PassMix
 
@@ -23,13 +23,15 @@ FloatArray = npt.NDArray[np.float64]
 _COLUMN = {name: i for i, name in enumerate(BASIS)}
 # The pairs and keys-read columns decode's growing context adds to, in the real and the padded
 # half: full attention's decoding-sequence terms and the sliding terms.
-_DECODE_SPAN = [
-    _COLUMN[f"{q}_decode"] + half for half in (0, len(BASIS)) for q in ("pairs", "keys")
-]
+_DECODE_SPAN = np.array(
+    [_COLUMN[f"{q}_decode"] + half for half in (0, len(BASIS)) for q in ("pairs", "keys")]
+)
+_SLIDING_SPAN = np.array(
+    [_COLUMN[f"{q}_sliding"] + half for half in (0, len(BASIS)) for q in ("pairs", "keys")]
+)
 _EXPERT_ROWS = _COLUMN["expert_rows"]
-_SLIDING_SPAN = [
-    _COLUMN[f"{q}_sliding"] + half for half in (0, len(BASIS)) for q in ("pairs", "keys")
-]
+# The columns whose rows are GEMM rows, padded to the tile in the padded half.
+_TILED = np.array([_COLUMN[name] for name in ("tokens", "logit_rows", "keys_full", "new_decode")])
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,10 +74,11 @@ class WorkloadTerms:
         sums = self.both * self.steps[..., None]
         first, last = self.first, self.last
         # Decode's pairs and keys read grow by one per step: summed over the contexts.
-        contexts = sum_affine_many(0.0, 1.0, first, last)
-        windowed = capped_sum(first, last, window)
+        contexts = sum_of_integers(first, last)
         sums[1][:, _DECODE_SPAN] += (self.batch * contexts)[:, None]
-        sums[1][:, _SLIDING_SPAN] += (self.batch * windowed)[:, None]
+        if (window < NO_WINDOW).any():  # else no sliding kernel reads these terms
+            windowed = capped_sum(first, last, window)
+            sums[1][:, _SLIDING_SPAN] += (self.batch * windowed)[:, None]
         sums *= (self.share * self.repeats)[..., None]
         width = len(BASIS)
         return sums[..., :width], sums[..., width:]
@@ -83,7 +86,7 @@ class WorkloadTerms:
 
 def capped_sum(first: FloatArray, last: FloatArray, window: FloatArray | int) -> FloatArray:
     """Sum over c in [first, last] of min(c, window) (window: one, or one per range)."""
-    below = sum_affine_many(0.0, 1.0, first, np.minimum(last, window))
+    below = sum_of_integers(first, np.minimum(last, window))
     above = np.maximum(0.0, last - np.maximum(first, window + 1.0) + 1.0)
     result: FloatArray = below + window * above
     return result
@@ -139,13 +142,13 @@ def workload_terms(
     tokens = d + p * new
     # A continuous prefill pass is priced whole: its decoding sequences' mean contexts are
     # read in it; decode passes take them from the context range (service.core.phase).
-    baked = np.zeros_like(p)
+    baked = np.zeros(p.shape)
     baked[0] = d[0] * mix.mean_context
     basis[..., 0] = 1.0
     basis[..., 1], basis[..., 2] = tokens, d + p
     basis[..., 3], basis[..., 4], basis[..., 5] = p * full, p * prompt, p * new
-    decode = slice(_COLUMN["pairs_decode"], _COLUMN["new_decode"] + 1)
-    basis[..., decode] = np.stack([baked, baked, d], axis=-1)
+    basis[..., _COLUMN["pairs_decode"]] = basis[..., _COLUMN["keys_decode"]] = baked
+    basis[..., _COLUMN["new_decode"]] = d
     # Sliding terms: with a window, its capped spans; without, only decode's new keys (their
     # writes are the decode tokens whichever layer writes them).
     if windowed.any():
@@ -164,12 +167,9 @@ def workload_terms(
             expert_padded.append(padded_experts)
     padded = both[..., width:]
     padded[...] = basis
-    # Token and logit rows of both phases padded to the GEMM tile at once.
-    tile_m = rows.tile_m[:, None]
-    padded[..., 1:3] = padded_rows_many(basis[..., 1:3], tile_m)
-    # MLA's kv_b_proj GEMM rows: prefill's decompressed keys, decode's absorbed tokens
-    for column in (_COLUMN["keys_full"], _COLUMN["new_decode"]):
-        padded[..., column] = padded_rows_many(basis[..., column], rows.tile_m)
+    # GEMM rows of both phases padded to the tile at once: tokens, logit rows, and MLA's
+    # kv_b_proj rows (prefill's decompressed keys, decode's absorbed tokens).
+    padded[..., _TILED] = padded_rows_many(basis[..., _TILED], rows.tile_m[:, None])
     for phase, padded_experts in enumerate(expert_padded):
         padded[phase, :, _EXPERT_ROWS] = padded_experts
     return WorkloadTerms(

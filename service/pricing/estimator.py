@@ -66,10 +66,20 @@ REGRESSOR_FAILED_NOTE = (
 
 @dataclass(slots=True)
 class _Group:
-    """Requests of one context: their positions in the list and resolved inputs."""
+    """Requests priced in one context: their positions in the list and resolved inputs."""
 
+    context: PricingContext
     positions: list[int] = field(default_factory=list)
     resolved: list[ResolvedRequest] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _Known:
+    """A remembered request context: its resolution, and the pricing context it is priced in
+    (or why it cannot be), found when a request of it is first priced."""
+
+    resolved: ResolvedRequest
+    priced_in: PricingContext | CostModelError | None = None
 
 
 class Estimator:
@@ -98,7 +108,7 @@ class Estimator:
         self.coefficients = coefficients[DEFAULT_ENGINE]
         self.regressor = regressor
         self.model_version = model_version(self.coefficients, regressor)
-        self._contexts: dict[str, ResolvedRequest] = {}
+        self._contexts: dict[str, _Known] = {}
         self.intervals = intervals or load_intervals()
         # by case and whether the quote joins a running server: a few hundred at most
         self._evidence: dict[tuple[Case, bool], Evidence] = {}
@@ -150,15 +160,14 @@ class Estimator:
         `registered[i]`, when given, is the tenant's registered model request i names."""
         results: list[PricedRequest | ServiceError | None] = [None] * len(requests)
         groups = self._groups(requests, results, registered or [None] * len(requests))
-        contexts = self._contexts_of(groups, requests, results)
-        if not contexts:  # every request failed to resolve
+        if not groups:  # every request failed to resolve
             return [_done(result) for result in results]
         # Every request of every context in one array evaluation; row `number` of the pass is
         # request rows[number] (its index in `requests`) resolved as resolved[number].
-        rows = [i for group, _ in contexts for i in group.positions]
-        resolved = [r for group, _ in contexts for r in group.resolved]
+        rows = [i for group in groups for i in group.positions]
+        resolved = [r for group in groups for r in group.resolved]
         estimates, errors = estimate_contexts(
-            [(context, [r.workload for r in group.resolved]) for group, context in contexts]
+            [(group.context, [r.workload for r in group.resolved]) for group in groups]
         )
         for number, error in errors.items():
             index = rows[number]
@@ -205,23 +214,32 @@ class Estimator:
         it ignores), and those are taken from `request` every time. A registered model's
         context is keyed by the model read too (its tenant may register it anew). Raises what
         resolve_request raises."""
+        return self._resolve(request, registered)[1]
+
+    def _resolve(
+        self, request: EstimateRequest, registered: RegisteredArchitecture | None
+    ) -> tuple[_Known, ResolvedRequest]:
+        """`resolve`, with the remembered context it came from."""
         key = request.model_dump_json(exclude=_PER_REQUEST, exclude_unset=True)
         if registered is not None:
             key += repr(registered)
-        known = self._contexts.get(key)
-        if known is None:
-            known = resolve_request(
-                request,
-                self.gpus,
-                self.models,
-                self.regions,
-                self.facilities,
-                self.servers,
-                registered,
+        remembered = self._contexts.get(key)
+        if remembered is None:
+            remembered = _Known(
+                resolve_request(
+                    request,
+                    self.gpus,
+                    self.models,
+                    self.regions,
+                    self.facilities,
+                    self.servers,
+                    registered,
+                )
             )
             if len(self._contexts) >= MAX_CONTEXTS:
                 self._contexts.clear()
-            self._contexts[key] = known
+            self._contexts[key] = remembered
+        known = remembered.resolved
         workload, serving = request.workload, request.serving
         running = serving.concurrent_sequences if serving else None
         defaulted = dict(known.defaulted)
@@ -229,7 +247,7 @@ class Estimator:
             defaulted["workload.cached_prompt_tokens"] = 0
         if running is None:  # null: a static batch of the request's own sequences alone
             defaulted["serving.concurrent_sequences"] = None
-        return replace(
+        return remembered, replace(
             known,
             workload=Workload(
                 workload.batch_size,
@@ -278,45 +296,40 @@ class Estimator:
         results: list[PricedRequest | ServiceError | None],
         registered: Sequence[RegisteredArchitecture | None],
     ) -> list[_Group]:
-        """The requests that resolve, grouped by context; the others' errors in `results`."""
-        groups: dict[object, _Group] = {}
+        """The requests that resolve and can be priced, grouped by the context they are priced
+        in; the others' errors in `results` (a model or layout that cannot be priced refuses
+        every request of its context)."""
+        groups: dict[PricingContext, _Group] = {}  # by identity: contexts are cached
         for index, request in enumerate(requests):
             try:
-                resolved = self.resolve(request, registered[index])
+                known, resolved = self._resolve(request, registered[index])
             except CostModelError as error:
                 results[index] = invalid_request(error, custom=request.architecture is not None)
                 continue
             except ServiceError as error:
                 results[index] = error
                 continue
-            key = (resolved.architecture, resolved.deployment, resolved.engine)
-            group = groups.setdefault(key, _Group())
+            context = known.priced_in
+            if context is None:
+                context = known.priced_in = self._pricing_context(resolved)
+            if isinstance(context, CostModelError):
+                results[index] = invalid_request(context, custom=request.architecture is not None)
+                continue
+            group = groups.get(context)
+            if group is None:
+                group = groups[context] = _Group(context)
             group.positions.append(index)
             group.resolved.append(resolved)
         return list(groups.values())
 
-    def _contexts_of(
-        self,
-        groups: list[_Group],
-        requests: Sequence[EstimateRequest],
-        results: list[PricedRequest | ServiceError | None],
-    ) -> list[tuple[_Group, PricingContext]]:
-        """Each group with the context its requests are priced in; a group whose model or
-        layout cannot be priced has every request refused in `results`."""
-        contexts = []
-        for group in groups:
-            first = group.resolved[0]
-            coefficients = self.engine_coefficients.get(first.engine, self.coefficients)
-            try:
-                context = pricing_context(first.architecture, first.deployment, coefficients)
-            except CostModelError as error:  # the model or layout fails for every request
-                custom = requests[group.positions[0]].architecture is not None
-                refused = invalid_request(error, custom=custom)
-                for index in group.positions:
-                    results[index] = refused
-                continue
-            contexts.append((group, context))
-        return contexts
+    def _pricing_context(self, resolved: ResolvedRequest) -> PricingContext | CostModelError:
+        """The context `resolved` is priced in, or the error of a model or layout that cannot
+        be priced (whatever the workload)."""
+        coefficients = self.engine_coefficients.get(resolved.engine, self.coefficients)
+        try:
+            return pricing_context(resolved.architecture, resolved.deployment, coefficients)
+        except CostModelError as error:
+            return error
 
     def _energies(
         self, estimates: WorkloadEstimates, resolved: list[ResolvedRequest]

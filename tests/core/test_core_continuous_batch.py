@@ -62,6 +62,26 @@ def test_pass_mix_by_hand() -> None:
     assert_allclose(mix.waiting, [0.5 + 1.5305e-4], rtol=1e-4)
 
 
+def test_static_rows_mix_as_beside_a_continuous_one() -> None:
+    """A pass of static batches only skips the continuous terms; each row comes out as it does
+    in a pass that has a continuous row (and so evaluates them): b prompts in one pass, O - 1
+    decode passes of b sequences, the request paying all of it, no wait."""
+    batch, prompt, cached = np.array([4.0, 1.0]), np.array([300.0, 100.0]), np.array([50.0, 0.0])
+    output, running = np.array([20.0, 5.0]), np.array([4.0, 10.0])
+    alone = pass_mix(batch[:1], prompt[:1], cached[:1], output[:1], running[:1],
+                     np.array([False]), 8192.0)  # fmt: skip
+    mixed = pass_mix(batch, prompt, cached, output, running, np.array([False, True]), 8192.0)
+    for name in ("prefilling", "decoding", "steps", "share"):
+        assert np.array_equal(getattr(alone, name)[:, 0], getattr(mixed, name)[:, 0]), name
+    for name in ("mean_context", "running", "new_tokens", "waiting"):
+        assert np.array_equal(getattr(alone, name), getattr(mixed, name)[:1]), name
+    assert alone.prefilling[:, 0].tolist() == [4.0, 0.0]
+    assert alone.decoding[:, 0].tolist() == [0.0, 4.0]
+    assert alone.steps[:, 0].tolist() == [1.0, 19.0]
+    assert alone.share[:, 0].tolist() == [1.0, 1.0]
+    assert alone.new_tokens.tolist() == [250.0] and alone.waiting.tolist() == [0.0]
+
+
 def test_the_request_is_attributed_its_own_tokens_gemm_work() -> None:
     result = running(1, 100, 5, 10)
     prefill = column_sum(result.prefill, "tensor_flops", LAYER_GEMMS)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.testing import assert_allclose
 
-from service.core.envelope import sum_affine_many, sum_max_affine_many
+from service.core.envelope import sum_affine_many, sum_max_affine_many, sum_of_integers
 
 
 def brute_force(intercepts: np.ndarray, slopes: np.ndarray, first: int, last: int) -> float:
@@ -57,3 +57,12 @@ def test_affine_sum_is_the_arithmetic_series() -> None:
     result = sum_affine_many(np.array([1.0, 1.0, 2.0]), np.array([2.0, 2.0, 0.5]), first, last)
     # 5 terms of 1 + 2c for c = 3..7: 5 + 2 * 25 = 55; an empty range; one term 2 + 2.5.
     assert_allclose(result, [55.0, 0.0, 4.5], rtol=0, atol=0)
+
+
+def test_sum_of_integers_is_the_arithmetic_series_and_sum_affine_many_of_c() -> None:
+    first = np.array([1.0, 5.0, 3.0, 513.0])
+    last = np.array([4.0, 5.0, 2.0, 767.0])
+    # 1+2+3+4, the one integer 5, an empty range, 513..767 = 255 terms averaging 640
+    expected = np.array([10.0, 5.0, 0.0, 255 * 640.0])
+    assert np.array_equal(sum_of_integers(first, last), expected)
+    assert np.array_equal(sum_of_integers(first, last), sum_affine_many(0.0, 1.0, first, last))

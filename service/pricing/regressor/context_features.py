@@ -1,10 +1,11 @@
 """The features a request shares with every request of its context (model and deployment): the
 kernel graph's static node features and adjacency, and the global features fixed by the
-architecture, precision, layout and GPU. Cached per context."""
+architecture, precision, layout and GPU. Cached per context (`context_encoding`)."""
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
@@ -14,6 +15,7 @@ from service.core.architecture import ModelArchitecture
 from service.core.dtypes import bytes_per_element, gemm_compute_key
 from service.core.graph import ENCODED_AS, KERNEL_KINDS, build_kernel_graph
 from service.core.memory import active_parameter_count, parameter_count
+from service.core.pass_plans import PricingContext
 from service.core.workload import Deployment
 from service.pricing.regressor.feature_spec import GLOBAL_FEATURE_GROUPS, NODE_STATIC_FEATURES
 
@@ -112,9 +114,26 @@ WORKLOAD_AT = len(GLOBAL_FEATURE_GROUPS["architecture"]) + len(GLOBAL_FEATURE_GR
 """Index in GLOBAL_FEATURES of the first workload feature (what deployment_values skips)."""
 
 
-@lru_cache(maxsize=512)
-def fixed_global_values(arch: ModelArchitecture, deployment: Deployment) -> FloatArray:
-    """`deployment_values` as a read-only array (cached per context)."""
-    values = np.array(deployment_values(arch, deployment))
-    values.setflags(write=False)
-    return values
+@dataclass(frozen=True, slots=True)
+class ContextEncoding:
+    """What the encoder reads of a pricing context, whatever the workload (read-only arrays).
+
+    Attributes:
+        static: [nodes, NODE_STATIC_FEATURES] the graph's static node features.
+        adjacency: [nodes, nodes] its mean-aggregation matrix.
+        fixed: the global features `deployment_values` gives.
+    """
+
+    static: FloatArray
+    adjacency: FloatArray
+    fixed: FloatArray
+
+
+@lru_cache(maxsize=4096)
+def context_encoding(context: PricingContext) -> ContextEncoding:
+    """The ContextEncoding of `context`, cached by the context itself (contexts are cached and
+    compared by identity, so finding it costs no hashing of the model or deployment)."""
+    arch, deployment = context.plan.arch, context.deployment
+    fixed = np.array(deployment_values(arch, deployment))
+    fixed.setflags(write=False)
+    return ContextEncoding(*graph_arrays(arch, deployment), fixed)

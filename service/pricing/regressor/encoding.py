@@ -77,17 +77,18 @@ def model_inputs(features: Features, norm: Normalisation) -> dict[str, Float32Ar
     adjacency = np.zeros((total, 1, nodes, nodes), dtype=np.float32)
     readout = np.zeros((total, 1, 1, nodes), dtype=np.float32)
     standard = (features.node_x[:, :nodes] - norm.node_mean) / norm.node_std  # [B, N, width]
-    real = np.arange(nodes) < np.array(sizes)[features.graph][:, None]  # [B, N]
-    standard *= real[..., None]  # padded nodes are zero
-    node_x[:, 0, :, :width] = standard
     for g, graph_adjacency in enumerate(features.adjacency):
-        rows = np.flatnonzero(features.graph == g)
-        if not rows.size:
-            continue
+        rows: slice | npt.NDArray[np.intp] = slice(None)  # one graph: every request
+        if len(sizes) > 1:
+            rows = np.flatnonzero(features.graph == g)
+            if not rows.size:
+                continue
         n = sizes[g]
+        standard[rows, n:] = 0.0  # padded nodes are zero
         node_x[rows, 0, :n, width:] = graph_adjacency @ standard[rows, :n]  # neighbours' mean
         adjacency[rows, 0, :n, :n] = graph_adjacency
         readout[rows, 0, 0, :n] = 1.0 / n
+    node_x[:, 0, :, :width] = standard
     global_x = (features.global_x - norm.global_mean) / norm.global_std
     return {
         "node_x": node_x,

@@ -23,8 +23,8 @@ from service.core.work import WORK_FIELDS
 from service.core.workload import Deployment, Workload
 from service.pricing.regressor.context_features import (
     WORKLOAD_AT,
-    fixed_global_values,
-    graph_arrays,
+    ContextEncoding,
+    context_encoding,
 )
 from service.pricing.regressor.feature_spec import (
     GLOBAL_FEATURES,
@@ -121,7 +121,7 @@ def request_features(
 def workload_features(estimates: WorkloadEstimates) -> Features:
     """The features of every workload of `estimates` (each priced in its own context)."""
     plans = estimates.plans
-    graphs = [graph_arrays(c.plan.arch, c.deployment) for c in plans.contexts]
+    encodings = [context_encoding(c) for c in plans.contexts]
     arrays = estimates.arrays
     totals = estimates.totals()  # [2, N, K, WORK_FIELDS]
     raw = np.empty((*totals.shape[:3], len(RAW_COLUMNS)))
@@ -133,21 +133,21 @@ def workload_features(estimates: WorkloadEstimates) -> Features:
         strict=True,
     ):
         raw[..., column] = values
-    n, kernels, width = totals.shape[1], totals.shape[2], graphs[0][0].shape[1]
+    n, kernels, width = totals.shape[1], totals.shape[2], encodings[0].static.shape[1]
     node_x = np.empty((n, kernels, width + 2 * len(NODE_PHASE_FEATURES)))
-    static = np.zeros((len(graphs), kernels, width))
-    for c, (own, _) in enumerate(graphs):
-        static[c, : own.shape[0]] = own
-    node_x[:, :, :width] = static[plans.context]
+    for c, members in plans.groups():
+        static = encodings[c].static
+        node_x[members, : static.shape[0], :width] = static
+        node_x[members, static.shape[0] :, :width] = 0.0
     # Prefill's block, then decode's, written in place: [N, K, 2, F] seen as [2, N, K, F].
     phases = node_x[:, :, width:].reshape(n, kernels, 2, -1).transpose(2, 0, 1, 3)
     phase_node_block_of(raw, out=phases)
-    log_phase_j = np.log(np.maximum(estimates.phase_gpu_j, MIN_ENERGY_J)).T
+    global_x = _global_matrix(estimates, totals, encodings)
     return Features(
         node_x=node_x,
-        global_x=_global_matrix(estimates, totals),
-        log_analytical_j=np.ascontiguousarray(log_phase_j),
-        adjacency=tuple(adjacency for _, adjacency in graphs),
+        global_x=global_x,
+        log_analytical_j=global_x[:, _LOG_PHASE_J],
+        adjacency=tuple(encoding.adjacency for encoding in encodings),
         graph=plans.context,
     )
 
@@ -169,11 +169,11 @@ RAW_COLUMNS: tuple[str, ...] = (
 """Columns of a phase's raw per-kernel matrix (units: executions, ops, B, s, J)."""
 _RAW = {name: i for i, name in enumerate(RAW_COLUMNS)}
 _COUNTS = slice(0, 1 + len(WORK_FIELDS))  # executions and every Work field
-_SHAPES = [_RAW[f] for f in SHAPE_FIELDS]
+_SHAPES = np.array([_RAW[f] for f in SHAPE_FIELDS])
 _LIMBS = slice(_RAW["compute_s"], _RAW["network_s"] + 1)
 _TIMES_AND_ENERGY = slice(_RAW["time_s"], _RAW["gpu_j"] + 1)
 _TO_US_AND_MJ = np.array([US_PER_S] * 4 + [MJ_PER_J])
-_SHARED = [_RAW["time_s"], _RAW["gpu_j"]]
+_SHARED = np.array([_RAW["time_s"], _RAW["gpu_j"]])
 _ONE_HOT = np.eye(3)
 _FIELD = {name: i for i, name in enumerate(WORK_FIELDS)}
 # Work fields -> (tensor FLOPs, memory bytes, network bytes), the global "totals" of a phase.
@@ -181,6 +181,8 @@ _GLOBAL_TOTALS = np.zeros((len(WORK_FIELDS), 3))
 _GLOBAL_TOTALS[_FIELD["tensor_flops"], 0] = 1.0
 _GLOBAL_TOTALS[[_FIELD[f] for f in MEMORY_WORK_FIELDS], 1] = 1.0
 _GLOBAL_TOTALS[_FIELD["network_bytes"], 2] = 1.0
+# The global features that are the log analytical prefill and decode energies [log J].
+_LOG_PHASE_J = np.array([GLOBAL_FEATURES.index(f"log_{p}_gpu_j") for p in ("prefill", "decode")])
 
 
 def phase_raw(table: KernelTable) -> FloatArray:
@@ -218,24 +220,27 @@ def phase_node_block_of(raw: FloatArray, out: FloatArray | None = None) -> Float
     np.multiply(raw[..., _TIMES_AND_ENERGY], _TO_US_AND_MJ, out=block[..., at - 5 : at])
     np.log1p(block[..., :at], out=block[..., :at])
     shared = raw[..., _SHARED]  # time_s, gpu_j
-    total = shared.sum(axis=-2, keepdims=True)
+    total = np.add.reduce(shared, axis=-2, keepdims=True)
     block[..., at : at + 2] = 0.0  # a phase with no kernel time (no decode step) has no shares
     np.divide(shared, total, out=block[..., at : at + 2], where=total > 0)
     limbs = raw[..., _LIMBS]
     bound = block[..., at + 2 : at + 5]
     bound[:] = _ONE_HOT[limbs.argmax(axis=-1)]  # the first largest limb, as np.argmax picks
-    bound *= limbs.max(axis=-1, keepdims=True) > 0
+    bound *= np.maximum.reduce(limbs, axis=-1, keepdims=True) > 0
     return block
 
 
-def _global_matrix(estimates: WorkloadEstimates, totals: FloatArray) -> FloatArray:
+def _global_matrix(
+    estimates: WorkloadEstimates, totals: FloatArray, encodings: Sequence[ContextEncoding]
+) -> FloatArray:
     """[N, GLOBAL_FEATURES]: the global features of each request, filled in place column block
     by column block (few array operations: one request costs what many do)."""
     plans = estimates.plans
     rows = plans.rows
-    fixed = np.array([fixed_global_values(c.plan.arch, c.deployment) for c in plans.contexts])[
-        plans.context
-    ]
+    if len(encodings) == 1:  # every row's fixed values, broadcast
+        fixed = encodings[0].fixed[None]
+    else:
+        fixed = np.stack([encoding.fixed for encoding in encodings])[plans.context]
     sizes = estimates.sizes  # [N, (batch, prompt, output)]
     n, at = sizes.shape[0], WORKLOAD_AT
     out = np.empty((n, len(GLOBAL_FEATURES)))
@@ -252,12 +257,13 @@ def _global_matrix(estimates: WorkloadEstimates, totals: FloatArray) -> FloatArr
     # Every log1p feature in one call: per phase (tensor FLOPs, memory bytes, network bytes),
     # then the phase and overhead times [µs] and the time per output token [ms].
     logged = np.empty((n, 11))
-    logged[:, :6] = (totals.sum(axis=2) @ _GLOBAL_TOTALS).transpose(1, 0, 2).reshape(n, 6)
+    phase_totals = np.add.reduce(totals, axis=2) @ _GLOBAL_TOTALS  # [2, N, 3]
+    logged[:, :6] = phase_totals.transpose(1, 0, 2).reshape(n, 6)
     logged[:, 6:8] = US_PER_S * phase_s.T
     logged[:, 8:10] = US_PER_S * estimates.overhead_s.T
     steps = sizes[:, 2] - 1.0
+    logged[:, 10] = 0.0  # no decode step: no time per output token
     np.divide(1e3 * phase_s[1], steps, out=logged[:, 10], where=steps > 0)
-    logged[steps <= 0, 10] = 0.0
     np.log1p(logged, out=logged)
     out[:, end + 1 : end + 7] = logged[:, :6]
     out[:, end + 10 : end + 15] = logged[:, 6:]
