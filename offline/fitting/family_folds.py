@@ -108,3 +108,13 @@ def fit_without_group(
 
 def _family_of(row: EndToEndRow) -> str:
     return row.family
+
+
+def gpu_of_row(row: EndToEndRow) -> str:
+    """The GPU grouping of fit_without_group (leave one GPU out)."""
+    return row.gpu_id
+
+
+def engine_of_row(row: EndToEndRow) -> str:
+    """The engine grouping of fit_without_group (leave one engine out)."""
+    return row.engine

@@ -25,8 +25,14 @@ import numpy as np
 
 from offline.fitting.cross_validation import Refit
 from offline.fitting.datasets import EnergyMeasurement, PhaseTimeMeasurement
-from offline.fitting.end_to_end import EndToEndRow, splitwise_inputs
-from offline.fitting.family_folds import FoldData, fit_without, fit_without_group
+from offline.fitting.end_to_end import splitwise_inputs
+from offline.fitting.family_folds import (
+    FoldData,
+    engine_of_row,
+    fit_without,
+    fit_without_group,
+    gpu_of_row,
+)
 from offline.fitting.request_inputs import RequestInputs, mlenergy_inputs
 from service.core.cost_model_errors import CostModelError
 from service.core.estimate import estimate_request
@@ -88,7 +94,7 @@ def refit_held_out(data: FoldData, tick: Callable[[str], None]) -> list[HeldOutR
         tick(f"gpu {gpu}")
     for engine, profile in SWAPPED_PROFILES.items():
         every_sample = np.ones(len(data.sample_families), dtype=bool)  # kernels: no engine
-        refit = fit_without_group(data, _engine_of, engine, every_sample, "engine")
+        refit = fit_without_group(data, engine_of_row, engine, every_sample, "engine")
         chosen = [(m, i) for m, i in representable if i.engine == engine]
         rows += _priced_rows("engine", engine, refit, chosen, profile)
         tick(f"engine {engine}")
@@ -122,15 +128,7 @@ def _prefill_rows(
 
 def _fit_without_gpu(data: FoldData, gpu: str) -> Refit:
     kept = np.array(data.samples.gpu_id) != gpu
-    return fit_without_group(data, _gpu_of, gpu, kept, "GPU")
-
-
-def _gpu_of(row: EndToEndRow) -> str:
-    return row.gpu_id
-
-
-def _engine_of(row: EndToEndRow) -> str:
-    return row.engine
+    return fit_without_group(data, gpu_of_row, gpu, kept, "GPU")
 
 
 def _priced_rows(

@@ -43,7 +43,6 @@ import numpy.typing as npt
 
 from offline.fitting.cross_validation import Refit
 from offline.fitting.datasets import DEFAULT_DATA_DIR, EnergyMeasurement
-from offline.fitting.end_to_end import EndToEndRow
 from offline.fitting.engine_gemm import gemm_samples
 from offline.fitting.engine_moe import block_fp8_expert_bytes
 from offline.fitting.engine_profiles import (
@@ -57,7 +56,13 @@ from offline.fitting.engine_profiles import (
     run_slopes,
     table_folder,
 )
-from offline.fitting.family_folds import FoldData, fit_without, fit_without_group
+from offline.fitting.family_folds import (
+    FoldData,
+    engine_of_row,
+    fit_without,
+    fit_without_group,
+    gpu_of_row,
+)
 from offline.fitting.metrics import accuracy
 from offline.fitting.request_inputs import RequestInputs, mlenergy_inputs
 from offline.fitting.silicon_rows import point_estimator, silicon_request
@@ -106,23 +111,15 @@ def mlenergy_rows(data: FoldData, readings: tuple[str, ...] = READINGS) -> Itera
             yield from _held_out("family", family, fold, chosen, reading)
         for gpu in sorted({m.gpu_id for m, _ in rows}):
             print(f"{reading}: gpu {gpu} ...", file=sys.stderr)
-            fold = fit_without_group(fold_data, _gpu_of, gpu, gpu_ids != gpu, "GPU")
+            fold = fit_without_group(fold_data, gpu_of_row, gpu, gpu_ids != gpu, "GPU")
             yield from _held_out(
                 "gpu", gpu, fold, [(m, i) for m, i in rows if m.gpu_id == gpu], reading
             )
         for engine in sorted(OTHER_VLLM):
             print(f"{reading}: engine {engine} ...", file=sys.stderr)
-            fold = fit_without_group(fold_data, _engine_of, engine, kept, "engine")
+            fold = fit_without_group(fold_data, engine_of_row, engine, kept, "engine")
             chosen = [(m, i) for m, i in rows if i.engine == engine]
             yield from _held_out("engine", engine, fold, chosen, reading)
-
-
-def _gpu_of(row: EndToEndRow) -> str:
-    return row.gpu_id
-
-
-def _engine_of(row: EndToEndRow) -> str:
-    return row.engine
 
 
 def _held_out(

@@ -37,8 +37,7 @@ import numpy.typing as npt
 import torch
 
 from offline.fitting.datasets import DEFAULT_DATA_DIR
-from offline.fitting.end_to_end import EndToEndRow
-from offline.fitting.family_folds import FoldData, fit_without_group
+from offline.fitting.family_folds import FoldData, engine_of_row, fit_without_group, gpu_of_row
 from offline.fitting.request_inputs import ENGINE_OF_SOURCE
 from offline.training.baselines import analytical_log_j
 from offline.training.dataset import TrainingRow, load_training_rows, log_measured
@@ -72,14 +71,6 @@ class FoldResult:
     train_rows: int
 
 
-def _engine_of_row(row: EndToEndRow) -> str:
-    return row.engine
-
-
-def _gpu_of_row(row: EndToEndRow) -> str:
-    return row.gpu_id
-
-
 def engine_of(row: TrainingRow) -> str:
     return ENGINE_OF_SOURCE[row.source]
 
@@ -104,7 +95,7 @@ def gpu_folds(data: FoldData, data_dir: Path) -> list[Fold]:
     folds = []
     for gpu in sorted({m.gpu_id for m in data.energy if m.source == "mlenergy-v2"}):
         kept = np.array(data.samples.gpu_id) != gpu
-        refit = fit_without_group(data, _gpu_of_row, gpu, kept, "GPU")
+        refit = fit_without_group(data, gpu_of_row, gpu, kept, "GPU")
         engines: EngineCoefficients = {
             e: refit.model.coefficients(refit.coefficients, e) for e in refit.model.overheads
         }
@@ -120,7 +111,7 @@ def engine_folds(data: FoldData, data_dir: Path) -> list[Fold]:
     folds = []
     all_samples = np.ones(len(data.samples.gpu_id), dtype=bool)
     for engine in ML_ENERGY_ENGINES:
-        refit = fit_without_group(data, _engine_of_row, engine, all_samples, "engine")
+        refit = fit_without_group(data, engine_of_row, engine, all_samples, "engine")
         (other,) = [e for e in ML_ENERGY_ENGINES if e != engine]
         engines = {
             e: refit.model.coefficients(refit.coefficients, other) for e in ML_ENERGY_ENGINES
