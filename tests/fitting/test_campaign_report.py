@@ -10,20 +10,12 @@ import pytest
 
 from offline.fitting.campaign_rows import phases_by_item
 from offline.measure.budget import CampaignRun
-from offline.measure.campaign import provenance
-from offline.measure.campaign_output import Campaign, read_campaign, write_campaign
+from offline.measure.campaign_output import Campaign, read_campaign
 from offline.validation.campaign_report import end_to_end, kernel_pairs, quote_request
 from service.catalog import load_model_catalog
+from tests.measure.campaign_support import alternating_trace, write_test_campaign
 
 H200 = "H200-SXM-141GB"
-
-
-def trace(item: str, updates: int) -> list[dict[str, object]]:
-    """490 and 510 W alternating every 100 ms (sampled every 50 ms): a mean of 500 W."""
-    return [
-        {"item": item, "t_s": 0.05 * i, "power_w": 500.0 + (10.0 if (i // 2) % 2 else -10.0)}
-        for i in range(2 * updates + 1)
-    ]
 
 
 def phase_rows(
@@ -42,23 +34,11 @@ def campaign(tmp_path: Path) -> Campaign:
         | {"latency": 1.0, "power": 999.0}
         for m in (4096, 8192)
     ]
-    run.rows["power_samples"] = trace("g4096", 10) + trace("g8192", 4)
+    run.rows["power_samples"] = alternating_trace("g4096", 500.0) + alternating_trace("g8192", 500.0, 4)
     run.rows["end_to_end"] = phase_rows("moe", "Qwen/Qwen3-30B-A3B", 12, -36, 1.5) + phase_rows(
         "dense-gqa", "meta-llama/Llama-3.1-8B-Instruct", 32, 0, 0.5
     )
-    document = provenance(
-        gpu=H200,
-        gpu_name="NVIDIA H200",
-        facts={"driver": "580", "power_limit_w": [700.0], "uuids": ["GPU-1"]},
-        torch_version="2.11.0",
-        cuda_version="13.0",
-        budget_s=450.0,
-        elapsed_s=1.0,
-        power_source="nvml-field-power-instant",
-        argv=[],
-    )
-    write_campaign(tmp_path / "c", run, document)
-    return read_campaign(tmp_path / "c")
+    return read_campaign(write_test_campaign(tmp_path / "c", run, gpu=H200))
 
 
 def test_kernel_power_is_the_trace_mean_and_needs_five_updates(tmp_path: Path) -> None:

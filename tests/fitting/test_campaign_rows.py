@@ -21,10 +21,11 @@ from offline.fitting.campaign_rows import (
 from offline.fitting.cross_validation import _fit_power_per_engine
 from offline.fitting.end_to_end import predicted_per_sequence_j
 from offline.measure.budget import CampaignRun
-from offline.measure.campaign import provenance
-from offline.measure.campaign_output import Campaign, committed_campaigns, write_campaign
+from offline.measure.campaign_output import Campaign, committed_campaigns
 from service.catalog import load_gpu_catalog, load_model_catalog
 from service.catalog.engines import load_cost_model_coefficients
+from tests.measure.campaign_support import alternating_trace as trace
+from tests.measure.campaign_support import write_test_campaign
 
 H100 = "H100-SXM5-80GB"
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
@@ -38,15 +39,6 @@ def gemm(m: int, n: int = 28672, k: int = 4096, latency_ms: float = 1.0) -> dict
         "latency": latency_ms,
         "power": 999.0,
     }
-
-
-def trace(item: str, mean_w: float, updates: int = 10) -> list[dict[str, object]]:
-    """Samples every 50 ms of a meter that updates every 100 ms, alternating mean - 10 W and
-    mean + 10 W: `updates` updates, whose time-weighted mean is `mean_w` for an even count."""
-    return [
-        {"item": item, "t_s": 0.05 * i, "power_w": mean_w + (10.0 if (i // 2) % 2 else -10.0)}
-        for i in range(2 * updates + 1)
-    ]
 
 
 def phases(model: str, layers: int, delta: int, batch: int, prompt: int) -> list[dict[str, object]]:
@@ -91,18 +83,15 @@ def campaign(tmp_path: Path) -> Campaign:
         for prompt in (512, 2048)
         for row in phases(model, layers, delta, batch, prompt)
     ]
-    document = provenance(
+    write_test_campaign(
+        tmp_path / "2026-11-26-h100",
+        run,
         gpu=H100,
         gpu_name="NVIDIA H100 80GB HBM3",
-        facts={"driver": "570.86.15", "power_limit_w": [700.0], "uuids": ["GPU-1"]},
         torch_version="2.13.0+cu128",
         cuda_version="12.8",
-        budget_s=450.0,
         elapsed_s=400.0,
-        power_source="nvml-field-power-instant",
-        argv=["--out", "x"],
     )
-    write_campaign(tmp_path / "2026-11-26-h100", run, document)
     (found,) = committed_campaigns(tmp_path)
     return found
 

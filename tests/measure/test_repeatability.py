@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from offline.measure.budget import CampaignRun
-from offline.measure.campaign import provenance
-from offline.measure.campaign_output import read_campaign, write_campaign
+from offline.measure.campaign_output import read_campaign
 from offline.measure.power_trace import (
     campaign_update_period_s,
     time_weighted_mean_w,
@@ -19,6 +18,7 @@ from offline.measure.power_trace import (
     update_times_s,
 )
 from offline.measure.repeatability import main, repeatability
+from tests.measure.campaign_support import write_test_campaign
 
 # A trace that reads 300 W, then 600 W from 0.1 s, then 300 W again from 0.2 s; the sampler
 # bunched three samples at 0.10-0.14 s and then waited 0.2 s.
@@ -55,19 +55,7 @@ def folder(
         {"item": "g0", "t_s": t, "power_w": w * scale} for t, w in zip(T_S, W, strict=True)
     ]
     run.rows["end_to_end"] = [{"item": "m", "phase": "decode", "time_s": latency_ms[0]}]
-    document = provenance(
-        gpu=gpu,
-        gpu_name="NVIDIA H200",
-        facts={"driver": "580", "power_limit_w": [700.0], "uuids": ["GPU-1"]},
-        torch_version="2.11.0",
-        cuda_version="13.0",
-        budget_s=450.0,
-        elapsed_s=1.0,
-        power_source="nvml-field-power-instant",
-        argv=[],
-    )
-    write_campaign(root / name, run, document)
-    return root / name
+    return write_test_campaign(root / name, run, gpu=gpu)
 
 
 def test_two_campaigns_give_sd_and_largest_log_ratio(tmp_path: Path) -> None:
