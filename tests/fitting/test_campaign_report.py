@@ -34,7 +34,11 @@ def campaign(tmp_path: Path) -> Campaign:
         | {"latency": 1.0, "power": 999.0}
         for m in (4096, 8192)
     ]
-    run.rows["power_samples"] = alternating_trace("g4096", 500.0) + alternating_trace("g8192", 500.0, 4)
+    # 490 and 510 W alternating every 100 ms: a mean of 500 W, over 10 updates and over 4.
+    run.rows["power_samples"] = [
+        *alternating_trace("g4096", 500.0),
+        *alternating_trace("g8192", 500.0, updates=4),
+    ]
     run.rows["end_to_end"] = phase_rows("moe", "Qwen/Qwen3-30B-A3B", 12, -36, 1.5) + phase_rows(
         "dense-gqa", "meta-llama/Llama-3.1-8B-Instruct", 32, 0, 0.5
     )
