@@ -34,8 +34,7 @@ from service.core.pass_plans import PricingContext
 from service.core.results import RequestEstimate
 from service.core.workload import Workload
 from service.errors import ServiceError
-from service.pricing.calibration import ActiveCalibration, Factors, group_terms
-from service.pricing.calibration.physical_terms import StackedTerms
+from service.pricing.calibration import ActiveCalibration, Factors, PhysicalTerms, physical_terms
 from service.pricing.continuous_energy import with_static_corrections
 from service.pricing.document import Calibrated, Latency, quote_document
 from service.pricing.energy import roofline_energy, scaled_energy, scaled_latency
@@ -371,11 +370,11 @@ class Estimator:
         by_fit: dict[tuple[str, str], list[int]] = {}
         for j, request in enumerate(resolved):
             by_fit.setdefault((request.gpu.id, request.engine), []).append(j)
-        terms: list[StackedTerms] = []
+        terms: list[PhysicalTerms] = []
 
-        def read(rows: list[int]) -> StackedTerms:
+        def read(rows: list[int]) -> PhysicalTerms:
             if not terms:
-                terms.append(group_terms(estimates))
+                terms.append(physical_terms(estimates))
             return terms[0].take(rows)
 
         for (gpu, engine), rows in by_fit.items():

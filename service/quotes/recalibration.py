@@ -93,7 +93,7 @@ def _point(
         engine=resolved.engine,
         model=quote.model_id,
         family=estimator.family_of(resolved),
-        terms=physical_terms(estimates, 0),
+        terms=physical_terms(estimates).take([0]),
         quoted_gpu_j=gpu_j / factor,
         observed_gpu_j=observation.gpu_j,
         observed_total_s=observation.total_s,

@@ -20,14 +20,13 @@ from service.pricing.calibration import (
     PhysicalPoint,
     PhysicalTerms,
     fit_calibration,
-    group_terms,
     map_theta,
     physical_terms,
 )
 from service.pricing.calibration.fit import activation, folds
 from service.pricing.calibration.map_fit import predicted
 from service.pricing.calibration.physical_terms import stack
-from service.pricing.calibration.physics import factors, modelled
+from service.pricing.calibration.physics import factors_many, modelled
 from service.pricing.estimator import Estimator
 from service.schemas.estimate_request import EstimateRequest
 
@@ -55,7 +54,7 @@ def request_terms(
     estimates, _ = estimate_workloads(
         resolved.architecture, [resolved.workload], resolved.deployment, coefficients
     )
-    terms = physical_terms(estimates, 0)
+    terms = physical_terms(estimates).take([0])
     return terms, float(estimates.gpu_j[0]), float(estimates.phase_s[:, 0].sum())
 
 
@@ -64,30 +63,30 @@ def test_at_the_prior_the_terms_give_back_the_estimate(estimator: Estimator) -> 
     (network limbs) included, and moves nothing."""
     for model, count in (("meta-llama/Llama-3.1-8B-Instruct", 1), ("Qwen/Qwen2.5-72B", 4)):
         terms, gpu_j, total_s = request_terms(estimator, model, 8, 512, 256, count)
-        at_prior = modelled(stack([terms]), ZERO)
+        at_prior = modelled(terms, ZERO)
         assert at_prior.gpu_j[0] == pytest.approx(gpu_j, rel=1e-12)
         assert at_prior.total_s[0] == pytest.approx(total_s, rel=1e-12)
-        unmoved = factors(terms, ZERO)
+        (unmoved,) = factors_many(terms, ZERO)
         assert (unmoved.energy, unmoved.prefill, unmoved.decode) == (1.0, 1.0, 1.0)
 
 
 def synthetic_terms(overhead_s: float, idle_w: float) -> PhysicalTerms:
     """A request of host time alone, drawn at idle power: E = idle x overhead_s (one GPU)."""
-    empty = np.zeros((2, 1))
+    empty = np.zeros((1, 2, 1))
     return PhysicalTerms(
         compute_s=empty,
         memory_s=empty,
         network_s=empty,
         rest_s=empty,
-        overhead_s=np.array([0.0, overhead_s]),
-        kernel_share=np.ones(2),
-        host_idle_j=np.array([0.0, idle_w * overhead_s]),
-        host_dynamic_j=np.zeros(2),
-        idle_w=idle_w,
-        tdp_w=700.0,
-        compute_w=0.0,
-        memory_w=0.0,
-        network_w=0.0,
+        overhead_s=np.array([[0.0, overhead_s]]),
+        kernel_share=np.ones((1, 2)),
+        host_idle_j=np.array([[0.0, idle_w * overhead_s]]),
+        host_dynamic_j=np.zeros((1, 2)),
+        idle_w=np.array([idle_w]),
+        tdp_w=np.array([700.0]),
+        compute_w=np.zeros(1),
+        memory_w=np.zeros(1),
+        network_w=np.zeros(1),
     )
 
 
@@ -100,7 +99,7 @@ def point(
     engine: str = "vllm-v1",
     model: str = "meta-llama/Llama-3.1-8B-Instruct",
 ) -> PhysicalPoint:
-    quoted_j = float(modelled(stack([terms]), ZERO).gpu_j[0])
+    quoted_j = float(modelled(terms, ZERO).gpu_j[0])
     return PhysicalPoint(
         f"o{i:04d}",
         gpu,
@@ -130,13 +129,13 @@ def test_one_observation_is_shrunk_toward_the_prior_by_hand() -> None:
     assert named["idle_power"] == pytest.approx(4 / 35 * a, abs=1e-6)
     others = [v for k, v in named.items() if k not in ("host_time", "idle_power")]
     assert max(abs(v) for v in others) < 1e-9
-    moved = factors(terms, theta)
+    (moved,) = factors_many(terms, theta)
     assert moved.decode == pytest.approx(2 ** (27 / 35), rel=1e-6)
     assert moved.energy == pytest.approx(2 ** (31 / 35), rel=1e-6)
     # A hundred such observations move it nearly all the way (x + y -> a, x -> a).
     many = map_theta([point(i, terms, 200.0, 2.0) for i in range(100)], noise_sigma=0.2)
-    assert factors(terms, many).decode == pytest.approx(2.0, rel=0.01)
-    assert factors(terms, many).energy == pytest.approx(2.0, rel=0.01)
+    assert factors_many(terms, many)[0].decode == pytest.approx(2.0, rel=0.01)
+    assert factors_many(terms, many)[0].energy == pytest.approx(2.0, rel=0.01)
 
 
 def test_coefficients_the_model_generated_are_recovered(estimator: Estimator) -> None:
@@ -221,8 +220,8 @@ def test_a_fit_moves_its_own_gpu_and_engine_only() -> None:
 
 
 def test_a_groups_terms_are_its_requests_terms(estimator: Estimator) -> None:
-    """group_terms (what quotes use, all workloads of a context at once) gives what each
-    request's physical_terms gives (what a fit uses)."""
+    """The terms of a pass of three workloads give each workload's own estimate, alone or
+    stacked with a request of another kernel count (padded with zeros, which add nothing)."""
     body = {
         "model": "meta-llama/Llama-3.1-8B-Instruct",
         "workload": {"batch_size": 1, "prompt_tokens": 100, "output_tokens": 100},
@@ -234,17 +233,17 @@ def test_a_groups_terms_are_its_requests_terms(estimator: Estimator) -> None:
     estimates, _ = estimate_workloads(
         resolved.architecture, workloads, resolved.deployment, coefficients
     )
-    together = group_terms(estimates)
-    one_by_one = stack([physical_terms(estimates, j) for j in range(3)])
-    kernels = one_by_one.compute_s.shape[2]  # the pass pads its kernels with zeros
-    for name in ("compute_s", "rest_s"):
-        np.testing.assert_allclose(
-            getattr(together, name)[..., :kernels], getattr(one_by_one, name)
-        )
-        assert not getattr(together, name)[..., kernels:].any()
-    for name in ("overhead_s", "host_idle_j", "host_dynamic_j", "idle_w"):
-        np.testing.assert_allclose(getattr(together, name), getattr(one_by_one, name))
-    np.testing.assert_allclose(modelled(together, ZERO).gpu_j, estimates.gpu_j)
+    together = physical_terms(estimates)
+    np.testing.assert_allclose(modelled(together, ZERO).gpu_j, estimates.gpu_j, rtol=1e-12)
+    host_only = synthetic_terms(overhead_s=1.0, idle_w=100.0)  # 1 kernel: 100 J, 1 s
+    mixed = stack([together.take([2]), host_only, together.take([0])])
+    assert mixed.compute_s.shape == (3, 2, together.compute_s.shape[2])
+    at_prior = modelled(mixed, ZERO)
+    np.testing.assert_allclose(
+        at_prior.gpu_j, [estimates.gpu_j[2], 100.0, estimates.gpu_j[0]], rtol=1e-12
+    )
+    assert at_prior.total_s[1] == pytest.approx(1.0)
+    assert len(stack([])) == 0
 
 
 def test_activation_says_which_error_would_rise() -> None:

@@ -18,7 +18,7 @@ from service.pricing.calibration.corrections import (
 )
 from service.pricing.calibration.fit import CalibrationFit, FitSettings, fit_calibration, mape
 from service.pricing.calibration.map_fit import PhysicalPoint, map_theta
-from service.pricing.calibration.physical_terms import PhysicalTerms, group_terms, physical_terms
+from service.pricing.calibration.physical_terms import PhysicalTerms, physical_terms, stack
 from service.pricing.calibration.physics import PARAMETERS, Factors
 from service.pricing.calibration.screening import Flag, screen
 from service.pricing.calibration.segments import CalibrationPoint, fit_corrections
@@ -40,9 +40,9 @@ __all__ = [
     "SegmentCorrection",
     "fit_calibration",
     "fit_corrections",
-    "group_terms",
     "map_theta",
     "mape",
     "physical_terms",
     "screen",
+    "stack",
 ]

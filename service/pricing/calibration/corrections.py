@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from service.pricing.calibration.physical_terms import StackedTerms
+from service.pricing.calibration.physical_terms import PhysicalTerms
 from service.pricing.calibration.physics import PARAMETERS, Factors, factors_many
 
 GLOBAL_SEGMENT = ("*", "*")
@@ -172,7 +172,7 @@ class Corrections:
         return segment.factor if segment is not None else 1.0
 
     def physical_factors(
-        self, gpu: str, engine: str, terms: Callable[[], StackedTerms]
+        self, gpu: str, engine: str, terms: Callable[[], PhysicalTerms]
     ) -> list[Factors] | None:
         """How this calibration's refit moves each request of `terms` (read only when a fit
         applies) on `gpu` under `engine`; None when no active fit covers that GPU and engine."""

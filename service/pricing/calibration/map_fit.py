@@ -40,10 +40,10 @@ MAX_ITERATIONS = 30
 
 @dataclass(frozen=True, slots=True)
 class PhysicalPoint:
-    """One observation against its quote, re-priced uncalibrated: the request's physical terms,
-    the quoted GPU energy [J], the observed GPU energy [J] and total time [s] (None: not
-    measured, or screened out), its scope (GPU, serving engine), model and model family, and
-    when the service received it."""
+    """One observation against its quote, re-priced uncalibrated: the request's physical terms
+    (a group of one), the quoted GPU energy [J], the observed GPU energy [J] and total time [s]
+    (None: not measured, or screened out), its scope (GPU, serving engine), model and model
+    family, and when the service received it."""
 
     observation_id: str
     gpu: str

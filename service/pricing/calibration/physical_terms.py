@@ -18,63 +18,26 @@ import numpy.typing as npt
 from service.core.estimates import WorkloadEstimates
 
 FloatArray = npt.NDArray[np.float64]
+KERNEL_ARRAYS = ("compute_s", "memory_s", "network_s", "rest_s")
+PHASE_ARRAYS = ("overhead_s", "kernel_share", "host_idle_j", "host_dynamic_j")
+EMPTY_SHAPES = {name: (0, 2, 0) for name in KERNEL_ARRAYS} | {name: (0, 2) for name in PHASE_ARRAYS}
 
 
 @dataclass(frozen=True, slots=True)
 class PhysicalTerms:
-    """One request's estimate in the pieces the physical coefficients scale.
+    """Requests' estimates in the pieces the physical coefficients scale, as arrays over the
+    requests (a single request is a group of one).
 
-    Arrays [2 phases, kernels] (prefill, decode), all summed over the phase's executions:
-    `compute_s`, `memory_s`, `network_s`: each kernel's limbs at the prior coefficients [s];
-    `rest_s`: its time beyond the largest limb (launch, collective step latency) [s].
-    Arrays [2]: `overhead_s` host-side time [s]; `kernel_share` GPUs drawing each kernel's power
-    times the request's share of it [-]; `host_idle_j`, `host_dynamic_j` the GPU energy of the
-    non-kernel time at idle power and above it [J].
-    Scalars: the GPU's `idle_w` and `tdp_w` [W], the dynamic power per unit-second of compute,
+    Arrays [N, 2 phases, kernels] (prefill, decode; kernels padded with zeros, which add
+    neither time nor energy), all summed over the phase's executions: `compute_s`,
+    `memory_s`, `network_s`: each kernel's limbs at the prior coefficients [s]; `rest_s`: its
+    time beyond the largest limb (launch, collective step latency) [s].
+    Arrays [N, 2]: `overhead_s` host-side time [s]; `kernel_share` GPUs drawing each kernel's
+    power times the request's share of it [-]; `host_idle_j`, `host_dynamic_j` the GPU energy of
+    the non-kernel time at idle power and above it [J].
+    Arrays [N]: the GPU's `idle_w` and `tdp_w` [W], the dynamic power per unit-second of compute,
     memory and network at the prior (`(tdp - idle) x fraction`) [W].
     """
-
-    compute_s: FloatArray
-    memory_s: FloatArray
-    network_s: FloatArray
-    rest_s: FloatArray
-    overhead_s: FloatArray
-    kernel_share: FloatArray
-    host_idle_j: FloatArray
-    host_dynamic_j: FloatArray
-    idle_w: float
-    tdp_w: float
-    compute_w: float
-    memory_w: float
-    network_w: float
-
-
-def physical_terms(estimates: WorkloadEstimates, j: int) -> PhysicalTerms:
-    """Workload `j`'s terms from `estimates` (its GPU's power and its engine's coefficients are
-    its row's)."""
-    stacked = group_terms(estimates)
-    kernels = len(estimates.plans.plan_of(j).nodes)
-    return PhysicalTerms(
-        compute_s=stacked.compute_s[j, :, :kernels].copy(),
-        memory_s=stacked.memory_s[j, :, :kernels].copy(),
-        network_s=stacked.network_s[j, :, :kernels].copy(),
-        rest_s=stacked.rest_s[j, :, :kernels].copy(),
-        overhead_s=stacked.overhead_s[j].copy(),
-        kernel_share=stacked.kernel_share[j].copy(),
-        host_idle_j=stacked.host_idle_j[j].copy(),
-        host_dynamic_j=stacked.host_dynamic_j[j].copy(),
-        idle_w=float(stacked.idle_w[j]),
-        tdp_w=float(stacked.tdp_w[j]),
-        compute_w=float(stacked.compute_w[j]),
-        memory_w=float(stacked.memory_w[j]),
-        network_w=float(stacked.network_w[j]),
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class StackedTerms:
-    """Many requests' terms in arrays [N, 2, K] (kernels padded with zeros, which add neither
-    time nor energy) and [N, 2], [N] for the per-phase and per-GPU figures."""
 
     compute_s: FloatArray
     memory_s: FloatArray
@@ -93,13 +56,13 @@ class StackedTerms:
     def __len__(self) -> int:
         return int(self.idle_w.shape[0])
 
-    def take(self, rows: Sequence[int]) -> StackedTerms:
+    def take(self, rows: Sequence[int]) -> PhysicalTerms:
         """The terms of requests `rows` only."""
         index = np.asarray(rows, dtype=np.intp)
-        return StackedTerms(*(getattr(self, f)[index] for f in self.__dataclass_fields__))
+        return PhysicalTerms(*(getattr(self, f)[index] for f in self.__dataclass_fields__))
 
 
-def group_terms(estimates: WorkloadEstimates) -> StackedTerms:
+def physical_terms(estimates: WorkloadEstimates) -> PhysicalTerms:
     """Every workload's terms of `estimates` at once ([N, ...], each with its own GPU and
     engine coefficients; kernels padded with zeros as the estimates are)."""
     arrays, rows = estimates.arrays, estimates.plans.rows
@@ -112,7 +75,7 @@ def group_terms(estimates: WorkloadEstimates) -> StackedTerms:
     non_kernel_j = (estimates.phase_gpu_j - estimates.kernel_gpu_j).T
     host_idle_j = share * (rows.held * rows.idle_w)[:, None] * overhead_s
     dynamic = rows.tdp_w - rows.idle_w
-    return StackedTerms(
+    return PhysicalTerms(
         compute_s=compute,
         memory_s=memory,
         network_s=network,
@@ -129,36 +92,16 @@ def group_terms(estimates: WorkloadEstimates) -> StackedTerms:
     )
 
 
-def stack(terms: Sequence[PhysicalTerms]) -> StackedTerms:
-    """`terms` as arrays over requests (see StackedTerms)."""
-    n = len(terms)
-    kernels = max((t.compute_s.shape[1] for t in terms), default=0)
+def stack(groups: Sequence[PhysicalTerms]) -> PhysicalTerms:
+    """`groups` as one group, in order (kernels padded with zeros to the widest)."""
+    kernels = max((g.compute_s.shape[2] for g in groups), default=0)
 
-    def padded(name: str) -> FloatArray:
-        out = np.zeros((n, 2, kernels))
-        for i, t in enumerate(terms):
-            values = getattr(t, name)
-            out[i, :, : values.shape[1]] = values
-        return out
+    def joined(name: str) -> FloatArray:
+        parts = [getattr(g, name) for g in groups]
+        if name in KERNEL_ARRAYS:
+            parts = [np.pad(a, ((0, 0), (0, 0), (0, kernels - a.shape[2]))) for a in parts]
+        if not parts:  # no requests: the arrays' shapes with N = 0
+            return np.zeros(EMPTY_SHAPES.get(name, (0,)))
+        return np.concatenate(parts)
 
-    def rows(name: str) -> FloatArray:
-        return np.array([getattr(t, name) for t in terms], dtype=np.float64).reshape(n, 2)
-
-    def scalars(name: str) -> FloatArray:
-        return np.array([getattr(t, name) for t in terms], dtype=np.float64)
-
-    return StackedTerms(
-        compute_s=padded("compute_s"),
-        memory_s=padded("memory_s"),
-        network_s=padded("network_s"),
-        rest_s=padded("rest_s"),
-        overhead_s=rows("overhead_s"),
-        kernel_share=rows("kernel_share"),
-        host_idle_j=rows("host_idle_j"),
-        host_dynamic_j=rows("host_dynamic_j"),
-        idle_w=scalars("idle_w"),
-        tdp_w=scalars("tdp_w"),
-        compute_w=scalars("compute_w"),
-        memory_w=scalars("memory_w"),
-        network_w=scalars("network_w"),
-    )
+    return PhysicalTerms(*(joined(name) for name in PhysicalTerms.__dataclass_fields__))

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from service.pricing.calibration.physical_terms import PhysicalTerms, StackedTerms, stack
+from service.pricing.calibration.physical_terms import PhysicalTerms
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -75,7 +75,7 @@ class Modelled:
         return total
 
 
-def modelled(terms: StackedTerms, theta: FloatArray) -> Modelled:
+def modelled(terms: PhysicalTerms, theta: FloatArray) -> Modelled:
     """Energy and phase times of every request in `terms` under log multipliers `theta`."""
     m = np.exp(theta)
     compute = terms.compute_s * m[0]
@@ -104,14 +104,8 @@ class Factors:
     decode: float
 
 
-def factors(terms: PhysicalTerms, theta: FloatArray) -> Factors:
-    """How the refit `theta` moves the request of `terms`: modelled(theta) / modelled(0)."""
-    (moved,) = factors_many(stack([terms]), theta)
-    return moved
-
-
-def factors_many(terms: StackedTerms, theta: FloatArray) -> list[Factors]:
-    """`factors` of every request in `terms`, in one evaluation."""
+def factors_many(terms: PhysicalTerms, theta: FloatArray) -> list[Factors]:
+    """How the refit `theta` moves each request of `terms`: modelled(theta) / modelled(0)."""
     after = modelled(terms, theta)
     before = modelled(terms, np.zeros(len(PARAMETERS)))
     energy = _ratios(after.gpu_j, before.gpu_j)
