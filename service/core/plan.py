@@ -198,7 +198,11 @@ def cost_plan(
         flash_attention=deployment.flash_attention,
         tensor_group=par.attention_group,
         pipeline_stages=par.pipeline,
-        expert_group=par.expert,
+        # Engines move routed tokens all-to-all only under attention data parallelism; with
+        # tensor-parallel attention every GPU holds every token, runs its local experts on
+        # the rows routed to them and the MoE output's all-reduce sums the ranks (vLLM's
+        # FusedMoEParallelConfig.use_all2all_kernels, TensorRT-LLM's enable_alltoall).
+        expert_group=par.expert if par.data > 1 else 1,
     )
     nodes = graph.nodes + graph.step_nodes
     per_count = {
