@@ -93,6 +93,7 @@ class Priced:
     predicted: float
     measured: float
     row: str  # the measured row's reference
+    engine: str = ""  # the engine that ran the row (aiconfigurator runs)
 
 
 def mlenergy_rows(data: FoldData, readings: tuple[str, ...] = READINGS) -> Iterator[Priced]:
@@ -158,7 +159,7 @@ def silicon_rows(data_dir: Path) -> Iterator[Priced]:
         families = np.array(both["continuous"].family)
         for family in sorted(set(families)):
             if (families != family).any():
-                yield from _runs("family", family, both, families == family, prefill_s)
+                yield from _runs("family", family, both, families == family, prefill_s, engine)
         kernel_gpus = np.array(samples.gpu_id)
         for gpu in sorted({r.gpu for r in runs}):
             expert_bytes = block_fp8_expert_bytes(data_dir, engine, table_folder(gpu))
@@ -166,7 +167,7 @@ def silicon_rows(data_dir: Path) -> Iterator[Priced]:
             fold = _both(runs, engine, zero)
             on = np.array(fold["continuous"].gpu) == gpu
             if (~on).any():
-                yield from _runs("gpu", gpu, fold, on, prefill_s)
+                yield from _runs("gpu", gpu, fold, on, prefill_s, engine)
         yield from _default_profile(runs, engine)
 
 
@@ -183,6 +184,7 @@ def _runs(
     slopes: dict[str, Slopes],
     mask: npt.NDArray[np.bool_],
     prefill_s: float,
+    engine: str,
 ) -> Iterator[Priced]:
     """The runs of `mask` under each reading, with decode overheads fitted on that reading's
     other runs."""
@@ -196,7 +198,8 @@ def _runs(
             ("ttft", ttft, test.measured_ttft_s),
         ):
             for p, m, line in zip(predicted.tolist(), measured.tolist(), test.lines, strict=True):
-                yield Priced("aiconfigurator", quantity, split, group, reading, p, m, str(line))
+                yield Priced("aiconfigurator", quantity, split, group, reading, p, m, str(line),
+                             engine)  # fmt: skip
 
 
 def _default_profile(runs: list[Run], engine: str) -> Iterator[Priced]:
@@ -218,7 +221,7 @@ def _default_profile(runs: list[Run], engine: str) -> Iterator[Priced]:
             ):
                 measured = float(run.row[column]) / 1e3
                 yield Priced("aiconfigurator", quantity, "engine", engine, reading,
-                             float(latency[key]), measured, str(run.line))  # fmt: skip
+                             float(latency[key]), measured, str(run.line), engine)  # fmt: skip
 
 
 def paired(rows: list[Priced]) -> list[Priced]:
@@ -290,6 +293,9 @@ def render(rows: list[Priced], *, silicon_only: bool = False) -> str:
         lines += _table(chosen, lambda r: "all")
         lines += ["", f"## Leave one {split} out, by group", ""]
         lines += _table(chosen, lambda r: r.group)
+        if split != "engine":
+            lines += ["", f"## Leave one {split} out, aiconfigurator runs by engine", ""]
+            lines += _table([r for r in chosen if r.engine], lambda r: r.engine)
         lines.append("")
     return "\n".join(lines)
 
