@@ -21,9 +21,11 @@ Each reading is priced with coefficients refitted, on that reading, without the 
 - `gpu`: the same without the GPU (H100, H200, A100; for the runs, the GEMM and MoE tables of
   that GPU left out too);
 - `engine`: ML.ENERGY v2 (vLLM 0.5.4) priced with the vllm-v1 profile refitted without them and
-  v3 (vLLM 0.11.1) with the vllm-v0 one; aiconfigurator runs with the vllm-v1 profile, fitted on
-  no aiconfigurator run and carrying no TTFT terms (what a request for an engine without
-  measurements gets).
+  v3 (vLLM 0.11.1) with the vllm-v0 one; aiconfigurator runs with the vllm-v1 profile (what a
+  request without `serving.engine`, or for an engine without measurements, gets), its kernels
+  and decode overheads fitted on no aiconfigurator run and its TTFT terms chosen and fitted
+  without the held-out engine's runs (default_ttft: on vLLM's runs; vLLM's own runs priced with
+  terms fitted on SGLang's and TensorRT-LLM's).
 Quantities: energy per request (ML.ENERGY: `per_sequence_gpu_j`), time per output token (ML.ENERGY
 v2 mean TPOT, v3 median ITL, aiconfigurator TPOT) and time to first token (aiconfigurator TTFT
 against `prefill_s`; ML.ENERGY publishes none).
@@ -43,6 +45,11 @@ import numpy.typing as npt
 
 from offline.fitting.cross_validation import Refit
 from offline.fitting.datasets import DEFAULT_DATA_DIR, EnergyMeasurement
+from offline.fitting.default_ttft import (
+    DEFAULT_TTFT_ENGINES,
+    fit_default_ttft_terms,
+    with_ttft_terms,
+)
 from offline.fitting.engine_gemm import gemm_samples
 from offline.fitting.engine_moe import block_fp8_expert_bytes
 from offline.fitting.engine_profiles import (
@@ -168,7 +175,7 @@ def silicon_rows(data_dir: Path) -> Iterator[Priced]:
             on = np.array(fold["continuous"].gpu) == gpu
             if (~on).any():
                 yield from _runs("gpu", gpu, fold, on, prefill_s, engine)
-        yield from _default_profile(runs, engine)
+        yield from _default_profile(runs, engine, data_dir, shared)
 
 
 def _both(runs: list[Run], engine: str, zero: CostModelCoefficients) -> dict[str, Slopes]:
@@ -202,9 +209,16 @@ def _runs(
                              engine)  # fmt: skip
 
 
-def _default_profile(runs: list[Run], engine: str) -> Iterator[Priced]:
-    """`engine`'s runs priced with the default profile, fitted on no aiconfigurator run."""
-    estimator = point_estimator()
+def _default_profile(
+    runs: list[Run], engine: str, data_dir: Path, shared: CostModelCoefficients
+) -> Iterator[Priced]:
+    """`engine`'s runs priced with the default profile, its TTFT terms chosen and fitted
+    without `engine`'s runs (default_ttft: on vLLM's; with vLLM held out, on the others')."""
+    training = tuple(e for e in DEFAULT_TTFT_ENGINES if e != engine) or tuple(
+        e for e in ENGINES if e != engine
+    )
+    _, terms = fit_default_ttft_terms(data_dir, shared, training)
+    estimator = point_estimator(coefficients={DEFAULT_ENGINE: with_ttft_terms(shared, terms)})
     priced = {
         r: estimator.price([silicon_request(run.row, static=r == "static") for run in runs])
         for r in READINGS
