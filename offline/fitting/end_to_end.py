@@ -149,10 +149,13 @@ def estimated_row(
 
 
 def without_overheads(coeffs: CostModelCoefficients) -> CostModelCoefficients:
-    """`coeffs` with no host overheads and decode kernels launched like prefill ones (the fit
-    adjusts the decode launch cost from each kernel's execution count)."""
+    """`coeffs` with no host overheads (nor time-to-first-token terms) and decode kernels
+    launched like prefill ones (the fit adjusts the decode launch cost from each kernel's
+    execution count)."""
     roofline = replace(
         coeffs.roofline,
+        ttft_wave_share=0.0,
+        request_overhead_s=0.0,
         prefill_overhead_s=0.0,
         decode_step_overhead_s=0.0,
         decode_overhead_per_sequence_s=0.0,

@@ -237,21 +237,44 @@ def fit_engine_overheads(slopes: Slopes, prefill_overhead_s: float) -> Overheads
     )
 
 
-def fit_ttft_terms(slopes: Slopes, overheads: Overheads) -> TtftTerms:
+TTFT_TERM_SETS: dict[str, tuple[bool, bool]] = {
+    "both": (True, True),
+    "wave": (True, False),
+    "host": (False, True),
+    "none": (False, False),
+}
+"""Which TTFT terms (wave share, request overhead) a fit may use, by name."""
+
+
+def fit_ttft_terms(
+    slopes: Slopes, overheads: Overheads, terms: tuple[bool, bool] = (True, True)
+) -> TtftTerms:
     """The wave share (0 to 1) and request overhead (0 to 1 s) minimising the robust log
-    error of TTFT over `slopes`' runs under decode `overheads`; none in the static reading."""
-    if not slopes.continuous or not len(slopes.ttft_s):
+    error of TTFT over `slopes`' runs under decode `overheads`; none in the static reading.
+    `terms`: which of the two are fitted (the other stays 0)."""
+    if not slopes.continuous or not len(slopes.ttft_s) or not any(terms):
         return NO_TTFT_TERMS
     base = slopes.predicted(overheads)[1]
     measured = slopes.measured_ttft_s
+    columns = [
+        c for c, used in zip((slopes.wave_s, np.ones_like(base)), terms, strict=True) if used
+    ]
 
     def residuals(x: FloatArray) -> FloatArray:
-        return np.asarray(np.log((base + x[0] * slopes.wave_s + x[1]) / measured))
+        return np.asarray(
+            np.log((base + sum(a * c for a, c in zip(x, columns, strict=True))) / measured)
+        )
 
+    start, n = [0.1, 0.01], len(columns)
     fitted = least_squares(
-        residuals, [0.1, 0.01], bounds=([0.0, 0.0], [1.0, 1.0]), loss="soft_l1", f_scale=0.3
+        residuals,
+        [v for v, used in zip(start, terms, strict=True) if used],
+        bounds=([0.0] * n, [1.0] * n),
+        loss="soft_l1",
+        f_scale=0.3,
     )
-    return float(fitted.x[0]), float(fitted.x[1])
+    values = iter(fitted.x.tolist())
+    return tuple(next(values) if used else 0.0 for used in terms)  # type: ignore[return-value]
 
 
 @dataclass(frozen=True, slots=True)

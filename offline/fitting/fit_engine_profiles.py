@@ -4,8 +4,9 @@
 
 Reads the shared coefficients (the default engine's, vllm-v1) from
 service/catalog/data/cost_model_coefficients.json, fits each engine (`engine_profiles`),
-writes the profiles, the versions every profile was fitted on and the expert-parallel load
-imbalance (`expert_imbalance`) back into that file (`engines`, `engine_versions`, `roofline`)
+writes the profiles, the default profile's time-to-first-token terms (`default_ttft`), the
+versions every profile was fitted on and the expert-parallel load imbalance
+(`expert_imbalance`) back into that file (`engines`, `engine_versions`, `roofline`)
 and the validation report to
 bench/results/engine_profiles.md. `fit_cost_model` runs the same step after its own fit.
 """
@@ -22,6 +23,7 @@ import numpy as np
 
 from offline.fitting.cross_validation import HeldOut
 from offline.fitting.datasets import DEFAULT_DATA_DIR
+from offline.fitting.default_ttft import fit_default_ttft_terms
 from offline.fitting.engine_profiles import ENGINES, fit_engine
 from offline.fitting.expert_imbalance import (
     add_held_out_engines,
@@ -62,6 +64,14 @@ def add_engine_profiles(document: dict[str, Any], data_dir: Path) -> tuple[dict[
             HOST_PER_SEQUENCE_POWER: shared.power.host_per_sequence,
         }
         versions[engine] = profile.versions
+    # The default profile's TTFT terms, on vLLM's runs priced with it (default_ttft).
+    chosen, terms = fit_default_ttft_terms(data_dir, shared)
+    print(f"default profile TTFT terms: {chosen} {terms}", file=sys.stderr)
+    engines[DEFAULT_ENGINE] = {
+        **engines[DEFAULT_ENGINE],
+        "ttft_wave_share": terms[0],
+        "request_overhead_s": terms[1],
+    }
     ratios = imbalance_ratios(data_dir)
     roofline = {**document["roofline"], IMBALANCE: fit_imbalance_per_doubling(ratios)}
     add_held_out_engines(ratios, held)
@@ -126,6 +136,18 @@ def write_engine_report(path: Path, document: dict[str, Any], held: HeldOut) -> 
                 _row(held, f"{quantity}:{engine}:vllm-v1", f"{quantity.upper()}, vllm-v1 (before)"),
             ]
         lines.append("")
+    default = document["engines"][DEFAULT_ENGINE]
+    lines += [
+        "## vllm-v1 (the default profile): time-to-first-token terms",
+        "",
+        f"ttft_wave_share {default.get('ttft_wave_share', 0.0):.4g}, request_overhead_s "
+        f"{default.get('request_overhead_s', 0.0):.4g}: fitted on aiconfigurator's single-node "
+        "vLLM runs priced with the profile (its kernels and decode overheads unchanged), the "
+        "term set (both, wave, host path or none) chosen by leave-one-family-out folds inside "
+        "them (offline/fitting/default_ttft.py). Validated with the engine held out in "
+        "bench/results/serving_validation_silicon.md.",
+        "",
+    ]
     lines += [
         "## Expert-parallel load imbalance",
         "",

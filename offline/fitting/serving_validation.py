@@ -21,9 +21,11 @@ Each reading is priced with coefficients refitted, on that reading, without the 
 - `gpu`: the same without the GPU (H100, H200, A100; for the runs, the GEMM and MoE tables of
   that GPU left out too);
 - `engine`: ML.ENERGY v2 (vLLM 0.5.4) priced with the vllm-v1 profile refitted without them and
-  v3 (vLLM 0.11.1) with the vllm-v0 one; aiconfigurator runs with the vllm-v1 profile, fitted on
-  no aiconfigurator run and carrying no TTFT terms (what a request for an engine without
-  measurements gets).
+  v3 (vLLM 0.11.1) with the vllm-v0 one; aiconfigurator runs with the vllm-v1 profile (what a
+  request without `serving.engine`, or for an engine without measurements, gets), its kernels
+  and decode overheads fitted on no aiconfigurator run and its TTFT terms chosen and fitted
+  without the held-out engine's runs (default_ttft: on vLLM's runs; vLLM's own runs priced with
+  terms fitted on SGLang's and TensorRT-LLM's).
 Quantities: energy per request (ML.ENERGY: `per_sequence_gpu_j`), time per output token (ML.ENERGY
 v2 mean TPOT, v3 median ITL, aiconfigurator TPOT) and time to first token (aiconfigurator TTFT
 against `prefill_s`; ML.ENERGY publishes none).
@@ -43,6 +45,11 @@ import numpy.typing as npt
 
 from offline.fitting.cross_validation import Refit
 from offline.fitting.datasets import DEFAULT_DATA_DIR, EnergyMeasurement
+from offline.fitting.default_ttft import (
+    DEFAULT_TTFT_ENGINES,
+    fit_default_ttft_terms,
+    with_ttft_terms,
+)
 from offline.fitting.engine_gemm import gemm_samples
 from offline.fitting.engine_moe import block_fp8_expert_bytes
 from offline.fitting.engine_profiles import (
@@ -93,6 +100,7 @@ class Priced:
     predicted: float
     measured: float
     row: str  # the measured row's reference
+    engine: str = ""  # the engine that ran the row (aiconfigurator runs)
 
 
 def mlenergy_rows(data: FoldData, readings: tuple[str, ...] = READINGS) -> Iterator[Priced]:
@@ -158,7 +166,7 @@ def silicon_rows(data_dir: Path) -> Iterator[Priced]:
         families = np.array(both["continuous"].family)
         for family in sorted(set(families)):
             if (families != family).any():
-                yield from _runs("family", family, both, families == family, prefill_s)
+                yield from _runs("family", family, both, families == family, prefill_s, engine)
         kernel_gpus = np.array(samples.gpu_id)
         for gpu in sorted({r.gpu for r in runs}):
             expert_bytes = block_fp8_expert_bytes(data_dir, engine, table_folder(gpu))
@@ -166,8 +174,8 @@ def silicon_rows(data_dir: Path) -> Iterator[Priced]:
             fold = _both(runs, engine, zero)
             on = np.array(fold["continuous"].gpu) == gpu
             if (~on).any():
-                yield from _runs("gpu", gpu, fold, on, prefill_s)
-        yield from _default_profile(runs, engine)
+                yield from _runs("gpu", gpu, fold, on, prefill_s, engine)
+        yield from _default_profile(runs, engine, data_dir, shared)
 
 
 def _both(runs: list[Run], engine: str, zero: CostModelCoefficients) -> dict[str, Slopes]:
@@ -183,6 +191,7 @@ def _runs(
     slopes: dict[str, Slopes],
     mask: npt.NDArray[np.bool_],
     prefill_s: float,
+    engine: str,
 ) -> Iterator[Priced]:
     """The runs of `mask` under each reading, with decode overheads fitted on that reading's
     other runs."""
@@ -196,12 +205,20 @@ def _runs(
             ("ttft", ttft, test.measured_ttft_s),
         ):
             for p, m, line in zip(predicted.tolist(), measured.tolist(), test.lines, strict=True):
-                yield Priced("aiconfigurator", quantity, split, group, reading, p, m, str(line))
+                yield Priced("aiconfigurator", quantity, split, group, reading, p, m, str(line),
+                             engine)  # fmt: skip
 
 
-def _default_profile(runs: list[Run], engine: str) -> Iterator[Priced]:
-    """`engine`'s runs priced with the default profile, fitted on no aiconfigurator run."""
-    estimator = point_estimator()
+def _default_profile(
+    runs: list[Run], engine: str, data_dir: Path, shared: CostModelCoefficients
+) -> Iterator[Priced]:
+    """`engine`'s runs priced with the default profile, its TTFT terms chosen and fitted
+    without `engine`'s runs (default_ttft: on vLLM's; with vLLM held out, on the others')."""
+    training = tuple(e for e in DEFAULT_TTFT_ENGINES if e != engine) or tuple(
+        e for e in ENGINES if e != engine
+    )
+    _, terms = fit_default_ttft_terms(data_dir, shared, training)
+    estimator = point_estimator(coefficients={DEFAULT_ENGINE: with_ttft_terms(shared, terms)})
     priced = {
         r: estimator.price([silicon_request(run.row, static=r == "static") for run in runs])
         for r in READINGS
@@ -218,7 +235,7 @@ def _default_profile(runs: list[Run], engine: str) -> Iterator[Priced]:
             ):
                 measured = float(run.row[column]) / 1e3
                 yield Priced("aiconfigurator", quantity, "engine", engine, reading,
-                             float(latency[key]), measured, str(run.line))  # fmt: skip
+                             float(latency[key]), measured, str(run.line), engine)  # fmt: skip
 
 
 def paired(rows: list[Priced]) -> list[Priced]:
@@ -290,6 +307,9 @@ def render(rows: list[Priced], *, silicon_only: bool = False) -> str:
         lines += _table(chosen, lambda r: "all")
         lines += ["", f"## Leave one {split} out, by group", ""]
         lines += _table(chosen, lambda r: r.group)
+        if split != "engine":
+            lines += ["", f"## Leave one {split} out, aiconfigurator runs by engine", ""]
+            lines += _table([r for r in chosen if r.engine], lambda r: r.engine)
         lines.append("")
     return "\n".join(lines)
 

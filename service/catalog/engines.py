@@ -30,7 +30,8 @@ _ENGINE_POWER = {HOST_OVERHEAD_POWER: "host_overhead", HOST_PER_SEQUENCE_POWER: 
 DEFAULT_ENGINE = "vllm-v1"
 ENGINE_DESCRIPTIONS = {
     "vllm-v1": "vLLM >= 0.8 (V1 engine, CUDA graphs, chunked prefill); decode overheads fitted on "
-    "ML.ENERGY v3 (vLLM 0.11.1), the prefill overhead on Splitwise's prefill times",
+    "ML.ENERGY v3 (vLLM 0.11.1), the prefill overhead on Splitwise's prefill times, "
+    "time-to-first-token terms on aiconfigurator's vLLM serving runs",
     "vllm-v0": "vLLM <= 0.6 (V0 engine, host work per running sequence); fitted on ML.ENERGY v2 "
     "(vLLM 0.5.4)",
     "vllm": "vLLM as the aiconfigurator serving runs measured it (0.11.2-0.18); kernel "

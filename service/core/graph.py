@@ -317,6 +317,16 @@ def _add_moe(
     return outputs
 
 
+def all_to_all_expert_group(expert: int, data: int) -> int:
+    """The `expert_group` of `build_kernel_graph` for `expert`-way expert parallelism under
+    `data` attention-data-parallel replicas: engines move routed tokens all-to-all only under
+    attention data parallelism. With tensor-parallel attention every GPU holds every token,
+    runs its local experts on the rows routed to them, and the MoE output's all-reduce sums
+    the ranks, as under tensor parallelism (vLLM: FusedMoEParallelConfig.use_all2all_kernels
+    needs dp > 1; TensorRT-LLM: enable_alltoall needs enable_attention_dp)."""
+    return expert if data > 1 else 1
+
+
 def _step_nodes(tensor_group: int, pipeline_stages: int) -> tuple[KernelNode, ...]:
     nodes = [KernelNode("embedding", "embedding", 1)]
     if tensor_group > 1:

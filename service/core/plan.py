@@ -26,7 +26,7 @@ from service.core.architecture import ModelArchitecture, validate_architecture
 from service.core.coefficients import RooflineCoefficients
 from service.core.counts import AttentionSpan, PassShape
 from service.core.dtypes import gemm_compute_key
-from service.core.graph import KernelNode, build_kernel_graph
+from service.core.graph import KernelNode, all_to_all_expert_group, build_kernel_graph
 from service.core.hardware import GpuSpec
 from service.core.kernel_work import kernel_work
 from service.core.memory import weight_bytes_per_gpu
@@ -198,7 +198,7 @@ def cost_plan(
         flash_attention=deployment.flash_attention,
         tensor_group=par.attention_group,
         pipeline_stages=par.pipeline,
-        expert_group=par.expert,
+        expert_group=all_to_all_expert_group(par.expert, par.data),
     )
     nodes = graph.nodes + graph.step_nodes
     per_count = {

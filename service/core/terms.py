@@ -113,6 +113,33 @@ def expert_terms_many(
     return assignments, padded, touched
 
 
+def decode_expert_terms_many(
+    rows: ContextRows, mix: PassMix
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """expert_terms_many of a decode phase's mean pass, taken over the passes as they run.
+
+    A continuous batch's mean decode pass carries its d decoding sequences and, on average,
+    a = (C / O) N prompt tokens; but the prompts come in chunks of c = min(N, B - d / r)
+    tokens (the budget B left beside one replica's decode tokens), so a share
+    f = min(1, a / c) of the passes carries a chunk (d + a / f tokens) and the rest only the
+    d decode tokens. The expert rows are linear in the tokens (the mean is exact); the
+    touched experts and their padded rows are concave in them, so a pass of the mean tokens
+    would touch nearly every expert whenever the prompt tokens alone would, where most passes
+    touch only the decode tokens' few: they are averaged over the two kinds of pass. A static
+    batch (no prompt in decode) is unchanged."""
+    decode = mix.decoding[1]
+    prompt = mix.prefilling[1] * mix.new_tokens
+    left = np.maximum(rows.prefill_budget_tokens - decode / rows.data, 1.0)
+    chunk = np.minimum(mix.new_tokens, left)
+    share = np.minimum(prompt / chunk, 1.0)
+    if not share.any():
+        return expert_terms_many(rows, decode)
+    carrying = expert_terms_many(rows, decode + prompt / np.maximum(share, 1e-12))
+    alone = expert_terms_many(rows, decode)
+    mixed = tuple(share * c + (1.0 - share) * a for c, a in zip(carrying, alone, strict=True))
+    return mixed[0], mixed[1], mixed[2]
+
+
 def workload_terms(
     rows: ContextRows,
     mix: PassMix,
@@ -162,7 +189,11 @@ def workload_terms(
     expert_padded = []
     if rows.moe.any():
         for phase in (0, 1):
-            expert_rows, padded_experts, touched = expert_terms_many(rows, tokens[phase])
+            expert_rows, padded_experts, touched = (
+                expert_terms_many(rows, tokens[0])
+                if phase == 0
+                else decode_expert_terms_many(rows, mix)
+            )
             basis[phase, :, _EXPERT_ROWS], basis[phase, :, _EXPERT_ROWS + 1] = expert_rows, touched
             expert_padded.append(padded_experts)
     padded = both[..., width:]

@@ -104,7 +104,7 @@ def reference(
         flash_attention=dep.flash_attention,
         tensor_group=par.gpus_per_stage,
         pipeline_stages=par.pipeline,
-        expert_group=par.expert,
+        expert_group=par.expert if par.data > 1 else 1,  # all-to-all only under attention DP
     )
     nodes = graph.nodes + graph.step_nodes
     rates = unit_rates(

@@ -13,7 +13,7 @@ from service.core.estimate import estimate_request
 from service.core.graph import build_kernel_graph
 from service.core.moe import expert_load_imbalance
 from service.core.shards import shard_shapes
-from service.core.workload import Workload
+from service.core.workload import Deployment, Parallelism, Precision, Workload
 from tests.core.core_support import IDEAL, catalog_arch, catalog_gpu, deployment
 
 QWEN3_30B = "Qwen/Qwen3-30B-A3B"  # hidden 2048, 128 experts, top-8
@@ -49,16 +49,26 @@ def test_no_all_to_all_without_expert_parallelism() -> None:
 
 
 @pytest.mark.parametrize("per_doubling", [0.0, 0.25])
-def test_mixtral_ep2_and_tp2_differ_by_the_all_to_all_bytes(per_doubling: float) -> None:
-    # A 1024-token prefill on 2 GPUs either way; TP2 and EP2 share every all-reduce and
-    # all-gather, EP2 adds dispatch and combine. Per GPU and direction: 512 tokens x 2
-    # experts x 4096 x 2 B x 1/2 remote = 4,194,304 B; x 2 directions x 32 layers x 2 GPUs =
-    # 536,870,912 B, times the imbalance 1 + per_doubling x log2(2).
+def test_mixtral_ep2_moves_tokens_all_to_all_only_under_attention_data_parallelism(
+    per_doubling: float,
+) -> None:
+    # A 1024-token prefill on 2 GPUs. Tensor-parallel attention leaves every GPU every token:
+    # EP2 runs its local experts on them and the MoE output's all-reduce sums the ranks, the
+    # network bytes of TP2 (no all-to-all, as vLLM and TensorRT-LLM run it). Attention DP 2 x
+    # EP2 has no all-reduce and moves, per GPU and direction, 512 tokens x 2 experts x 4096 x
+    # 2 B x 1/2 remote = 4,194,304 B; x 2 directions x 32 layers x 2 GPUs = 536,870,912 B,
+    # times the imbalance 1 + per_doubling x log2(2).
     arch = catalog_arch(MIXTRAL)
     gpu, coefficients = catalog_gpu(H100), _with_imbalance(per_doubling)
     workload = Workload(batch_size=1, prompt_tokens=1024, output_tokens=1)
+    layouts = {
+        "tp": deployment(gpu, tensor=2),
+        "ep": deployment(gpu, expert=2),
+        "dp": Deployment(gpu, Parallelism(tensor=1, expert=2, data=2), Precision()),
+    }
     network = {}
-    for name, layout in (("tp", deployment(gpu, tensor=2)), ("ep", deployment(gpu, expert=2))):
+    for name, layout in layouts.items():
         estimate = estimate_request(arch, workload, layout, coefficients, check_memory=False)
         network[name] = float(estimate.prefill.table.column("network_bytes").sum())
-    assert_allclose(network["ep"] - network["tp"], 536_870_912.0 * (1.0 + per_doubling))
+    assert_allclose(network["ep"], network["tp"], rtol=1e-12)
+    assert_allclose(network["dp"], 536_870_912.0 * (1.0 + per_doubling), rtol=1e-12)

@@ -13,7 +13,7 @@ import numpy.typing as npt
 
 from service.core.architecture import ModelArchitecture
 from service.core.dtypes import bytes_per_element, gemm_compute_key
-from service.core.graph import ENCODED_AS, KERNEL_KINDS, build_kernel_graph
+from service.core.graph import ENCODED_AS, KERNEL_KINDS, all_to_all_expert_group, build_kernel_graph
 from service.core.memory import active_parameter_count, parameter_count
 from service.core.pass_plans import PricingContext
 from service.core.workload import Deployment
@@ -60,8 +60,9 @@ def graph_arrays(arch: ModelArchitecture, deployment: Deployment) -> tuple[Float
     """Static node features (kind one-hot, log layers) and the row-normalised undirected
     adjacency over `graph.nodes + graph.step_nodes` (read-only, cached per graph)."""
     par = deployment.parallelism
+    expert = all_to_all_expert_group(par.expert, par.data)  # the cost plan's graph
     return _graph_arrays(
-        arch, deployment.flash_attention, par.attention_group, par.pipeline, par.expert
+        arch, deployment.flash_attention, par.attention_group, par.pipeline, expert
     )
 
 
