@@ -9,10 +9,10 @@ from collections import Counter
 import pytest
 
 from offline.fitting.argonne_rows import _request as argonne_request
+from offline.fitting.engine_profiles import Run
 from offline.fitting.held_out_rows import HeldOutRow
 from offline.fitting.interval_report import coverage_report
 from offline.fitting.intervals import intervals_document
-from offline.fitting.engine_profiles import Run
 from offline.fitting.silicon_levels import _priced as priced_rows
 from offline.fitting.silicon_rows import point_estimator, silicon_request, unpriceable
 from service.catalog.engines import load_engine_coefficients
