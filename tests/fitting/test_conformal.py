@@ -113,6 +113,7 @@ def test_a_one_group_fits_quantile_is_learnt_on_the_cells_with_more_groups() -> 
     rows = two_shifted_groups()
     few = few_group_rules(rows, 0.1, 0.9)
     assert few[("tpot", 1)] == few[("", 1)] == Rule(0.15)  # tpot's cells, every quantity's
+    assert few[("@family", 1)] == Rule(0.15)  # the family level's cells
     assert ("tpot", 2) not in few  # no cell has three groups: fit_level takes the nominal
 
 
@@ -122,6 +123,9 @@ def test_a_two_group_level_takes_the_few_group_quantile() -> None:
     # 0.09, 0.09, 0.10, 0.11.
     fitted = fit_level(two_shifted_groups(), "family", "tpot", 0.1, 0.9, {("tpot", 2): Rule(0.15)})
     assert fitted is not None and fitted.score_quantile == 0.15
+    # The rule learnt on the level's own cells comes before the quantity's.
+    few = {("@family", 2): Rule(0.15), ("tpot", 2): Rule(0.05)}
+    assert fit_level(two_shifted_groups(), "family", "tpot", 0.1, 0.9, few) == fitted
     assert fitted.lower_ratio == pytest.approx(math.exp(-0.07))
     assert fitted.upper_ratio == pytest.approx(math.exp(0.08))
     assert width_ratio(fitted) == pytest.approx(math.exp(0.15))
