@@ -18,6 +18,7 @@ Two groupings, both the fit machinery of `cross_validation.refit_without`:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -65,7 +66,7 @@ class HeldOutRow:
     @property
     def log_ratio(self) -> float:
         """ln(measured / predicted): the conformity score the intervals are fitted on."""
-        return float(np.log(self.measured / self.predicted))
+        return math.log(self.measured / self.predicted)
 
 
 def refit_held_out(data: FoldData, tick: Callable[[str], None]) -> list[HeldOutRow]:

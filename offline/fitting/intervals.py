@@ -3,15 +3,17 @@ their nested coverage.
 
     python -m offline.fitting.intervals --data ../shared/data
         # writes service/catalog/data/intervals.json and bench/results/interval_coverage.md
-        # (~12 min: one cost-model refit per model family, GPU and engine held out)
+        # (~8 min: one cost-model refit per model family, GPU and engine held out, and the
+        # engine profiles refitted per silicon fold)
 
-Held-out rows (offline/fitting/held_out_rows.py, silicon_rows.py): ML.ENERGY (energy, TPOT)
+Held-out rows (offline/fitting/held_out_rows.py, silicon_levels.py): ML.ENERGY (energy, TPOT)
 and Splitwise (a static batch's prefill) with the model family held out and with the GPU held
 out, and with each ML.ENERGY engine held out (priced with the other vLLM profile);
-aiconfigurator's serving runs priced with the default profile, placed at the level the service
-gives their case (TTFT under load, TPOT, total; silicon_rows.py);
-Argonne's MI250 runs as the vendor held out (total; argonne_rows.py). Each
-level's quantiles: conformal.fit_level on all of its rows; coverage: conformal.nested_inside.
+aiconfigurator's serving runs priced with their own engine's profile refitted without their
+model family, engine version or GPU (TTFT under load, TPOT, total; silicon_levels.py);
+Argonne's MI250 runs as the vendor held out (total; argonne_rows.py). Each level's quantiles:
+conformal.fit_level on all of its rows, under the rule its inner folds choose; coverage:
+conformal.nested_inside.
 """
 
 from __future__ import annotations
@@ -29,14 +31,15 @@ from typing import Any
 from tqdm import tqdm
 
 from offline.fitting.argonne_rows import ARGONNE_CSV, argonne_held_out
-from offline.fitting.conformal import MIN_GROUPS, MIN_ROWS, few_group_quantiles, fit_level
+from offline.fitting.conformal import MIN_GROUPS, MIN_ROWS, few_group_rules, fit_level
 from offline.fitting.datasets import DEFAULT_DATA_DIR, data_source_digests
 from offline.fitting.datasets_common import sha256_file
 from offline.fitting.family_folds import FoldData
 from offline.fitting.held_out_rows import HeldOutRow, refit_held_out
 from offline.fitting.interval_report import coverage_report
 from offline.fitting.request_inputs import mlenergy_inputs
-from offline.fitting.silicon_rows import SILICON_CSV, silicon_held_out
+from offline.fitting.silicon_levels import silicon_held_out
+from offline.fitting.silicon_rows import SILICON_CSV
 from service.catalog.engines import load_engine_coefficients
 from service.catalog.intervals import INTERVALS_PATH, QUANTITIES
 from service.pricing.evidence import LEVELS
@@ -91,7 +94,7 @@ def intervals_document(
 ) -> dict[str, Any]:
     """The intervals file (service/catalog/intervals.py reads it)."""
     levels: dict[str, dict[str, Any]] = {}
-    few = few_group_quantiles(rows, *QUANTILES)
+    few = few_group_rules(rows, *QUANTILES)
     for level in LEVELS:
         levels[level] = {}
         for quantity in QUANTITIES:
@@ -114,8 +117,8 @@ def intervals_document(
         backing[dimension] = {k: dict(sorted(v.items())) for k, v in sorted(counts.items())}
     return {
         "description": "Split-conformal quantiles of ln(measured/predicted) per evidence level "
-        "and quantity, the order statistics' quantile (score_quantile) chosen by leaving groups "
-        "out, for a level of one or two groups on the cells with more "
+        "and quantity, each under the rule (score_quantile, mirrored, floored) chosen by leaving "
+        "groups out, for a level of one or two groups on the cells with more "
         "(offline/fitting/conformal.py); min rows per level "
         f"{MIN_ROWS}, min groups {MIN_GROUPS}, else the next level of the fallback chain.",
         "lower_quantile": QUANTILES[0],

@@ -29,7 +29,9 @@ class LevelInterval:
     ratios (a wider one when `level` had too few rows); `rows`/`groups` counted there;
     `mape_pct` the held-out mean absolute percentage error there [%]; `score_quantile` the
     lower quantile of the order statistics taken (the upper is 1 - it), chosen so that groups
-    held out of the rows are covered at the nominal rate (offline/fitting/conformal.py)."""
+    held out of the rows are covered at the nominal rate; `mirrored`: fitted on the scores and their
+    mirror images about the family level's median; `floored`: widened to hold the family level's
+    bounds (both chosen the same way, offline/fitting/conformal.py)."""
 
     level: str
     fitted_level: str
@@ -39,6 +41,8 @@ class LevelInterval:
     groups: int
     mape_pct: float
     score_quantile: float = 0.1
+    mirrored: bool = False
+    floored: bool = False
 
 
 @dataclass(frozen=True, slots=True)

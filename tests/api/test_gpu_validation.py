@@ -41,5 +41,9 @@ def test_a_gpu_shows_static_prefill_and_ttft_under_load_apart(client: TestClient
     for quantity in ("prefill", "ttft"):
         stored = load_intervals().interval("family", quantity)
         assert held_out[quantity]["upper_ratio"] == stored.upper_ratio
-    # TTFT under load includes queueing, which a static batch's prefill does not
-    assert held_out["ttft"]["lower_ratio"] > held_out["prefill"]["upper_ratio"]
+    # TTFT under load depends on when the request arrives (with a wave of others or spread),
+    # which a static batch's prefill does not: its held-out ratios spread wider.
+    ttft, prefill = held_out["ttft"], held_out["prefill"]
+    assert (
+        ttft["upper_ratio"] / ttft["lower_ratio"] > prefill["upper_ratio"] / prefill["lower_ratio"]
+    )

@@ -9,11 +9,13 @@ from collections import Counter
 import pytest
 
 from offline.fitting.argonne_rows import _request as argonne_request
+from offline.fitting.engine_profiles import Run
 from offline.fitting.held_out_rows import HeldOutRow
 from offline.fitting.interval_report import coverage_report
 from offline.fitting.intervals import intervals_document
-from offline.fitting.silicon_rows import _rows as silicon_rows_of
-from offline.fitting.silicon_rows import engine_of, point_estimator, silicon_request, unpriceable
+from offline.fitting.silicon_levels import _priced as priced_rows
+from offline.fitting.silicon_rows import point_estimator, silicon_request, unpriceable
+from service.catalog.engines import load_engine_coefficients
 from service.catalog.gpus import load_gpu_catalog
 
 SILICON_ROW = {
@@ -40,8 +42,7 @@ def test_a_silicon_run_is_one_request_joining_its_concurrency() -> None:
     assert request.serving is not None and request.serving.concurrent_sequences == 16
     assert (request.hardware.gpu, request.hardware.count) == ("H200-SXM-141GB", 2)
     assert request.precision is not None and request.precision.weights == "mxfp4"
-    assert engine_of(SILICON_ROW) == "sglang"
-    assert engine_of({**SILICON_ROW, "backend": "vllm"}) == "vllm-v1"
+    assert silicon_request(SILICON_ROW, "sglang").serving.engine == "sglang"  # type: ignore[union-attr]
 
 
 def test_silicon_runs_the_request_cannot_say_are_left_out() -> None:
@@ -119,52 +120,34 @@ def test_a_quantised_variant_counts_under_its_catalogued_family() -> None:
     assert estimator.model_family("nvidia/Llama-3.1-8B-Instruct-FP8") == "llama"
     assert estimator.model_family("Qwen/Qwen3-235B-A22B-FP8") == "qwen"
     assert estimator.model_family("acme/unheard-of-model") == "custom"  # not catalogued
+
+
+def test_a_silicon_run_is_priced_with_its_own_engines_profile() -> None:
+    # An SGLang run on H100: its rows carry the engine `sglang` and the catalogued family, and
+    # their predictions are what the service quotes for the same request with engine sglang
+    # (its own profile, TTFT terms included), not vllm-v1's.
     row = {
         **SILICON_ROW,
-        "backend": "vllm",
         "system": "h100_sxm",
         "precision": "fp8",
-        "model_path": "Qwen/Qwen3-235B-A22B-FP8",
         "silicon_ttft_ms": "200",
         "silicon_tpot_ms": "20",
     }
-    latency = {"prefill_s": 0.1, "time_per_output_token_s": 0.01, "total_s": 5.0}
-    fitted_on = {
-        "vendor": frozenset({"NVIDIA"}),
-        "gpu": frozenset({"H100-SXM5-80GB"}),
-        "engine": frozenset({"vllm-v1"}),
-        "precision": frozenset({"fp8"}),
-        "family": frozenset({"qwen"}),
+    profile = load_engine_coefficients()["sglang"]
+    rows = priced_rows("family", "qwen", "sglang", profile, [Run(7, row)])
+    assert {(r.level, r.group, r.engine, r.family, r.gpu) for r in rows} == {
+        ("family", "qwen", "sglang", "qwen", "H100-SXM5-80GB")
     }
-    rows = silicon_rows_of(7, row, latency, estimator, fitted_on)
-    assert {(r.level, r.group, r.family) for r in rows} == {("family", "qwen", "qwen")}
     # total = TTFT + (osl - 1) x TPOT = 0.2 + 511 x 0.02 = 10.42 s
     assert {r.quantity: r.measured for r in rows}["total"] == pytest.approx(10.42)
-
-
-def test_an_engine_priced_with_another_engines_profile_is_engine_held_out() -> None:
-    # Every run is priced with vllm-v1; an SGLang run on a fitted GPU, precision and family is
-    # then an engine priced with another's profile, though `sglang` has a profile of its own.
-    estimator = point_estimator()
-    row = {
-        **SILICON_ROW,
-        "system": "h100_sxm",
-        "precision": "",
-        "silicon_ttft_ms": "200",
-        "silicon_tpot_ms": "20",
-    }
-    latency = {"prefill_s": 0.1, "time_per_output_token_s": 0.01, "total_s": 5.0}
-    fitted_on = {
-        "vendor": frozenset({"NVIDIA"}),
-        "gpu": frozenset({"H100-SXM5-80GB"}),
-        "engine": frozenset({"vllm-v1", "sglang"}),
-        "precision": frozenset({"bf16"}),
-        "family": frozenset({"qwen"}),
-    }
-    rows = silicon_rows_of(7, row, latency, estimator, fitted_on)
-    assert {(r.level, r.group, r.engine) for r in rows} == {("engine", "sglang", "sglang")}
-    vllm = silicon_rows_of(7, {**row, "backend": "vllm"}, latency, estimator, fitted_on)
-    assert {(r.level, r.group) for r in vllm} == {("family", "qwen")}
+    quote = point_estimator().price([silicon_request(row, "sglang")])[0]
+    latency = quote.document.as_dict()["latency"]  # type: ignore[union-attr]
+    predicted = {r.quantity: r.predicted for r in rows}
+    assert predicted["ttft"] == pytest.approx(latency["prefill_s"])
+    assert predicted["total"] == pytest.approx(latency["total_s"])
+    as_vllm = point_estimator().price([silicon_request(row)])[0]
+    default = as_vllm.document.as_dict()["latency"]  # type: ignore[union-attr]
+    assert predicted["ttft"] != pytest.approx(default["prefill_s"], rel=0.05)
 
 
 def test_the_report_gives_each_cells_coverage_and_median_width() -> None:
