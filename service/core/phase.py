@@ -28,8 +28,10 @@ _COMPUTE_LINES = np.array([0, 1, 2, 0, 0])
 class PhaseArrays:
     """[2 phases, N workloads, kernels] totals over each phase: time [s] (wall-clock share),
     its compute, memory and network limbs [s], GPU energy [J] (the request's share of it, in a
-    continuous batch), executions."""
+    continuous batch), executions; `stacked` [5, 2, N, kernels] holds the first five (views of
+    it), so a reader of all five (the feature encoder) copies them in one operation."""
 
+    stacked: FloatArray
     time_s: FloatArray
     compute_s: FloatArray
     memory_s: FloatArray
@@ -54,9 +56,11 @@ def phase_arrays(plans: PassPlans, terms: WorkloadTerms) -> PhaseArrays:
         latency[:, members, :kernels] = own @ plan.latency_seconds.T
     unit = unit.transpose(0, 1, 3, 2)  # [2, N, K, units]
     scale = terms.steps[..., None] * plans.layers * terms.repeats[:, None]  # [2, N, K]
-    # The four limbs in one array (filled in place): time, compute, memory, network [s].
-    limbs = np.empty((4, *scale.shape))
-    time_s, compute_s, memory_s, network_s = limbs
+    # The four limbs and the energy in one array (filled in place): time, compute, memory,
+    # network [s], GPU energy [J].
+    stacked = np.empty((5, *scale.shape))
+    limbs = stacked[:4]
+    time_s, compute_s, memory_s, network_s, gpu_j = stacked
     np.maximum.reduce(unit, axis=3, out=time_s)
     time_s[0] += rows.prefill_launch_s[:, None]
     time_s[1] += rows.decode_launch_s[:, None]
@@ -70,17 +74,21 @@ def phase_arrays(plans: PassPlans, terms: WorkloadTerms) -> PhaseArrays:
     decode_s = _decode_attention_s(plans, terms, unit[1], at)
     decode[:, at, plans.attention] = decode_s * plans.attention_layers * terms.repeats[:, None]
     # Every GPU of the group draws it; the request's share of it (service.core.steady_state).
-    gpu_j = rows.group[:, None] * drawn_j(
-        rows.idle_w[:, None],
-        rows.tdp_w[:, None],
-        (rows.power_compute[:, None], rows.power_memory[:, None], rows.power_network[:, None]),
-        time_s,
-        compute_s,
-        memory_s,
-        network_s,
+    np.multiply(
+        rows.group[:, None],
+        drawn_j(
+            rows.idle_w[:, None],
+            rows.tdp_w[:, None],
+            (rows.power_compute[:, None], rows.power_memory[:, None], rows.power_network[:, None]),
+            time_s,
+            compute_s,
+            memory_s,
+            network_s,
+        ),
+        out=gpu_j,
     )
     gpu_j *= terms.share[..., None]
-    return PhaseArrays(time_s, compute_s, memory_s, network_s, gpu_j, scale)
+    return PhaseArrays(stacked, time_s, compute_s, memory_s, network_s, gpu_j, scale)
 
 
 def _decode_attention_s(

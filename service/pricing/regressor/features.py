@@ -127,12 +127,8 @@ def workload_features(estimates: WorkloadEstimates) -> Features:
     raw = np.empty((*totals.shape[:3], len(RAW_COLUMNS)))
     raw[..., 0] = arrays.executions
     raw[..., _COUNTS.start + 1 : _COUNTS.stop] = totals
-    for column, values in zip(
-        range(_TIMES_AND_ENERGY.start, _TIMES_AND_ENERGY.stop),
-        (arrays.time_s, arrays.compute_s, arrays.memory_s, arrays.network_s, arrays.gpu_j),
-        strict=True,
-    ):
-        raw[..., column] = values
+    # time, compute, memory, network [s] and GPU energy [J]: one copy of their stacked block
+    raw[..., _TIMES_AND_ENERGY] = np.moveaxis(arrays.stacked, 0, -1)
     n, kernels, width = totals.shape[1], totals.shape[2], encodings[0].static.shape[1]
     node_x = np.empty((n, kernels, width + 2 * len(NODE_PHASE_FEATURES)))
     for c, members in plans.groups():
