@@ -107,7 +107,8 @@ class WorkloadEstimates:
     def _phase_sums(self) -> tuple[FloatArray, FloatArray]:
         """[2, N, BASIS] terms summed over each phase's executions: (real, padded rows). Only
         counts need them (features, the verbose breakdown), so they are summed on demand."""
-        return self.terms.phase_sums(self.plans.rows.window)
+        rows = self.plans.rows
+        return self.terms.phase_sums(rows.window, rows.any_window)
 
     def totals(self) -> FloatArray:
         """[2, N, kernels, WORK_FIELDS] counts summed over executions and all GPUs (0 on the

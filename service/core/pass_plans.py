@@ -97,11 +97,18 @@ class ContextRows:
     worker_overhead_s: FloatArray  # decode_overhead_per_worker_s x (held - 1)
     host_overhead_w: FloatArray  # idle_w + (tdp_w - idle_w) x power_host_overhead
     host_sequence_w: FloatArray  # idle_w + (tdp_w - idle_w) x power_host_per_sequence
+    # Whether every row has fused attention, and any a window or experts: terms no row needs
+    # are not computed (the flags of the columns above, read once per pass, not per use).
+    all_flash: bool = True
+    any_window: bool = False
+    any_moe: bool = False
 
     @classmethod
     def of(cls, contexts: Sequence[PricingContext], context: IntArray) -> ContextRows:
         columns = np.array([c.values for c in contexts])[context].T
-        return cls(*columns)
+        rows = cls(*columns)
+        flags = (bool((rows.flash > 0).all()), bool(rows.has_window.any()), bool(rows.moe.any()))
+        return cls(*columns, *flags)
 
 
 def _context_values(
@@ -269,6 +276,7 @@ def _one_context(context: PricingContext, count: int) -> PassPlans:
     plans = PassPlans._build([context], np.zeros(count, dtype=np.intp))
     per_kernel = (plans.layers, plans.attention, plans.per_key, plans.key_lines, plans.sliding)
     rows = (getattr(plans.rows, column.name) for column in fields(ContextRows))
+    rows = (column for column in rows if isinstance(column, np.ndarray))
     for array in (plans.context, *per_kernel, plans.attention_layers, *rows):
         array.setflags(write=False)
     return plans
