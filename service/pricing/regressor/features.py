@@ -233,17 +233,15 @@ def _global_matrix(
     by column block (few array operations: one request costs what many do)."""
     plans = estimates.plans
     rows = plans.rows
-    if len(encodings) == 1:  # every row's fixed values, broadcast
-        fixed = encodings[0].fixed[None]
-    else:
-        fixed = np.stack([encoding.fixed for encoding in encodings])[plans.context]
     sizes = estimates.sizes  # [N, (batch, prompt, output)]
     n, at = sizes.shape[0], WORKLOAD_AT
     out = np.empty((n, len(GLOBAL_FEATURES)))
-    out[:, :at] = fixed[:, :at]
+    if len(encodings) == 1:  # every row's fixed values in place, broadcast
+        out[:] = encodings[0].global_row
+    else:
+        out[:] = np.stack([encoding.global_row for encoding in encodings])[plans.context]
     np.log(sizes, out=out[:, at : at + 3])
-    end = fixed.shape[1] + 3  # the fixed values resume after the workload's three
-    out[:, at + 3 : end] = fixed[:, at:]
+    end = encodings[0].fixed.shape[0] + 3  # the fixed values resume after the workload's three
     out[:, end] = (rows.weight_bytes + estimates.kv_cache_bytes) / rows.capacity_bytes
     phase_s, phase_j = estimates.phase_s, estimates.phase_gpu_j
     gpu_j = phase_j[0] + phase_j[1]
