@@ -13,7 +13,7 @@ no layers, so their work vanishes.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from functools import cached_property, lru_cache
 
 import numpy as np
@@ -107,8 +107,12 @@ class ContextRows:
     def of(cls, contexts: Sequence[PricingContext], context: IntArray) -> ContextRows:
         columns = np.array([c.values for c in contexts])[context].T
         rows = cls(*columns)
-        flags = (bool((rows.flash > 0).all()), bool(rows.has_window.any()), bool(rows.moe.any()))
-        return cls(*columns, *flags)
+        return replace(
+            rows,
+            all_flash=bool((rows.flash > 0).all()),
+            any_window=bool(rows.has_window.any()),
+            any_moe=bool(rows.moe.any()),
+        )
 
 
 def _context_values(
