@@ -107,7 +107,8 @@ class WorkloadEstimates:
     def _phase_sums(self) -> tuple[FloatArray, FloatArray]:
         """[2, N, BASIS] terms summed over each phase's executions: (real, padded rows). Only
         counts need them (features, the verbose breakdown), so they are summed on demand."""
-        return self.terms.phase_sums(self.plans.rows.window)
+        rows = self.plans.rows
+        return self.terms.phase_sums(rows.window, rows.any_window)
 
     def totals(self) -> FloatArray:
         """[2, N, kernels, WORK_FIELDS] counts summed over executions and all GPUs (0 on the
@@ -215,7 +216,7 @@ def price_workloads(
         continuous,
         full_bytes,
         mean_bytes,
-        rows.capacity_bytes - rows.weight_bytes,
+        rows.free_bytes,
         limited=check_memory,
     )
     mix = pass_mix(
@@ -234,11 +235,11 @@ def price_workloads(
     kernel_j = np.add.reduce(arrays.gpu_j, axis=2)
     overhead_s, sequences_s, wait_s = _host_seconds(rows, mix)
     overhead_s *= schedule.waves
-    waiting = rows.held - rows.gpus_per_stage  # other pipeline stages idle meanwhile
     overhead_j = overhead_gpu_j(
         rows, overhead_s, sequences_s * schedule.waves, wait_s * schedule.waves
     )
-    phase_j = kernel_j + rows.idle_w * waiting * kernel_s * mix.share + overhead_j * mix.share
+    # other pipeline stages idle meanwhile
+    phase_j = kernel_j + rows.idle_waiting_w * kernel_s * mix.share + overhead_j * mix.share
     phase_s = kernel_s + overhead_s
     if mix.continuous.any():  # a continuous batch's request waits first (static: no wait)
         prefill_pass_s = phase_s[0] / mix.steps[0]

@@ -28,7 +28,7 @@ def decode_overhead_s(rows: ContextRows, batch: FloatArray, steps: FloatArray) -
     per_step = (
         rows.decode_step_overhead_s
         + rows.decode_overhead_per_sequence_s * batch
-        + rows.decode_overhead_per_worker_s * (rows.held - 1.0)
+        + rows.worker_overhead_s
     )
     result: FloatArray = steps * per_step
     return result
@@ -51,12 +51,8 @@ def overhead_gpu_j(
 ) -> FloatArray:
     """GPU energy [J] of each row's GPUs over `overhead_s` of host time: `sequences_s` of it at
     the per-sequence power, `wait_s` at idle, the rest at the host-overhead power."""
-    idle_w = rows.idle_w
-    dynamic_w = rows.tdp_w - idle_w
-    overhead_w = idle_w + dynamic_w * rows.power_host_overhead
-    sequences_w = idle_w + dynamic_w * rows.power_host_per_sequence
     fixed_s = overhead_s - sequences_s - wait_s
     result: FloatArray = rows.held * (
-        overhead_w * fixed_s + sequences_w * sequences_s + idle_w * wait_s
+        rows.host_overhead_w * fixed_s + rows.host_sequence_w * sequences_s + rows.idle_w * wait_s
     )
     return result

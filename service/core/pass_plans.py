@@ -13,7 +13,7 @@ no layers, so their work vanishes.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from functools import cached_property, lru_cache
 
 import numpy as np
@@ -90,11 +90,29 @@ class ContextRows:
     data: FloatArray  # attention data-parallel replicas
     ttft_wave_share: FloatArray
     request_overhead_s: FloatArray
+    # Derived from the above, once per context rather than once per pass (the same
+    # operations, so the same numbers):
+    free_bytes: FloatArray  # capacity_bytes - weight_bytes: KV cache room per GPU
+    idle_waiting_w: FloatArray  # idle_w x (held - gpus_per_stage): other stages' idle draw
+    worker_overhead_s: FloatArray  # decode_overhead_per_worker_s x (held - 1)
+    host_overhead_w: FloatArray  # idle_w + (tdp_w - idle_w) x power_host_overhead
+    host_sequence_w: FloatArray  # idle_w + (tdp_w - idle_w) x power_host_per_sequence
+    # Whether every row has fused attention, and any a window or experts: terms no row needs
+    # are not computed (the flags of the columns above, read once per pass, not per use).
+    all_flash: bool = True
+    any_window: bool = False
+    any_moe: bool = False
 
     @classmethod
     def of(cls, contexts: Sequence[PricingContext], context: IntArray) -> ContextRows:
         columns = np.array([c.values for c in contexts])[context].T
-        return cls(*columns)
+        rows = cls(*columns)
+        return replace(
+            rows,
+            all_flash=bool((rows.flash > 0).all()),
+            any_window=bool(rows.has_window.any()),
+            any_moe=bool(rows.moe.any()),
+        )
 
 
 def _context_values(
@@ -104,6 +122,7 @@ def _context_values(
     roofline, power, par = coefficients.roofline, coefficients.power, deployment.parallelism
     window = arch.capped_window
     recurrent = arch.num_mamba_layers or arch.num_delta_net_layers
+    held, dynamic_w = float(deployment.gpu_count), gpu.tdp_w - gpu.idle_w
     return (
         gpu.idle_w,
         gpu.tdp_w,
@@ -119,7 +138,7 @@ def _context_values(
         roofline.decode_overhead_per_sequence_s,
         roofline.decode_overhead_per_worker_s,
         float(roofline.gemm_tile_m),
-        float(deployment.gpu_count),
+        held,
         float(par.gpus_per_stage),
         float(par.pipeline),
         float(s.group),
@@ -142,6 +161,11 @@ def _context_values(
         float(par.data),
         roofline.ttft_wave_share,
         roofline.request_overhead_s,
+        gpu.memory_bytes - plan.weight_bytes_per_gpu,
+        gpu.idle_w * (held - float(par.gpus_per_stage)),
+        roofline.decode_overhead_per_worker_s * (held - 1.0),
+        gpu.idle_w + dynamic_w * power.host_overhead,
+        gpu.idle_w + dynamic_w * power.host_per_sequence,
     )
 
 
@@ -157,6 +181,9 @@ class PassPlans:
         layers: [N, width] executions of each kernel per forward pass (0 on padding).
         attention: [N, A] each row's context-dependent kernels (padding: the spare column).
         per_key: [N, A, 5 units] their seconds per sequence and context key.
+        key_lines: [N, A, 2 x pieces, 5] the slopes (per sequence) of the lines whose tops
+            decode sums (service.core.phase): per piece, then per piece for the compute limb;
+            a flat piece's are 0.
         sliding: [N, A] whether each attends over the sliding window.
         attention_layers: [N, A] their executions per forward pass (0 on padding).
         (With one context, the per-kernel arrays have one row that every row broadcasts.)
@@ -171,6 +198,7 @@ class PassPlans:
     layers: FloatArray
     attention: IntArray
     per_key: FloatArray
+    key_lines: FloatArray
     sliding: BoolArray
     attention_layers: FloatArray
     pieces: int
@@ -213,6 +241,7 @@ class PassPlans:
             per_key = np.stack([p.per_key for p in padded])[context]
             sliding = np.stack([p.sliding for p in padded])[context]
             attention_layers = np.stack([p.attention_layers for p in padded])[context]
+        pieces = 2 if any(p.sliding.any() for p in padded) else 1
         return cls(
             contexts=tuple(contexts),
             context=context,
@@ -222,10 +251,25 @@ class PassPlans:
             layers=layers,
             attention=attention,
             per_key=per_key,
+            key_lines=_key_lines(per_key, pieces),
             sliding=sliding,
             attention_layers=attention_layers,
-            pieces=2 if any(p.sliding.any() for p in padded) else 1,
+            pieces=pieces,
         )
+
+
+# Of the five units' lines, those the compute limb's top is over: the first three, the first
+# repeated to keep five (a repeated line does not move the top).
+COMPUTE_LINES = np.array([0, 1, 2, 0, 0])
+
+
+def _key_lines(per_key: FloatArray, pieces: int) -> FloatArray:
+    """PassPlans.key_lines of `per_key` [R, A, 5]: the growing piece's slopes are its seconds
+    per key, a flat piece's 0; then the same for the compute limb's lines."""
+    lines = np.zeros((*per_key.shape[:2], 2 * pieces, 5))
+    lines[:, :, 0] = per_key
+    lines[:, :, pieces:] = lines[:, :, :pieces][..., COMPUTE_LINES]
+    return lines
 
 
 @lru_cache(maxsize=1024)
@@ -234,8 +278,9 @@ def _one_context(context: PricingContext, count: int) -> PassPlans:
     serving process, which prices the same few contexts over and over, builds each once (its
     arrays read-only: every pass of that size shares them)."""
     plans = PassPlans._build([context], np.zeros(count, dtype=np.intp))
-    per_kernel = (plans.layers, plans.attention, plans.per_key, plans.sliding)
+    per_kernel = (plans.layers, plans.attention, plans.per_key, plans.key_lines, plans.sliding)
     rows = (getattr(plans.rows, column.name) for column in fields(ContextRows))
+    rows = (column for column in rows if isinstance(column, np.ndarray))
     for array in (plans.context, *per_kernel, plans.attention_layers, *rows):
         array.setflags(write=False)
     return plans

@@ -14,22 +14,27 @@ import numpy as np
 import numpy.typing as npt
 
 from service.core.envelope import sum_affine_many, sum_max_affine_many
-from service.core.pass_plans import PassPlans
+from service.core.pass_plans import COMPUTE_LINES, PassPlans
 from service.core.roofline import drawn_j
 from service.core.terms import WorkloadTerms
 
 FloatArray = npt.NDArray[np.float64]
-# Of the five units' lines, those the compute limb's top is over: the first three, the first
-# repeated to keep five (a repeated line does not move the top).
-_COMPUTE_LINES = np.array([0, 1, 2, 0, 0])
+# By pieces (1 or 2): which unit each of a kernel's lines is, per piece, then per piece for the
+# compute limb (service.core.pass_plans.COMPUTE_LINES).
+_LINE_UNITS = {
+    pieces: np.array([[0, 1, 2, 3, 4]] * pieces + [list(COMPUTE_LINES)] * pieces)
+    for pieces in (1, 2)
+}
 
 
 @dataclass(frozen=True, slots=True)
 class PhaseArrays:
     """[2 phases, N workloads, kernels] totals over each phase: time [s] (wall-clock share),
     its compute, memory and network limbs [s], GPU energy [J] (the request's share of it, in a
-    continuous batch), executions."""
+    continuous batch), executions; `stacked` [5, 2, N, kernels] holds the first five (views of
+    it), so a reader of all five (the feature encoder) copies them in one operation."""
 
+    stacked: FloatArray
     time_s: FloatArray
     compute_s: FloatArray
     memory_s: FloatArray
@@ -54,9 +59,11 @@ def phase_arrays(plans: PassPlans, terms: WorkloadTerms) -> PhaseArrays:
         latency[:, members, :kernels] = own @ plan.latency_seconds.T
     unit = unit.transpose(0, 1, 3, 2)  # [2, N, K, units]
     scale = terms.steps[..., None] * plans.layers * terms.repeats[:, None]  # [2, N, K]
-    # The four limbs in one array (filled in place): time, compute, memory, network [s].
-    limbs = np.empty((4, *scale.shape))
-    time_s, compute_s, memory_s, network_s = limbs
+    # The four limbs and the energy in one array (filled in place): time, compute, memory,
+    # network [s], GPU energy [J].
+    stacked = np.empty((5, *scale.shape))
+    limbs = stacked[:4]
+    time_s, compute_s, memory_s, network_s, gpu_j = stacked
     np.maximum.reduce(unit, axis=3, out=time_s)
     time_s[0] += rows.prefill_launch_s[:, None]
     time_s[1] += rows.decode_launch_s[:, None]
@@ -70,17 +77,21 @@ def phase_arrays(plans: PassPlans, terms: WorkloadTerms) -> PhaseArrays:
     decode_s = _decode_attention_s(plans, terms, unit[1], at)
     decode[:, at, plans.attention] = decode_s * plans.attention_layers * terms.repeats[:, None]
     # Every GPU of the group draws it; the request's share of it (service.core.steady_state).
-    gpu_j = rows.group[:, None] * drawn_j(
-        rows.idle_w[:, None],
-        rows.tdp_w[:, None],
-        (rows.power_compute[:, None], rows.power_memory[:, None], rows.power_network[:, None]),
-        time_s,
-        compute_s,
-        memory_s,
-        network_s,
+    np.multiply(
+        rows.group[:, None],
+        drawn_j(
+            rows.idle_w[:, None],
+            rows.tdp_w[:, None],
+            (rows.power_compute[:, None], rows.power_memory[:, None], rows.power_network[:, None]),
+            time_s,
+            compute_s,
+            memory_s,
+            network_s,
+        ),
+        out=gpu_j,
     )
     gpu_j *= terms.share[..., None]
-    return PhaseArrays(time_s, compute_s, memory_s, network_s, gpu_j, scale)
+    return PhaseArrays(stacked, time_s, compute_s, memory_s, network_s, gpu_j, scale)
 
 
 def _decode_attention_s(
@@ -95,32 +106,33 @@ def _decode_attention_s(
     cut there into a growing piece and a flat one (for a full-attention kernel the flat piece
     is empty)."""
     pieces = plans.pieces
-    a = decode_unit[at, plans.attention]  # [N, A, units]
-    b = terms.batch[:, None, None] * plans.per_key
-    n, kernels = a.shape[0], a.shape[1]
-    first, last = terms.first[:, None], terms.last[:, None]  # [N, 1]
-    # Rows per kernel: each piece's time, then each piece's compute limb. The time is the top
-    # of all five units' lines, the compute limb the top of the first three.
-    lines_a = np.empty((n, kernels, 2 * pieces, 5))
-    lines_b = np.empty((n, kernels, 2 * pieces, 5))
-    lo = np.empty((n, kernels, 2 * pieces))
-    hi = np.empty((n, kernels, 2 * pieces))
-    lines_a[:, :, 0], lines_b[:, :, 0] = a, b
-    if pieces == 1:  # no sliding kernel: one growing piece each
-        lo[..., 0], hi[..., 0] = first, last
+    # [N, A, 2 x pieces, 5]: per piece, each unit's line (then the compute limb's), in one
+    # gather of each kernel's unit times and one product of its slopes.
+    lines_a = decode_unit[
+        at[..., None, None], plans.attention[..., None, None], _LINE_UNITS[pieces]
+    ]
+    lines_b = terms.batch[:, None, None, None] * plans.key_lines
+    n, kernels = lines_a.shape[0], lines_a.shape[1]
+    first, last = terms.first, terms.last  # [N]
+    if pieces == 1:  # no sliding kernel: one growing piece each, over the whole range
+        lo = np.repeat(first, 2 * kernels)
+        hi = np.repeat(last, 2 * kernels)
+        ranges = (first[:, None, None], last[:, None, None])  # [N, 1, pieces]
     else:
-        cap = np.where(plans.sliding, plans.rows.window[:, None], last)  # [N, A]
+        a, b = lines_a[:, :, 0], lines_b[:, :, 0]
+        cap = np.where(plans.sliding, plans.rows.window[:, None], last[:, None])  # [N, A]
         lines_a[:, :, 1] = a + cap[..., None] * b
-        lines_b[:, :, 1] = 0.0
-        lo[..., 0], lo[..., 1] = first, np.maximum(first, cap + 1.0)
-        hi[..., 0], hi[..., 1] = np.minimum(last, cap), last
-    for lines in (lines_a, lines_b):
-        lines[:, :, pieces:] = lines[:, :, :pieces][..., _COMPUTE_LINES]
-    lo[..., pieces:], hi[..., pieces:] = lo[..., :pieces], hi[..., :pieces]
-    tops = sum_max_affine_many(
-        lines_a.reshape(-1, 5), lines_b.reshape(-1, 5), lo.ravel(), hi.ravel()
-    ).reshape(n, kernels, 2 * pieces)
-    lo, hi = lo[..., :pieces], hi[..., :pieces]
+        lines_a[:, :, 3] = lines_a[:, :, 1][..., COMPUTE_LINES]
+        lo, hi = np.empty((n, kernels, 4)), np.empty((n, kernels, 4))
+        lo[..., 0], lo[..., 1] = first[:, None], np.maximum(first[:, None], cap + 1.0)
+        hi[..., 0], hi[..., 1] = np.minimum(last[:, None], cap), last[:, None]
+        lo[..., 2:], hi[..., 2:] = lo[..., :2], hi[..., :2]  # the compute limb's: the same
+        ranges = (lo[..., :2], hi[..., :2])
+        lo, hi = lo.ravel(), hi.ravel()
+    tops = sum_max_affine_many(lines_a.reshape(-1, 5), lines_b.reshape(-1, 5), lo, hi).reshape(
+        n, kernels, 2 * pieces
+    )
+    lo, hi = ranges
     count = np.maximum(hi - lo + 1.0, 0.0)
     limbs = np.add.reduce(
         sum_affine_many(

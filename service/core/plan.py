@@ -78,6 +78,7 @@ class CostPlan:
         latency_seconds: (kernels, 2 x BASIS) the part of the network row that is collective
             step latency (links idle, GPUs waiting on flags), not bytes on the links.
         layers: (kernels,) executions per forward pass.
+        count_scale: (kernels, 1) layers times the GPUs of the group: per-GPU counts to totals.
         attention: indices of kernels whose work depends on the context.
         seconds_per_context_key: per attention kernel, each unit's seconds per sequence and
             context key (pairs and keys read grow by one per key).
@@ -97,6 +98,7 @@ class CostPlan:
     unit_major_seconds: FloatArray
     latency_seconds: FloatArray
     layers: FloatArray
+    count_scale: FloatArray
     attention: tuple[int, ...]
     seconds_per_context_key: dict[int, tuple[float, ...]]
     weight_bytes_per_gpu: float
@@ -108,7 +110,7 @@ class CostPlan:
         kernels, fields, _ = self.work_per_unit.shape
         totals = (basis_sum @ self.work_per_term).reshape(*basis_sum.shape[:-1], kernels, fields)
         totals[..., 1] = padded_sum @ self.padded_flops_per_term
-        result: FloatArray = totals * (self.layers * self.shapes.group)[:, None]
+        result: FloatArray = totals * self.count_scale
         return result
 
 
@@ -231,6 +233,7 @@ def cost_plan(
         ]
         for variant in ("decode", "sliding")
     }
+    layers = np.array([node.layers for node in nodes], dtype=np.float64)
     return CostPlan(
         arch=arch,
         gpu=deployment.gpu,
@@ -252,7 +255,8 @@ def cost_plan(
             ],
             axis=1,
         ),
-        layers=np.array([node.layers for node in nodes], dtype=np.float64),
+        layers=layers,
+        count_scale=(layers * shapes.group)[:, None],
         attention=attention,
         seconds_per_context_key={
             i: tuple(

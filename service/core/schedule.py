@@ -70,18 +70,24 @@ def kv_schedule(
     `mean_bytes` on average over their life, with `free_bytes` per GPU beside the weights
     (each [N]; one free size may serve all).
     `limited` False: memory unlimited (everything at once)."""
+    # Without a continuous row, the continuous branches (and their wheres) are not computed.
+    mixed = bool(continuous.any())
     if limited:
-        at_once = np.floor(free_bytes / full_bytes)
-        held = np.floor(free_bytes / mean_bytes)
-        runs = np.where(continuous, np.minimum(running, held), np.minimum(batch, at_once))
+        runs = np.minimum(batch, np.floor(free_bytes / full_bytes))
+        if mixed:
+            held = np.floor(free_bytes / mean_bytes)
+            runs = np.where(continuous, np.minimum(running, held), runs)
         runs = np.maximum(runs, 1.0)
         waves = np.ceil(batch / runs)
     else:
         runs = np.where(continuous, running, batch)
         waves = np.ones(batch.shape)
     per_wave = batch / waves
-    runs = np.where(continuous, runs, per_wave)
-    kv = np.where(continuous, runs * mean_bytes, per_wave * full_bytes)
+    if mixed:
+        runs = np.where(continuous, runs, per_wave)
+        kv = np.where(continuous, runs * mean_bytes, per_wave * full_bytes)
+    else:
+        runs, kv = per_wave, per_wave * full_bytes
     notes = tuple(
         _note(b, c, w, r, cont, free)
         for b, c, w, r, cont, free in zip(

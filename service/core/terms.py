@@ -67,16 +67,19 @@ class WorkloadTerms:
     def padded(self) -> FloatArray:
         return self.both[..., len(BASIS) :]
 
-    def phase_sums(self, window: FloatArray) -> tuple[FloatArray, FloatArray]:
+    def phase_sums(
+        self, window: FloatArray, any_window: bool = True
+    ) -> tuple[FloatArray, FloatArray]:
         """[2, N, BASIS] terms summed over each phase's executions and waves, times the
         request's share: (real, padded rows); `window` [N] each row's capped window
-        (service.core.pass_plans.NO_WINDOW where none)."""
+        (service.core.pass_plans.NO_WINDOW where none); `any_window` False when no row has
+        one (its sliding terms are then not read)."""
         sums = self.both * self.steps[..., None]
         first, last = self.first, self.last
         # Decode's pairs and keys read grow by one per step: summed over the contexts.
         contexts = sum_of_integers(first, last)
         sums[1][:, _DECODE_SPAN] += (self.batch * contexts)[:, None]
-        if (window < NO_WINDOW).any():  # else no sliding kernel reads these terms
+        if any_window and (window < NO_WINDOW).any():  # else no sliding kernel reads these
             windowed = capped_sum(first, last, window)
             sums[1][:, _SLIDING_SPAN] += (self.batch * windowed)[:, None]
         sums *= (self.share * self.repeats)[..., None]
@@ -160,10 +163,9 @@ def workload_terms(
     basis = both[..., :width]
     new = mix.new_tokens
     cached = prompt - new
-    flash = rows.flash > 0
     full = cached * new + new * (new + 1.0) / 2.0  # causal flash; unfused: every pair
-    if not flash.all():
-        full = np.where(flash, full, new * prompt)
+    if not rows.all_flash:
+        full = np.where(rows.flash > 0, full, new * prompt)
     window, windowed = rows.window, rows.has_window
     p, d = mix.prefilling, mix.decoding  # [2, N]
     tokens = d + p * new
@@ -178,8 +180,8 @@ def workload_terms(
     basis[..., _COLUMN["new_decode"]] = d
     # Sliding terms: with a window, its capped spans; without, only decode's new keys (their
     # writes are the decode tokens whichever layer writes them).
-    if windowed.any():
-        sliding = np.where(flash, capped_sum(cached + 1.0, prompt, window), new * prompt)
+    if rows.any_window:
+        sliding = np.where(rows.flash > 0, capped_sum(cached + 1.0, prompt, window), new * prompt)
         steps = np.maximum(output - 1.0, 1.0)
         baked[0] = d[0] * capped_sum(prompt + 1.0, prompt + output - 1.0, window) / steps
         basis[..., 6] = (p * sliding + baked) * windowed
@@ -187,7 +189,7 @@ def workload_terms(
         basis[..., 8] = tokens * windowed
     basis[1, :, 8] = tokens[1]
     expert_padded = []
-    if rows.moe.any():
+    if rows.any_moe:
         for phase in (0, 1):
             expert_rows, padded_experts, touched = (
                 expert_terms_many(rows, tokens[0])

@@ -70,6 +70,7 @@ class _Group:
     context: PricingContext
     positions: list[int] = field(default_factory=list)
     resolved: list[ResolvedRequest] = field(default_factory=list)
+    known: list[_Known] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -79,6 +80,17 @@ class _Known:
 
     resolved: ResolvedRequest
     priced_in: PricingContext | CostModelError | None = None
+    # its evidence (Estimator.evidence_of), by whether the request joins a running server
+    evidence: dict[bool, Evidence] = field(default_factory=dict)
+
+    def evidence_of(self, resolved: ResolvedRequest, estimator: Estimator) -> Evidence:
+        """`estimator.evidence_of(resolved)`, for a request of this context: it depends on
+        the context and whether the request joins a running server, so it is found once."""
+        serving = resolved.workload.concurrent_sequences is not None
+        known = self.evidence.get(serving)
+        if known is None:
+            known = self.evidence[serving] = estimator.evidence_of(resolved)
+        return known
 
 
 class Estimator:
@@ -165,6 +177,7 @@ class Estimator:
         # request rows[number] (its index in `requests`) resolved as resolved[number].
         rows = [i for group in groups for i in group.positions]
         resolved = [r for group in groups for r in group.resolved]
+        contexts = [k for group in groups for k in group.known]
         estimates, errors = estimate_contexts(
             [(group.context, [r.workload for r in group.resolved]) for group in groups]
         )
@@ -200,8 +213,9 @@ class Estimator:
                 gpu, family = request.gpu.id, self.family_of(request)
                 factors = calibration.corrections.with_family(refit, gpu, family)
                 latency = scaled_latency(latency, factors)
+            evidence = contexts[number].evidence_of(request, self)
             results[index] = self._priced(
-                request, latency, energies[j], breakdown, calibration, factors, priced_at
+                request, latency, energies[j], breakdown, calibration, factors, priced_at, evidence
             )
         return [_done(result) for result in results]
 
@@ -319,6 +333,7 @@ class Estimator:
                 group = groups[context] = _Group(context)
             group.positions.append(index)
             group.resolved.append(resolved)
+            group.known.append(known)
         return list(groups.values())
 
     def _pricing_context(self, resolved: ResolvedRequest) -> PricingContext | CostModelError:
@@ -393,8 +408,10 @@ class Estimator:
         calibration: ActiveCalibration | None,
         factors: Factors | None,
         priced_at: datetime,
+        evidence: Evidence,
     ) -> PricedRequest:
-        """The priced request: calibration applied, its document written."""
+        """The priced request: calibration applied, its document written with `evidence`
+        (evidence_of(resolved))."""
         factor = 1.0 if factors is None else factors.energy
         if factors is not None:
             energy = scaled_energy(energy, factor)
@@ -407,7 +424,7 @@ class Estimator:
             breakdown,
             Calibrated(calibration_id, factor),
             priced_at,
-            self.evidence_of(resolved),
+            evidence,
         )
         return PricedRequest(
             document,

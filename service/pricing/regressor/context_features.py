@@ -17,7 +17,11 @@ from service.core.graph import ENCODED_AS, KERNEL_KINDS, all_to_all_expert_group
 from service.core.memory import active_parameter_count, parameter_count
 from service.core.pass_plans import PricingContext
 from service.core.workload import Deployment
-from service.pricing.regressor.feature_spec import GLOBAL_FEATURE_GROUPS, NODE_STATIC_FEATURES
+from service.pricing.regressor.feature_spec import (
+    GLOBAL_FEATURE_GROUPS,
+    GLOBAL_FEATURES,
+    NODE_STATIC_FEATURES,
+)
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -123,11 +127,14 @@ class ContextEncoding:
         static: [nodes, NODE_STATIC_FEATURES] the graph's static node features.
         adjacency: [nodes, nodes] its mean-aggregation matrix.
         fixed: the global features `deployment_values` gives.
+        global_row: [GLOBAL_FEATURES] those in their places, 0 in the others (which the
+            encoder fills per request).
     """
 
     static: FloatArray
     adjacency: FloatArray
     fixed: FloatArray
+    global_row: FloatArray
 
 
 @lru_cache(maxsize=4096)
@@ -136,5 +143,10 @@ def context_encoding(context: PricingContext) -> ContextEncoding:
     compared by identity, so finding it costs no hashing of the model or deployment)."""
     arch, deployment = context.plan.arch, context.deployment
     fixed = np.array(deployment_values(arch, deployment))
-    fixed.setflags(write=False)
-    return ContextEncoding(*graph_arrays(arch, deployment), fixed)
+    # the workload's three come between the precision and the layout
+    global_row = np.zeros(len(GLOBAL_FEATURES))
+    global_row[:WORKLOAD_AT] = fixed[:WORKLOAD_AT]
+    global_row[WORKLOAD_AT + 3 : fixed.shape[0] + 3] = fixed[WORKLOAD_AT:]
+    for array in (fixed, global_row):
+        array.setflags(write=False)
+    return ContextEncoding(*graph_arrays(arch, deployment), fixed, global_row)

@@ -70,33 +70,79 @@ def model_inputs(features: Features, norm: Normalisation) -> dict[str, Float32Ar
     readout); global_x [B, 1, 1, G] standardised; log_analytical_j [B, 2] [log J].
     """
     total = features.count
-    sizes = [a.shape[0] for a in features.adjacency]
-    nodes = max(sizes[g] for g in set(features.graph.tolist()))
     width = norm.node_mean.shape[0]
+    global_x = np.empty((total, 1, 1, norm.global_mean.shape[0]), dtype=np.float32)
+    # standardised in float64, stored rounded to float32 (as astype would)
+    np.divide(features.global_x - norm.global_mean, norm.global_std, out=global_x[:, 0, 0])
+    if len(features.adjacency) == 1:  # one graph, no padded node: its tensors are cached
+        (graph_adjacency,) = features.adjacency
+        nodes = graph_adjacency.shape[0]
+        standard = (features.node_x[:, :nodes] - norm.node_mean) / norm.node_std
+        adjacency, readout = _one_graph_tensors(graph_adjacency, total)
+        node_x = np.empty((total, 1, nodes, 2 * width), dtype=np.float32)
+        node_x[:, 0, :, width:] = graph_adjacency @ standard  # neighbours' mean
+    else:
+        sizes = [a.shape[0] for a in features.adjacency]
+        nodes = max(sizes[g] for g in set(features.graph.tolist()))
+        standard = (features.node_x[:, :nodes] - norm.node_mean) / norm.node_std
+        node_x, adjacency, readout = _padded_graphs(features, standard, sizes, width)
+    node_x[:, 0, :, :width] = standard
+    return {
+        "node_x": node_x,
+        "adjacency": adjacency,
+        "readout_weight": readout,
+        "global_x": global_x,
+        "log_analytical_j": features.log_analytical_j.astype(np.float32),
+    }
+
+
+def _padded_graphs(
+    features: Features, standard: FloatArray, sizes: list[int], width: int
+) -> tuple[Float32Array, Float32Array, Float32Array]:
+    """node_x (neighbours' mean half filled, `standard`'s padded nodes zeroed in place),
+    adjacency and readout of requests on several graphs (of `sizes` nodes), padded to the
+    largest's node count (standard's)."""
+    total, nodes = features.count, standard.shape[1]
     node_x = np.zeros((total, 1, nodes, 2 * width), dtype=np.float32)
     adjacency = np.zeros((total, 1, nodes, nodes), dtype=np.float32)
     readout = np.zeros((total, 1, 1, nodes), dtype=np.float32)
-    standard = (features.node_x[:, :nodes] - norm.node_mean) / norm.node_std  # [B, N, width]
     for g, graph_adjacency in enumerate(features.adjacency):
-        rows: slice | npt.NDArray[np.intp] = slice(None)  # one graph: every request
-        if len(sizes) > 1:
-            rows = np.flatnonzero(features.graph == g)
-            if not rows.size:
-                continue
+        rows = np.flatnonzero(features.graph == g)
+        if not rows.size:
+            continue
         n = sizes[g]
         standard[rows, n:] = 0.0  # padded nodes are zero
         node_x[rows, 0, :n, width:] = graph_adjacency @ standard[rows, :n]  # neighbours' mean
         adjacency[rows, 0, :n, :n] = graph_adjacency
         readout[rows, 0, 0, :n] = 1.0 / n
-    node_x[:, 0, :, :width] = standard
-    global_x = (features.global_x - norm.global_mean) / norm.global_std
-    return {
-        "node_x": node_x,
-        "adjacency": adjacency,
-        "readout_weight": readout,
-        "global_x": global_x.astype(np.float32)[:, None, None, :],
-        "log_analytical_j": features.log_analytical_j.astype(np.float32),
-    }
+    return node_x, adjacency, readout
+
+
+# Per graph (its cached adjacency, found by identity) and request count: its adjacency and
+# readout tensors, read-only. A serving process sees few graphs and pass sizes; the bound
+# keeps a long-running one from growing (cleared when reached, not evicted).
+_ONE_GRAPH_TENSORS: dict[tuple[int, int], tuple[FloatArray, Float32Array, Float32Array]] = {}
+_ONE_GRAPH_TENSORS_MAX = 1024
+
+
+def _one_graph_tensors(
+    graph_adjacency: FloatArray, total: int
+) -> tuple[Float32Array, Float32Array]:
+    """The adjacency [total, 1, n, n] and mean readout [total, 1, 1, n] of `total` requests on
+    one graph of n nodes."""
+    key = (id(graph_adjacency), total)
+    known = _ONE_GRAPH_TENSORS.get(key)
+    if known is None or known[0] is not graph_adjacency:  # ids are reused once freed
+        n = graph_adjacency.shape[0]
+        adjacency = np.empty((total, 1, n, n), dtype=np.float32)
+        adjacency[:, 0] = graph_adjacency
+        readout = np.full((total, 1, 1, n), 1.0 / n, dtype=np.float32)
+        adjacency.setflags(write=False)
+        readout.setflags(write=False)
+        if len(_ONE_GRAPH_TENSORS) >= _ONE_GRAPH_TENSORS_MAX:
+            _ONE_GRAPH_TENSORS.clear()
+        known = _ONE_GRAPH_TENSORS[key] = (graph_adjacency, adjacency, readout)
+    return known[1], known[2]
 
 
 def request_inputs(

@@ -127,12 +127,8 @@ def workload_features(estimates: WorkloadEstimates) -> Features:
     raw = np.empty((*totals.shape[:3], len(RAW_COLUMNS)))
     raw[..., 0] = arrays.executions
     raw[..., _COUNTS.start + 1 : _COUNTS.stop] = totals
-    for column, values in zip(
-        range(_TIMES_AND_ENERGY.start, _TIMES_AND_ENERGY.stop),
-        (arrays.time_s, arrays.compute_s, arrays.memory_s, arrays.network_s, arrays.gpu_j),
-        strict=True,
-    ):
-        raw[..., column] = values
+    # time, compute, memory, network [s] and GPU energy [J]: one copy of their stacked block
+    raw[..., _TIMES_AND_ENERGY] = np.moveaxis(arrays.stacked, 0, -1)
     n, kernels, width = totals.shape[1], totals.shape[2], encodings[0].static.shape[1]
     node_x = np.empty((n, kernels, width + 2 * len(NODE_PHASE_FEATURES)))
     for c, members in plans.groups():
@@ -237,17 +233,15 @@ def _global_matrix(
     by column block (few array operations: one request costs what many do)."""
     plans = estimates.plans
     rows = plans.rows
-    if len(encodings) == 1:  # every row's fixed values, broadcast
-        fixed = encodings[0].fixed[None]
-    else:
-        fixed = np.stack([encoding.fixed for encoding in encodings])[plans.context]
     sizes = estimates.sizes  # [N, (batch, prompt, output)]
     n, at = sizes.shape[0], WORKLOAD_AT
     out = np.empty((n, len(GLOBAL_FEATURES)))
-    out[:, :at] = fixed[:, :at]
+    if len(encodings) == 1:  # every row's fixed values in place, broadcast
+        out[:] = encodings[0].global_row
+    else:
+        out[:] = np.stack([encoding.global_row for encoding in encodings])[plans.context]
     np.log(sizes, out=out[:, at : at + 3])
-    end = fixed.shape[1] + 3  # the fixed values resume after the workload's three
-    out[:, at + 3 : end] = fixed[:, at:]
+    end = encodings[0].fixed.shape[0] + 3  # the fixed values resume after the workload's three
     out[:, end] = (rows.weight_bytes + estimates.kv_cache_bytes) / rows.capacity_bytes
     phase_s, phase_j = estimates.phase_s, estimates.phase_gpu_j
     gpu_j = phase_j[0] + phase_j[1]
