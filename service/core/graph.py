@@ -47,6 +47,10 @@ KERNEL_KINDS: tuple[str, ...] = (
 )
 """Every kind of kernel, in a fixed order (the regressor one-hot encodes it)."""
 
+SLIDING_LAYER_OPERANDS = {"qkv_sliding": "qkv", "rope_sliding": "", "o_sliding": "o"}
+"""Operands of the sliding-window layers' own projections and RoPE in a model with a second
+attention shape, and the operand each is counted as (at the sliding layers' shapes)."""
+
 RECURRENT_KERNEL_KINDS: tuple[str, ...] = (
     "causal_conv1d",
     "ssd_scan",
@@ -132,7 +136,9 @@ def build_kernel_graph(
     mixers, mlps = arch.num_mixer_layers, arch.num_mlp_layers
     norm = b.add(KernelNode("input_norm", "norm", mixers))
     mixer_outputs = []
-    if arch.num_attention_layers > 0:
+    if arch.num_attention_layers > 0 and arch.sliding_attention is not None:
+        mixer_outputs.extend(_add_two_attention_shapes(b, arch, flash_attention, norm))
+    elif arch.num_attention_layers > 0:
         mixer_outputs.append(_add_attention_block(b, arch, flash_attention, norm))
     if arch.mamba is not None and arch.num_mamba_layers > 0:
         mixer_outputs.append(_add_recurrent(b, arch, "mamba", norm))
@@ -193,6 +199,30 @@ def _add_attention_block(
         for variant, count in _attention_variants(arch)
     ]
     return b.add(KernelNode("o_proj", "gemm", layers, "o"), *attention_outputs)
+
+
+def _add_two_attention_shapes(
+    b: _GraphBuilder, arch: ModelArchitecture, flash_attention: bool, norm: int
+) -> list[int]:
+    """The full-attention layers' block and the sliding-window layers' own (a second attention
+    shape, `arch.sliding_attention`): projections, RoPE and attention apart, each node counted
+    on its layers; the sliding block's operands (SLIDING_LAYER_OPERANDS) make
+    kernel_work.kernel_work count them at the sliding layers' shapes."""
+    outputs = []
+    full = arch.num_attention_layers - arch.num_sliding_window_layers
+    for suffix, layers, variant in (
+        ("", full, "full"),
+        ("_sliding", arch.num_sliding_window_layers, "sliding"),
+    ):
+        if layers <= 0:
+            continue
+        qkv = b.add(KernelNode(f"qkv_proj{suffix}", "gemm", layers, f"qkv{suffix}"), norm)
+        roped = qkv
+        if arch.position == "rope":
+            roped = b.add(KernelNode(f"rope{suffix}", "rope", layers, f"rope{suffix}"), qkv)
+        attended = _add_attention(b, variant, layers, flash_attention, roped, qkv, False)
+        outputs.append(b.add(KernelNode(f"o_proj{suffix}", "gemm", layers, f"o{suffix}"), attended))
+    return outputs
 
 
 def _add_recurrent(b: _GraphBuilder, arch: ModelArchitecture, mixer: str, norm: int) -> int:
