@@ -27,7 +27,7 @@ COUNTED_AS = {
 _NAME_TOTAL = re.compile(r"(?:^|[-_])(\d+(?:\.\d+)?)B(?=$|[-_])", re.IGNORECASE)
 _NAME_ACTIVE = re.compile(r"[-_]A(\d+(?:\.\d+)?)B(?=$|[-_])", re.IGNORECASE)
 GEMMA_NORMS = (
-    "transformers modeling_gemma*.py: GemmaRMSNorm scales by (1 + weight); Gemma 2 and 3 add "
+    "transformers modeling_gemma*.py: GemmaRMSNorm scales by (1 + weight); Gemma 2, 3 and 4 add "
     "post-attention and post-feedforward norms"
 )
 MIN_PARAMETERS = 1e8  # smaller checkpoints (Pythia-14m ... 70m) are left out of the catalogue

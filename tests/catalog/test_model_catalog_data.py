@@ -84,6 +84,9 @@ BUILT_ARCH_KEYS = {
     "attention_output_gate",
     "moe_latent_size",
     "num_cross_attention_layers",
+    "v_head_dim",
+    "values_from_keys",
+    "sliding_attention",
 }
 
 BOOL_ARCH_KEYS = (
@@ -322,11 +325,19 @@ def count_parameters(
         o = heads * m["v_head_dim"] * h
         attn = q + kv_a + kv_b + o
     else:
-        attn = 2 * h * heads * hd + 2 * h * kv * hd
+        vd = a.get("v_head_dim") or hd
+        values = 0 if a.get("values_from_keys") else h * kv * vd  # Gemma 4: keys as values
+        attn = h * heads * hd + h * kv * hd + values + heads * vd * h
         if a["qkv_bias"]:
             attn += heads * hd + 2 * kv * hd
     # NAS blocks without attention (Nemotron-Super-49B's no_op attention) hold none
     total += (n_layers - a.get("num_mixer_free_layers", 0)) * attn
+    if a.get("sliding_attention"):  # sliding layers of their own shape (Gemma 4, MiMo-V2)
+        s = a["sliding_attention"]
+        sq, skv = s["num_attention_heads"] * s["head_dim"], s["num_key_value_heads"]
+        own = h * sq + h * skv * (s["head_dim"] + s["v_head_dim"])
+        own += s["num_attention_heads"] * s["v_head_dim"] * h
+        total += a["num_sliding_window_layers"] * (own - attn)
 
     mats = 3 if a["mlp"] == "gated" else 2
     moe_layers = a["num_moe_layers"]
@@ -549,9 +560,10 @@ def test_heads_and_head_dim(models: list[dict[str, Any]]) -> None:
             continue
         # hidden == heads * head_dim, or head_dim given explicitly (Gemma, Qwen3, Nemo,
         # gpt-oss): an explicit head_dim still has to be a plausible projection width.
-        # Up to 8/3: Qwen3.5-122B-A10B projects 3072 to 32 heads of 256 (its config.json).
+        # Up to 3.1: Gemma 4 31B's full layers project 5376 to 32 heads of 512 (3.05; its
+        # config.json's global_head_dim).
         if heads * hd != h:
-            assert 0.5 <= heads * hd / h <= 8 / 3, (mid, heads, hd, h)
+            assert 0.5 <= heads * hd / h <= 3.1, (mid, heads, hd, h)
 
 
 def test_attention_kind_matches_heads(models: list[dict[str, Any]]) -> None:
@@ -693,6 +705,7 @@ def test_norm_flags_are_gemma_facts_with_their_source(models: list[dict[str, Any
     for m in _supported(models):
         a, gemma = m["architecture"], m["family"] == "gemma"
         assert a["norm_unit_offset"] == gemma, m["id"]
-        assert a["sandwich_norms"] == (gemma and m["series"] in ("gemma-2", "gemma-3")), m["id"]
+        sandwich = gemma and m["series"] in ("gemma-2", "gemma-3", "gemma-4")
+        assert a["sandwich_norms"] == sandwich, m["id"]
         if gemma:
             assert "GemmaRMSNorm" in m["sources"]["norms"], m["id"]

@@ -7,13 +7,13 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from core_support import IDEAL, A100_1_5TB, column_sum, deployment, estimate
+from core_support import A100_1_5TB, IDEAL, column_sum, deployment, estimate
 from numpy.testing import assert_allclose
 
 from service.core.architecture import AttentionShape, ModelArchitecture, validate_architecture
 from service.core.cost_model_errors import InvalidArchitecture, InvalidParallelism
-from service.core.memory import parameter_count
 from service.core.estimate import pricing_context
+from service.core.memory import parameter_count
 from service.core.pass_plans import ContextRows
 from service.core.schedule import kv_cache_bytes_many
 

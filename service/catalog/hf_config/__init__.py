@@ -24,6 +24,7 @@ from service.catalog.hf_config import (
     mla,
     moe,
     nas,
+    two_shapes,
 )
 from service.catalog.hf_config.multimodal import (
     TEXT_MODEL_TYPES,
@@ -66,6 +67,8 @@ TEXT_READERS: dict[str, Reader] = {
     "gemma": gemma.read_gemma,
     "gemma2": gemma.read_gemma2,
     "gemma3_text": gemma.read_gemma3_text,
+    "gemma4_text": two_shapes.read_gemma4_text,
+    "mimo_v2_flash": two_shapes.read_mimo_v2_flash,
     "phi": classic.read_phi,
     "starcoder2": classic.read_starcoder2,
     "gpt_neox": classic.read_gpt_neox,
