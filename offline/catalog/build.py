@@ -17,6 +17,7 @@ from offline.catalog.genz_configs import genz_configs
 from offline.catalog.litgpt_configs import litgpt_configs
 from offline.catalog.llama_models_configs import llama_models_configs
 from offline.catalog.llm_analysis_configs import llm_analysis_configs
+from offline.catalog.maxtext_configs import maxtext_configs
 from offline.catalog.packages import PINNED
 from offline.catalog.published import PublishedConfig
 from offline.catalog.vendored_configs import vendored_configs
@@ -32,6 +33,7 @@ def published_configs(packages: Mapping[str, Path]) -> Iterable[PublishedConfig]
     """Every published config, in order of preference."""
     yield from aiconfigurator_configs(packages["aiconfigurator-core"])
     yield from vendored_configs()
+    yield from maxtext_configs(packages["maxtext"])
     yield from litgpt_configs(packages["litgpt"])
     yield from llama_models_configs(packages["llama-models"])
     yield from llm_analysis_configs(packages["llm-analysis"])

@@ -18,6 +18,7 @@ from offline.catalog.genz_configs import _literal
 from offline.catalog.genz_configs import hf_config as genz_config
 from offline.catalog.litgpt_configs import hf_config, model_type_of
 from offline.catalog.llama_models_configs import ffn_width
+from offline.catalog.maxtext_configs import _left_out, _module_dicts
 from offline.catalog.packages import PINNED
 from offline.catalog.vendored_configs import LABEL
 from offline.fitting.datasets_common import DEFAULT_DATA_DIR
@@ -57,6 +58,11 @@ PUBLISHED_COUNTS = [
     ("EleutherAI/pythia-6.9b", 6.857e9, None, "Pythia paper, table 1: 6,857,302,016"),
     ("moonshotai/Kimi-K2.5", 1.04e12, 32.6e9, "Kimi K2 report: 1.04T total, 32.6B active"),
     ("nvidia/Nemotron-4-340B-Instruct", 340e9, None, "model card: 340B"),
+    ("google/gemma-4-26B-A4B", 25.2e9, 3.8e9, "model card: 25.2B total, 3.8B active"),
+    ("google/gemma-4-26b-a4b-it", 25.2e9, 3.8e9, "model card: 25.2B total, 3.8B active"),
+    ("google/gemma-4-31b-it", 30.7e9, None, "model card: 30.7B"),
+    ("XiaomiMiMo/MiMo-V2-Flash", 309e9, 15e9, "model card: 309B total, 15B active"),
+    ("deepseek-ai/DeepSeek-V2-Lite", 15.7e9, None, "model card: 15.7B total"),
 ]
 TOLERANCE = 0.02
 
@@ -215,3 +221,29 @@ def test_genz_glm_4_9b_reads_as_glm() -> None:
     assert (arch.num_layers, arch.num_key_value_heads, arch.head_dim) == (40, 2, 128)
     assert arch.qkv_bias and arch.activation == "silu" and not arch.tie_word_embeddings
     assert load_model_catalog().get("THUDM/glm-4-9b-chat").raw["parameters"] == 9_399_435_264
+
+
+def test_maxtext_dicts_as_the_module_leaves_them() -> None:
+    """The converter module's dicts after its copies, spreads, item assignments and updates;
+    the comment above each kept to judge it."""
+    text = "\n".join([
+        "import transformers",
+        "# from https://huggingface.co/org/a/blob/main/config.json",
+        "a_dict = {'model_type': 'x', 'text_config': {'n': 1, 'layer_types': ['s', 'f'] * 2}}",
+        "b_dict = a_dict.copy()",
+        "b_dict['text_config'] = a_dict['text_config'].copy()",
+        "b_dict['text_config'].update({'n': 2})",
+        "c_dict = {**a_dict, 'model_type': 'y'}",
+        "a_config = transformers.XConfig(**a_dict)",
+    ])  # fmt: skip
+    dicts, comments = _module_dicts(text)
+    assert dicts["a_dict"]["text_config"] == {"n": 1, "layer_types": ["s", "f", "s", "f"]}
+    assert dicts["b_dict"]["text_config"]["n"] == 2
+    assert dicts["c_dict"]["model_type"] == "y" and dicts["c_dict"]["text_config"]["n"] == 1
+    assert (
+        comments["a_dict"].startswith("# from https://huggingface.co/org/a/")
+        and not comments["b_dict"]
+    )
+    assert _left_out("org/a", dicts["a_dict"], comments["a_dict"]) is None
+    assert _left_out("org/b", dicts["a_dict"], comments["a_dict"]) == "org/a's config.json"
+    assert _left_out("org/a-FP8", dicts["c_dict"], "") is not None  # no quantization_config
