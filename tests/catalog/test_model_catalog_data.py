@@ -701,11 +701,13 @@ def test_block_scaled_fp8_is_an_fp8_checkpoint_with_its_source(
 
 
 def test_norm_flags_are_gemma_facts_with_their_source(models: list[dict[str, Any]]) -> None:
-    """Gemma's RMSNorm scales by (1 + weight); Gemma 2 and 3 add post-sub-layer norms."""
+    """Gemma's RMSNorm scales by (1 + weight); Gemma 2 and later (MedGemma is a Gemma 3) add
+    post-sub-layer norms, which the first generation (Gemma, CodeGemma) lacks."""
+    first_generation = ("gemma-1", "codegemma")
     for m in _supported(models):
         a, gemma = m["architecture"], m["family"] == "gemma"
         assert a["norm_unit_offset"] == gemma, m["id"]
-        sandwich = gemma and m["series"] in ("gemma-2", "gemma-3", "gemma-4")
+        sandwich = gemma and m["series"] not in first_generation
         assert a["sandwich_norms"] == sandwich, m["id"]
         if gemma:
             assert "GemmaRMSNorm" in m["sources"]["norms"], m["id"]
