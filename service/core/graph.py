@@ -230,11 +230,15 @@ def _add_recurrent(b: _GraphBuilder, arch: ModelArchitecture, mixer: str, norm: 
     KDA, lightning attention) with its gated RMSNorm, and out_proj of a recurrent mixer
     (`mixer`: ``mamba`` or ``delta_net``). Mamba-1 projects dt, B and C from x (x_proj,
     dt_proj) and gates inside its scan; KDA widens its decay and output-gate bottlenecks
-    (gate_proj); lightning attention has no conv1d."""
+    (gate_proj); lightning attention has no conv1d; LFM2's short conv has no scan."""
+    rule = arch.delta_net.rule if mixer == "delta_net" and arch.delta_net else ""
     short = "mamba" if mixer == "mamba" else "linear_attn"
+    short = "short_conv" if rule == "short_conv" else short
     layers = arch.num_mamba_layers if mixer == "mamba" else arch.num_delta_net_layers
     proj_in = b.add(KernelNode(f"{short}_in_proj", "gemm", layers, f"{mixer}_in"), norm)
-    rule = arch.delta_net.rule if mixer == "delta_net" and arch.delta_net else ""
+    if rule == "short_conv":  # LFM2: the gated conv alone, its B and C products in conv1d
+        conv = b.add(KernelNode("short_conv_conv1d", "causal_conv1d", layers, mixer), proj_in)
+        return b.add(KernelNode("short_conv_out_proj", "gemm", layers, f"{mixer}_out"), conv)
     if rule == "lightning":
         scan = b.add(
             KernelNode("linear_attn_lightning", "lightning_attention", layers, mixer), proj_in

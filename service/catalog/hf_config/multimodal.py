@@ -20,6 +20,7 @@ TEXT_MODEL_TYPES = {
     "gemma3": "gemma3_text",
     "gemma4": "gemma4_text",
     "kimi_k25": "kimi_k2",  # Kimi K2.5 and later: a Kimi K2 (DeepSeek-V3) text decoder
+    "lfm2_vl": "lfm2",
     "llama4": "llama4_text",
     "mistral3": "mistral",
     "llava": "llama",
