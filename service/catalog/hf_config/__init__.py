@@ -52,6 +52,7 @@ TEXT_READERS: dict[str, Reader] = {
     "qwen3_vl_text": dense.read_qwen3_vl_text,
     "granite": dense.read_granite,
     "olmo": dense.read_olmo,
+    "stablelm": dense.read_stablelm,
     "olmo2": dense.read_olmo2,
     "olmo3": dense.read_olmo3,
     "exaone4": dense.read_exaone4,
