@@ -24,7 +24,8 @@ COUNTED_AS = {
     "deepseek_v32": "deepseek_v3",  # DeepSeek-V3 layers plus the DSA indexer
     "glm_moe_dsa": "deepseek_v3",  # GLM-5: MLA and DeepSeek-style MoE plus the DSA indexer
 }
-_NAME_TOTAL = re.compile(r"(?:^|[-_])(\d+(?:\.\d+)?)B(?=$|[-_])", re.IGNORECASE)
+# Qwen-1 writes the decimal point as an underscore (Qwen-1_8B: 1.8B)
+_NAME_TOTAL = re.compile(r"(?:^|[-_])(\d+(?:[._]\d+)?)B(?=$|[-_])", re.IGNORECASE)
 _NAME_ACTIVE = re.compile(r"[-_]A(\d+(?:\.\d+)?)B(?=$|[-_])", re.IGNORECASE)
 GEMMA_NORMS = (
     "transformers modeling_gemma*.py: GemmaRMSNorm scales by (1 + weight); Gemma 2, 3 and 4 add "
@@ -53,7 +54,7 @@ def name_sizes(repo_id: str) -> tuple[float | None, float | None]:
     None where it states none; the active count is the total where only that is stated."""
     name = repo_id.split("/")[-1]
     total, active = _NAME_TOTAL.search(name), _NAME_ACTIVE.search(name)
-    total_b = float(total.group(1)) * 1e9 if total else None
+    total_b = float(total.group(1).replace("_", ".")) * 1e9 if total else None
     active_b = float(active.group(1)) * 1e9 if active else total_b
     return total_b, active_b
 

@@ -153,6 +153,7 @@ def test_names_give_families_series_and_sizes() -> None:
     assert name_sizes("facebook/opt-13b") == (13e9, 13e9)
     assert name_sizes("Qwen/Qwen1.5-MoE-A2.7B") == (None, 2.7e9)
     assert name_sizes("zai-org/GLM-5") == (None, None)
+    assert name_sizes("Qwen/Qwen-1_8B") == (1.8e9, 1.8e9)  # Qwen-1's underscore decimal point
 
 
 def test_a_secondary_source_is_kept_only_where_its_size_matches_the_name() -> None:

@@ -132,6 +132,23 @@ def read_stablelm(view: ConfigView) -> Reading:
     return reading
 
 
+# QWenConfig (Qwen-1's remote code, configuration_qwen.py): Qwen-7B's sizes.
+QWEN1 = ClassDefaults(151936, 4096, 22016, 32, 32, None, 8192, False, head_dim=128)
+
+
+def read_qwen(view: ConfigView) -> Reading:
+    """QWenConfig (Qwen-1: Qwen-1.8B/7B/14B/72B), as modeling_qwen.py and vLLM's models/qwen.py
+    build it: multi-head attention of `kv_channels` per head with a biased c_attn, RMSNorm and
+    a SwiGLU MLP whose w1 and w2 are each intermediate_size / 2 wide (the config's
+    intermediate_size is the two together)."""
+    keys = ConfigKeys(max_position_embeddings=("max_position_embeddings", "seq_length"))
+    reading = read_decoder(view, QWEN1, keys)
+    reading.set("head_dim", view.size("kv_channels", 128), "kv_channels")
+    reading.set("intermediate_size", reading.values["intermediate_size"] // 2, "intermediate_size")
+    reading.set("qkv_bias", True)
+    return reading
+
+
 def read_olmo2(view: ConfigView) -> Reading:
     """Olmo2Config: norms after attention and MLP instead of before (still two per layer)."""
     return read_olmo2_like(view, OLMO2)
