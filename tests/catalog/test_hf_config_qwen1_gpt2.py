@@ -43,3 +43,12 @@ def test_gpt2_by_hand() -> None:
     assert parameter_count(arch) == 123_532_032
     catalogued = load_model_catalog().get("openai-community/gpt2").require_architecture()
     assert parameter_count(catalogued) == 123_532_032
+
+
+def test_gpt2_xl_from_llm_analysis_by_hand() -> None:
+    """GPT-2 XL (llm-analysis's gpt2-xl.json: 48 layers, 25 heads, 1,600 wide, FFN 6,400):
+    tied 50,257 x 1,600 table 80,411,200; a layer 4 x 1,600^2 = 10,240,000 attention and
+    2 x 1,600 x 6,400 = 20,480,000 MLP weights, x 48 = 1,474,560,000: 1,554,971,200."""
+    arch = load_model_catalog().get("openai-community/gpt2-xl").require_architecture()
+    assert (arch.num_layers, arch.num_attention_heads, arch.head_dim) == (48, 25, 64)
+    assert parameter_count(arch) == 1_554_971_200
