@@ -12,7 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from offline.catalog.aiconfigurator_configs import aiconfigurator_configs
-from offline.catalog.entries import BUILT_BY, MIN_PARAMETERS, catalogue_entry, name_sizes
+from offline.catalog.entries import (
+    BUILT_BY,
+    SMALL_NAME_TOLERANCE,
+    SMALL_PARAMETERS,
+    catalogue_entry,
+    name_sizes,
+)
 from offline.catalog.genz_configs import genz_configs
 from offline.catalog.litgpt_configs import litgpt_configs
 from offline.catalog.llama_models_configs import llama_models_configs
@@ -57,6 +63,15 @@ def disagrees_with_name(entry: Mapping[str, Any], tolerance: float, smallest: fl
     )
 
 
+def unnamed_small(entry: Mapping[str, Any]) -> bool:
+    """Whether a supported entry counts under SMALL_PARAMETERS without its name stating that
+    size (within SMALL_NAME_TOLERANCE): a toy or test config, not a published checkpoint."""
+    if not entry["supported"] or entry["parameters"] >= SMALL_PARAMETERS:
+        return False
+    stated = name_sizes(entry["id"])[0]
+    return stated is None or disagrees_with_name(entry, SMALL_NAME_TOLERANCE, 0.0)
+
+
 # The shape a sibling must share (the fields a source's figures set).
 SHAPE = ("hidden_size", "num_layers", "num_attention_heads", "num_key_value_heads", "head_dim",
          "intermediate_size", "vocab_size")  # fmt: skip
@@ -94,8 +109,11 @@ def catalogue_document(previous: Mapping[str, Any], packages: Mapping[str, Path]
             left_out.append(f"{published.repo_id}: {published.left_out}")
             continue
         entry = catalogue_entry(published)
-        if entry is None:
-            left_out.append(f"{published.repo_id}: under {MIN_PARAMETERS:.0e} parameters")
+        if unnamed_small(entry):
+            left_out.append(
+                f"{published.repo_id}: under {SMALL_PARAMETERS:.0e} parameters, and not the "
+                "size its name states"
+            )
             continue
         if published.name_check and disagrees_with_name(entry, *published.name_check):
             left_out.append(

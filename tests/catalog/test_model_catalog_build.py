@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from offline.catalog.build import disagrees_with_name, shape_differences
+from offline.catalog.build import disagrees_with_name, shape_differences, unnamed_small
 from offline.catalog.entries import name_sizes
 from offline.catalog.families import family_of, series_of
 from offline.catalog.genz_configs import _literal
@@ -154,6 +154,21 @@ def test_names_give_families_series_and_sizes() -> None:
     assert name_sizes("Qwen/Qwen1.5-MoE-A2.7B") == (None, 2.7e9)
     assert name_sizes("zai-org/GLM-5") == (None, None)
     assert name_sizes("Qwen/Qwen-1_8B") == (1.8e9, 1.8e9)  # Qwen-1's underscore decimal point
+    assert name_sizes("EleutherAI/pythia-70m-deduped") == (70e6, 70e6)
+    assert name_sizes("Qwen/Qwen2.5-7B-Instruct-1M") == (7e9, 7e9)  # 1M: the context, after 7B
+
+
+def test_a_checkpoint_under_0_1b_is_kept_only_at_the_size_its_name_states() -> None:
+    """Pythia-14m's 6 layers of 128 with untied 50304 x 128 embeddings: 14.06M weights by hand
+    (parameter_count leaves biases and norms out), its catalogue count."""
+    by_hand = 2 * 50304 * 128 + 6 * 12 * 128 * 128  # embeddings, then QKV, out, MLP (no biases)
+    assert load_model_catalog().get("EleutherAI/pythia-14m").raw["parameters"] == by_hand
+    pythia = {"id": "EleutherAI/pythia-14m", "supported": True}
+    assert not unnamed_small(pythia | {"parameters": by_hand, "active_parameters": by_hand})
+    assert unnamed_small(pythia | {"parameters": 9e6, "active_parameters": 9e6})
+    toy = {"id": "hf-internal-testing/tiny-random-LlamaForCausalLM", "supported": True}
+    assert unnamed_small(toy | {"parameters": 1e6, "active_parameters": 1e6})
+    assert not unnamed_small(toy | {"parameters": 2e8, "active_parameters": 2e8})
 
 
 def test_a_secondary_source_is_kept_only_where_its_size_matches_the_name() -> None:
