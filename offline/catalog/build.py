@@ -63,13 +63,15 @@ def disagrees_with_name(entry: Mapping[str, Any], tolerance: float, smallest: fl
     )
 
 
-def unnamed_small(entry: Mapping[str, Any]) -> bool:
-    """Whether a supported entry counts under SMALL_PARAMETERS without its name stating that
-    size (within SMALL_NAME_TOLERANCE): a toy or test config, not a published checkpoint."""
+def unnamed_small(entry: Mapping[str, Any], published: float | None = None) -> bool:
+    """Whether a supported entry counts under SMALL_PARAMETERS without its name (else the
+    `published` size its source records) stating that size within SMALL_NAME_TOLERANCE: a toy
+    or test config, not a published checkpoint."""
     if not entry["supported"] or entry["parameters"] >= SMALL_PARAMETERS:
         return False
-    stated = name_sizes(entry["id"])[0]
-    return stated is None or disagrees_with_name(entry, SMALL_NAME_TOLERANCE, 0.0)
+    if name_sizes(entry["id"])[0] is not None:
+        return disagrees_with_name(entry, SMALL_NAME_TOLERANCE, 0.0)
+    return published is None or abs(entry["parameters"] / published - 1) > SMALL_NAME_TOLERANCE
 
 
 # The shape a sibling must share (the fields a source's figures set).
@@ -109,12 +111,15 @@ def catalogue_document(previous: Mapping[str, Any], packages: Mapping[str, Path]
             left_out.append(f"{published.repo_id}: {published.left_out}")
             continue
         entry = catalogue_entry(published)
-        if unnamed_small(entry):
+        size, where = published.published_size or (None, "")
+        if unnamed_small(entry, size):
             left_out.append(
                 f"{published.repo_id}: under {SMALL_PARAMETERS:.0e} parameters, and not the "
                 "size its name states"
             )
             continue
+        if where:
+            entry["sources"]["parameters"] += f"; held to {where}"
         if published.name_check and disagrees_with_name(entry, *published.name_check):
             left_out.append(
                 f"{published.repo_id}: {published.source.split(':')[0]} figures give "

@@ -19,6 +19,10 @@ _FOLDER = "llm_analysis/model_configs"
 _FFN_KEY = {"opt": "ffn_dim", "gpt_neo": "intermediate_size", "gptj": "n_inner", "bloom": None,
             "gpt2": "n_inner"}  # fmt: skip
 _GPT2_ORG = "openai-community"
+# DistilGPT2 (its file names no organisation; the Hub's canonical repo since the move of the
+# organisation-less models, formerly `distilgpt2`) and the size its model card states
+_DISTILGPT2 = ("distilbert", "distilgpt2")
+_DISTILGPT2_SIZE = (82e6, "its model card: 6 layers, 768 dimension and 12 heads, totalizing 82M")
 LLM_ANALYSIS_CHECK = (0.08, 0.0)  # its figures disagree with the name for whole models
 DTYPE_NOTE = "llm-analysis records no dtype: fp16 assumed, the dtype these checkpoints ship in"
 GPT2_DTYPE_NOTE = "llm-analysis records no dtype: fp16 assumed (GPT-2 served in half precision)"
@@ -26,7 +30,7 @@ GPT2_DTYPE_NOTE = "llm-analysis records no dtype: fp16 assumed (GPT-2 served in 
 
 def llm_analysis_configs(root: Path) -> Iterator[PublishedConfig]:
     """Each config of a model type in _FFN_KEY whose file name carries an organisation, and
-    OpenAI's GPT-2 files."""
+    OpenAI's GPT-2 files and DistilGPT2's."""
     for path in sorted((root / _FOLDER).glob("*.json")):
         document = json.loads(path.read_text(encoding="utf-8"))
         model_type = document.get("model_type")
@@ -38,6 +42,8 @@ def llm_analysis_configs(root: Path) -> Iterator[PublishedConfig]:
                 continue  # bigcode_santacoder: multi-query attention, not GPT-2's
         elif path.stem.startswith("gpt2"):
             org, name = _GPT2_ORG, path.stem
+        elif path.stem == _DISTILGPT2[1]:
+            org, name = _DISTILGPT2
         else:
             continue
         config = {
@@ -66,4 +72,6 @@ def llm_analysis_configs(root: Path) -> Iterator[PublishedConfig]:
             False,
             (GPT2_DTYPE_NOTE if model_type == "gpt2" else DTYPE_NOTE,),
             name_check=LLM_ANALYSIS_CHECK,
+            aliases=(name,) if name == _DISTILGPT2[1] else (),
+            published_size=_DISTILGPT2_SIZE if name == _DISTILGPT2[1] else None,
         )

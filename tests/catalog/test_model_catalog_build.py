@@ -169,6 +169,14 @@ def test_a_checkpoint_under_0_1b_is_kept_only_at_the_size_its_name_states() -> N
     toy = {"id": "hf-internal-testing/tiny-random-LlamaForCausalLM", "supported": True}
     assert unnamed_small(toy | {"parameters": 1e6, "active_parameters": 1e6})
     assert not unnamed_small(toy | {"parameters": 2e8, "active_parameters": 2e8})
+    # DistilGPT2 names no size: held to its model card's 82M. 6 layers of 768 and tied 50257 x
+    # 768 embeddings: 81.06M weights by hand (its 1024 x 768 position table, biases and norms
+    # are not counted by parameter_count)
+    distil = 50257 * 768 + 6 * 12 * 768 * 768
+    record = load_model_catalog().get("distilgpt2")
+    assert record.id == "distilbert/distilgpt2" and record.raw["parameters"] == distil
+    entry = {"id": record.id, "supported": True, "parameters": distil}
+    assert not unnamed_small(entry, 82e6) and unnamed_small(entry)
 
 
 def test_a_secondary_source_is_kept_only_where_its_size_matches_the_name() -> None:
