@@ -72,6 +72,5 @@ def llm_analysis_configs(root: Path) -> Iterator[PublishedConfig]:
             False,
             (GPT2_DTYPE_NOTE if model_type == "gpt2" else DTYPE_NOTE,),
             name_check=LLM_ANALYSIS_CHECK,
-            aliases=(name,) if name == _DISTILGPT2[1] else (),
             published_size=_DISTILGPT2_SIZE if name == _DISTILGPT2[1] else None,
         )
