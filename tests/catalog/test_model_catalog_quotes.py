@@ -30,7 +30,11 @@ def _request(model_id: str, count: int) -> EstimateRequest:
     return EstimateRequest.model_validate(
         {
             "model": model_id,
-            "workload": {"batch_size": 1, "prompt_tokens": PROMPT_TOKENS[model_id], "output_tokens": 64},
+            "workload": {
+                "batch_size": 1,
+                "prompt_tokens": PROMPT_TOKENS[model_id],
+                "output_tokens": 64,
+            },
             "hardware": {"gpu": "H200-SXM-141GB", "count": count},
             "datacenter": {"region": "FR"},
         }
