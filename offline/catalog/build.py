@@ -12,11 +12,18 @@ from pathlib import Path
 from typing import Any
 
 from offline.catalog.aiconfigurator_configs import aiconfigurator_configs
-from offline.catalog.entries import BUILT_BY, MIN_PARAMETERS, catalogue_entry, name_sizes
+from offline.catalog.entries import (
+    BUILT_BY,
+    SMALL_NAME_TOLERANCE,
+    SMALL_PARAMETERS,
+    catalogue_entry,
+    name_sizes,
+)
 from offline.catalog.genz_configs import genz_configs
 from offline.catalog.litgpt_configs import litgpt_configs
 from offline.catalog.llama_models_configs import llama_models_configs
 from offline.catalog.llm_analysis_configs import llm_analysis_configs
+from offline.catalog.maxtext_configs import maxtext_configs
 from offline.catalog.packages import PINNED
 from offline.catalog.published import PublishedConfig
 from offline.catalog.vendored_configs import vendored_configs
@@ -32,6 +39,7 @@ def published_configs(packages: Mapping[str, Path]) -> Iterable[PublishedConfig]
     """Every published config, in order of preference."""
     yield from aiconfigurator_configs(packages["aiconfigurator-core"])
     yield from vendored_configs()
+    yield from maxtext_configs(packages["maxtext"])
     yield from litgpt_configs(packages["litgpt"])
     yield from llama_models_configs(packages["llama-models"])
     yield from llm_analysis_configs(packages["llm-analysis"])
@@ -53,6 +61,17 @@ def disagrees_with_name(entry: Mapping[str, Any], tolerance: float, smallest: fl
         s is not None and s >= smallest and abs(c / s - 1) > tolerance
         for c, s in zip(counted, sizes, strict=True)
     )
+
+
+def unnamed_small(entry: Mapping[str, Any], published: float | None = None) -> bool:
+    """Whether a supported entry counts under SMALL_PARAMETERS without its name (else the
+    `published` size its source records) stating that size within SMALL_NAME_TOLERANCE: a toy
+    or test config, not a published checkpoint."""
+    if not entry["supported"] or entry["parameters"] >= SMALL_PARAMETERS:
+        return False
+    if name_sizes(entry["id"])[0] is not None:
+        return disagrees_with_name(entry, SMALL_NAME_TOLERANCE, 0.0)
+    return published is None or abs(entry["parameters"] / published - 1) > SMALL_NAME_TOLERANCE
 
 
 # The shape a sibling must share (the fields a source's figures set).
@@ -92,9 +111,15 @@ def catalogue_document(previous: Mapping[str, Any], packages: Mapping[str, Path]
             left_out.append(f"{published.repo_id}: {published.left_out}")
             continue
         entry = catalogue_entry(published)
-        if entry is None:
-            left_out.append(f"{published.repo_id}: under {MIN_PARAMETERS:.0e} parameters")
+        size, where = published.published_size or (None, "")
+        if unnamed_small(entry, size):
+            left_out.append(
+                f"{published.repo_id}: under {SMALL_PARAMETERS:.0e} parameters, and not the "
+                "size its name states"
+            )
             continue
+        if where:
+            entry["sources"]["parameters"] += f"; held to {where}"
         if published.name_check and disagrees_with_name(entry, *published.name_check):
             left_out.append(
                 f"{published.repo_id}: {published.source.split(':')[0]} figures give "

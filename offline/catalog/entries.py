@@ -24,13 +24,19 @@ COUNTED_AS = {
     "deepseek_v32": "deepseek_v3",  # DeepSeek-V3 layers plus the DSA indexer
     "glm_moe_dsa": "deepseek_v3",  # GLM-5: MLA and DeepSeek-style MoE plus the DSA indexer
 }
-_NAME_TOTAL = re.compile(r"(?:^|[-_])(\d+(?:\.\d+)?)B(?=$|[-_])", re.IGNORECASE)
+# Qwen-1 writes the decimal point as an underscore (Qwen-1_8B: 1.8B)
+_NAME_TOTAL = re.compile(r"(?:^|[-_])(\d+(?:[._]\d+)?)B(?=$|[-_])", re.IGNORECASE)
+# Checkpoints under 0.1B state their size in millions (pythia-70m), read where no B size is stated
+_NAME_MILLIONS = re.compile(r"(?:^|[-_])(\d+(?:\.\d+)?)M(?=$|[-_])", re.IGNORECASE)
 _NAME_ACTIVE = re.compile(r"[-_]A(\d+(?:\.\d+)?)B(?=$|[-_])", re.IGNORECASE)
 GEMMA_NORMS = (
-    "transformers modeling_gemma*.py: GemmaRMSNorm scales by (1 + weight); Gemma 2 and 3 add "
+    "transformers modeling_gemma*.py: GemmaRMSNorm scales by (1 + weight); Gemma 2, 3 and 4 add "
     "post-attention and post-feedforward norms"
 )
-MIN_PARAMETERS = 1e8  # smaller checkpoints (Pythia-14m ... 70m) are left out of the catalogue
+# A checkpoint under 0.1B is kept only where its name states the size it counts (pythia-14m):
+# toy and test configs (tiny-random-*) name none.
+SMALL_PARAMETERS = 1e8
+SMALL_NAME_TOLERANCE = 0.10
 
 
 def attention_kind(arch: ModelArchitecture) -> str:
@@ -49,17 +55,21 @@ def architecture_document(arch: ModelArchitecture) -> dict[str, Any]:
 
 
 def name_sizes(repo_id: str) -> tuple[float | None, float | None]:
-    """(total, active) parameters a name states (`...-30B-A3B`, `...-56B-...`, `...-A2.7B`):
-    None where it states none; the active count is the total where only that is stated."""
+    """(total, active) parameters a name states (`...-30B-A3B`, `...-56B-...`, `...-A2.7B`,
+    `pythia-70m`): None where it states none; the active count is the total where only that is
+    stated. A size in millions is read only where no size in billions is stated (`-1M` is a
+    context length after `-7B`)."""
     name = repo_id.split("/")[-1]
     total, active = _NAME_TOTAL.search(name), _NAME_ACTIVE.search(name)
-    total_b = float(total.group(1)) * 1e9 if total else None
+    total_b = float(total.group(1).replace("_", ".")) * 1e9 if total else None
+    if total_b is None and (millions := _NAME_MILLIONS.search(name)):
+        total_b = float(millions.group(1)) * 1e6
     active_b = float(active.group(1)) * 1e9 if active else total_b
     return total_b, active_b
 
 
-def catalogue_entry(published: PublishedConfig) -> dict[str, Any] | None:
-    """The entry of `published` (None when it counts under MIN_PARAMETERS)."""
+def catalogue_entry(published: PublishedConfig) -> dict[str, Any]:
+    """The entry of `published`."""
     config, repo_id = published.config, published.repo_id
     model_type = str(config.get("model_type", ""))
     where = f"https://huggingface.co/{repo_id} config.json, as in {published.source}"
@@ -75,8 +85,6 @@ def catalogue_entry(published: PublishedConfig) -> dict[str, Any] | None:
         return _unsupported(entry, sources, published, reason)
     arch = read.architecture
     total, active = parameter_count(arch), active_parameter_count(arch)
-    if total < MIN_PARAMETERS:
-        return None
     sources["published_precision"] = _precision_source(published, read.published_precision.value)
     sources["parameters"] = "computed from the architecture (config.json states no count)"
     if arch.fp8_block_scaled:

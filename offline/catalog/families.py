@@ -48,7 +48,8 @@ def family_of(repo_id: str) -> str:
 def series_of(repo_id: str) -> str:
     """The release within the family: the name up to its first size token
     (gemma-2-9b-it -> gemma-2, Qwen3-30B-A3B -> qwen3, Mixtral-8x7B -> mixtral)."""
-    tokens = repo_id.split("/")[-1].lower().replace("_", "-").split("-")
+    name = re.sub(r"(\d)_(\d)", r"\1.\2", repo_id.split("/")[-1].lower())  # Qwen-1_8B: 1.8B
+    tokens = name.replace("_", "-").split("-")
     kept: list[str] = []
     for token in tokens:
         if _SIZE.match(token):

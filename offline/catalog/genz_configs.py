@@ -2,7 +2,7 @@
 comment naming the Hugging Face config.json it was copied from). Read from the source text (the
 calls' literal arguments), not imported: GenZ's package pulls in its simulator. The config.json
 named in the comment gives the repo id; the model_type is the one that repo's family publishes
-(MODEL_TYPES), and entries of no listed family (GPT-2, embedding models, hypothetical sizes) are
+(MODEL_TYPES), and entries of no listed family (embedding models, hypothetical sizes, Grok-1) are
 left out. genz records no dtype, biases or tied embeddings: the class defaults stand."""
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ _URL = re.compile(r"https://huggingface\.co/([\w.-]+/[\w.-]+)")
 MODEL_TYPES = (
     (r"^Qwen/Qwen1\.5-MoE", "qwen2_moe"),
     (r"^Qwen/Qwen(1\.5|2)", "qwen2"),
+    (r"^Qwen/Qwen-", "qwen"),  # Qwen-1's remote-code QWenConfig
+    (r"^openai-community/gpt2", "gpt2"),
     (r"^microsoft/Phi-3\.5-MoE", "phimoe"),
     (r"^(mistralai/(Mistral|Ministral)|HuggingFaceH4/zephyr|nvidia/Mistral-NeMo)", "mistral"),
     (r"^mistralai/Mixtral", "mixtral"),
@@ -35,7 +37,7 @@ MODEL_TYPES = (
     # ChatGLM's remote-code config, whose layers transformers' GlmConfig reads (glm-4-9b-chat-hf)
     (r"^THUDM/glm-4-9b-chat$", "glm"),
     (r"^deepseek-ai/deepseek-moe", "deepseek"),
-    (r"^meta-llama/", "llama"),
+    (r"^(meta-llama/|Secbone/llama-)", "llama"),
     (r"^facebook/opt-", "opt"),
 )
 _KEYS = {

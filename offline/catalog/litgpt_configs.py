@@ -65,7 +65,7 @@ def model_type_of(c: dict[str, Any]) -> str | None:
     if org == "mistralai":
         return "mistral"
     if layernorm:
-        return "olmo" if org == "allenai" else None  # StableLM's LayerNorm Llama: not read
+        return {"allenai": "olmo", "stabilityai": "stablelm"}.get(org)
     if c["norm_qk_type"] == "olmo2":
         return "olmo2"
     if c["norm_qk"]:
@@ -102,6 +102,9 @@ def hf_config(c: dict[str, Any], model_type: str) -> dict[str, Any]:
         config |= {"new_decoder_architecture": groups > 1, "num_kv_heads": groups,
                    "multi_query": groups == 1, "parallel_attn": True, "bias": c["bias"],
                    "ffn_hidden_size": c["intermediate_size"]}  # fmt: skip
+    if model_type == "stablelm":
+        config |= {"use_qkv_bias": c["attn_bias"], "use_parallel_residual": c["parallel_residual"],
+                   "partial_rotary_factor": c["rotary_percentage"]}  # fmt: skip
     if model_type == "gpt_neox":
         config |= {"use_parallel_residual": c["parallel_residual"], "attention_bias": c["bias"]}
     if model_type == "gemma3_text":

@@ -15,7 +15,11 @@ PINNED = {
     "genz-llm": "0.0.16",
     "llm-analysis": "0.2.2",
     "llama-models": "0.3.0",
+    "maxtext": "0.2.5",
 }
+# Packages whose wheels declare a newer Python than the build's: fetched as for that Python (no
+# dependencies, nothing run; only their files are read).
+PYTHON_VERSION = {"maxtext": "3.12"}
 
 
 def unpacked_packages(workdir: Path) -> dict[str, Path]:
@@ -26,9 +30,10 @@ def unpacked_packages(workdir: Path) -> dict[str, Path]:
         target = workdir / f"{name}-{version}"
         if not target.is_dir():
             wheels = workdir / "wheels" / name
+            python = ["--python-version", PYTHON_VERSION[name]] if name in PYTHON_VERSION else []
             subprocess.run(
                 [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
-                 "--only-binary", ":all:", f"{name}=={version}", "-d", str(wheels)],
+                 "--only-binary", ":all:", *python, f"{name}=={version}", "-d", str(wheels)],
                 check=True,
             )  # fmt: skip
             (wheel,) = sorted(wheels.glob("*.whl"))

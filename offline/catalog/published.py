@@ -28,6 +28,9 @@ class PublishedConfig:
     sibling: str | None = None
     # why the source's checkpoint is not catalogued (then `config` is empty)
     left_out: str | None = None
+    # (parameters, where published) for a checkpoint under 0.1B whose name states no size: what
+    # its count is held to in the name's place (distilgpt2: its model card's 82M)
+    published_size: tuple[float, str] | None = None
 
     @classmethod
     def skipped(cls, repo_id: str, why: str) -> Self:

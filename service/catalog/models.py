@@ -12,7 +12,7 @@ from typing import Any
 
 from service.catalog.lookup import DATA_DIR, build_index, near_matches, normalise
 from service.catalog.variants import Variant, VariantIndex
-from service.core.architecture import DsaShape, MlaShape, ModelArchitecture
+from service.core.architecture import AttentionShape, DsaShape, MlaShape, ModelArchitecture
 from service.core.cost_model_errors import UnsupportedArchitecture
 from service.core.dtypes import DType, parse_dtype
 from service.core.mixers import DeltaNetShape, MambaShape
@@ -50,7 +50,13 @@ class ModelRecord:
         return self.architecture
 
 
-_NESTED = {"mla": MlaShape, "dsa": DsaShape, "mamba": MambaShape, "delta_net": DeltaNetShape}
+_NESTED = {
+    "mla": MlaShape,
+    "dsa": DsaShape,
+    "mamba": MambaShape,
+    "delta_net": DeltaNetShape,
+    "sliding_attention": AttentionShape,
+}
 _ARCH_FIELDS = {f for f in ModelArchitecture.__dataclass_fields__ if f not in _NESTED}
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Literal
 
 from service.core.cost_model_errors import InvalidArchitecture
@@ -43,6 +44,19 @@ class DsaShape:
 
 
 @dataclass(frozen=True, slots=True)
+class AttentionShape:
+    """The attention of one kind of layer where it differs from the model's top-level fields:
+    query heads, KV heads, and the head sizes of queries/keys (`head_dim`) and of values
+    (`v_head_dim`), all in elements (Gemma 4's sliding layers: 8 KV heads of 256 beside full
+    layers of 2 of 512; MiMo-V2-Flash's: 8 KV heads beside 4, keys of 192 and values of 128)."""
+
+    num_attention_heads: int
+    num_key_value_heads: int
+    head_dim: int
+    v_head_dim: int
+
+
+@dataclass(frozen=True, slots=True)
 class ModelArchitecture:
     """A decoder-only transformer, as in a Hugging Face config.
 
@@ -60,6 +74,14 @@ class ModelArchitecture:
     the two pre-norms), 4 norms per layer instead of 2. `norm_unit_offset` marks an RMSNorm that
     scales by (1 + weight) (Gemma's GemmaRMSNorm), which some engines have no fused kernel for
     (see `workload.Deployment.unfused_norms`).
+
+    A second attention shape: with `sliding_attention` the sliding-window layers have their own
+    heads and head sizes (their own QKV and output projections, attention kernel and KV-cache
+    width); the top-level fields are then those of the full-attention layers. `v_head_dim`
+    (None: `head_dim`) is the value head size of the top-level shape where it differs from the
+    keys'. `values_from_keys`: the top-level layers project keys only and attend with them as
+    values too (Gemma 4's `attention_k_eq_v`: no v_proj weights, the cache still holds keys
+    and values).
 
     Hybrid stacks: `num_mamba_layers` layers mix tokens with a Mamba-2 mixer (`mamba`) and
     `num_delta_net_layers` with gated DeltaNet (`delta_net`) instead of attention;
@@ -121,6 +143,9 @@ class ModelArchitecture:
     dsa: DsaShape | None = None
     moe_latent_size: int | None = None
     num_cross_attention_layers: int = 0
+    v_head_dim: int | None = None
+    values_from_keys: bool = False
+    sliding_attention: AttentionShape | None = None
 
     @property
     def num_attention_layers(self) -> int:
@@ -176,6 +201,29 @@ class ModelArchitecture:
         return self.num_key_value_heads * self.head_dim
 
     @property
+    def value_head_dim(self) -> int:
+        """Value head size of the top-level attention shape [elements]."""
+        return self.v_head_dim or self.head_dim
+
+    @property
+    def value_width(self) -> int:
+        """Width of the values of all KV heads [elements] (the keys' with equal head sizes)."""
+        return self.num_key_value_heads * self.value_head_dim
+
+    @property
+    def kv_proj_width(self) -> int:
+        """Output width of the key and value projections: keys only with `values_from_keys`."""
+        return self.kv_width + (0 if self.values_from_keys else self.value_width)
+
+    def sliding_layers(self) -> ModelArchitecture:
+        """The model as its sliding-window layers see it: `sliding_attention`'s heads and head
+        sizes in the top-level fields (the model itself when it has no second shape)."""
+        shape = self.sliding_attention
+        if shape is None:
+            return self
+        return _sliding_layers(self, shape)
+
+    @property
     def expert_width(self) -> int:
         """FFN width of one routed expert [elements]."""
         return self.moe_intermediate_size or self.intermediate_size
@@ -192,6 +240,19 @@ class ModelArchitecture:
         if self.shared_expert_intermediate_size is not None:
             return self.shared_expert_intermediate_size
         return self.num_shared_experts * self.expert_width
+
+
+@lru_cache(maxsize=64)
+def _sliding_layers(arch: ModelArchitecture, shape: AttentionShape) -> ModelArchitecture:
+    return replace(
+        arch,
+        num_attention_heads=shape.num_attention_heads,
+        num_key_value_heads=shape.num_key_value_heads,
+        head_dim=shape.head_dim,
+        v_head_dim=shape.v_head_dim,
+        values_from_keys=False,
+        sliding_attention=None,
+    )
 
 
 def default_head_dim(hidden_size: int, num_attention_heads: int) -> int:
@@ -227,6 +288,7 @@ def validate_architecture(arch: ModelArchitecture) -> None:
             field="num_key_value_heads",
         )
     _validate_layer_mix(arch)
+    _validate_second_shape(arch)
     _validate_moe(arch)
     _validate_sliding_window(arch)
     if arch.dsa is not None and (arch.mla is None or arch.num_sliding_window_layers):
@@ -318,4 +380,29 @@ def _validate_sliding_window(arch: ModelArchitecture) -> None:
         raise InvalidArchitecture(
             "num_sliding_window_layers must not exceed the attention layers",
             field="num_sliding_window_layers",
+        )
+
+
+def _validate_second_shape(arch: ModelArchitecture) -> None:
+    if arch.v_head_dim is not None and arch.v_head_dim <= 0:
+        raise InvalidArchitecture("v_head_dim must be positive", field="v_head_dim")
+    if (arch.v_head_dim is not None or arch.values_from_keys) and arch.mla is not None:
+        raise InvalidArchitecture(
+            "v_head_dim and values_from_keys describe GQA layers, not MLA", field="v_head_dim"
+        )
+    shape = arch.sliding_attention
+    if shape is None:
+        return
+    if arch.mla is not None or arch.dsa is not None or not arch.num_sliding_window_layers:
+        raise InvalidArchitecture(
+            "sliding_attention is the shape of GQA sliding-window layers: it needs "
+            "num_sliding_window_layers and no MLA",
+            field="sliding_attention",
+        )
+    sizes = (shape.num_attention_heads, shape.num_key_value_heads, shape.head_dim, shape.v_head_dim)
+    if min(sizes) <= 0 or shape.num_attention_heads % shape.num_key_value_heads:
+        raise InvalidArchitecture(
+            "sliding_attention's sizes must be positive and its query heads a multiple of its "
+            "KV heads",
+            field="sliding_attention",
         )

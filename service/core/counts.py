@@ -160,7 +160,7 @@ def _gemm_shape(
         latent = arch.moe_latent_size
         return (h, latent, h * latent) if operand == "latent_down" else (latent, h, latent * h)
     if operand == "o":
-        o_width = s.heads * (arch.mla.v_head_dim if arch.mla else arch.head_dim)
+        o_width = s.heads * (arch.mla.v_head_dim if arch.mla else arch.value_head_dim)
         return o_width, h, o_width * h
     shared = operand.startswith("shared_")
     width = s.shared_width if shared else s.mlp_width

@@ -47,6 +47,10 @@ KERNEL_KINDS: tuple[str, ...] = (
 )
 """Every kind of kernel, in a fixed order (the regressor one-hot encodes it)."""
 
+SLIDING_LAYER_OPERANDS = {"qkv_sliding": "qkv", "rope_sliding": "", "o_sliding": "o"}
+"""Operands of the sliding-window layers' own projections and RoPE in a model with a second
+attention shape, and the operand each is counted as (at the sliding layers' shapes)."""
+
 RECURRENT_KERNEL_KINDS: tuple[str, ...] = (
     "causal_conv1d",
     "ssd_scan",
@@ -132,7 +136,9 @@ def build_kernel_graph(
     mixers, mlps = arch.num_mixer_layers, arch.num_mlp_layers
     norm = b.add(KernelNode("input_norm", "norm", mixers))
     mixer_outputs = []
-    if arch.num_attention_layers > 0:
+    if arch.num_attention_layers > 0 and arch.sliding_attention is not None:
+        mixer_outputs.extend(_add_two_attention_shapes(b, arch, flash_attention, norm))
+    elif arch.num_attention_layers > 0:
         mixer_outputs.append(_add_attention_block(b, arch, flash_attention, norm))
     if arch.mamba is not None and arch.num_mamba_layers > 0:
         mixer_outputs.append(_add_recurrent(b, arch, "mamba", norm))
@@ -195,16 +201,44 @@ def _add_attention_block(
     return b.add(KernelNode("o_proj", "gemm", layers, "o"), *attention_outputs)
 
 
+def _add_two_attention_shapes(
+    b: _GraphBuilder, arch: ModelArchitecture, flash_attention: bool, norm: int
+) -> list[int]:
+    """The full-attention layers' block and the sliding-window layers' own (a second attention
+    shape, `arch.sliding_attention`): projections, RoPE and attention apart, each node counted
+    on its layers; the sliding block's operands (SLIDING_LAYER_OPERANDS) make
+    kernel_work.kernel_work count them at the sliding layers' shapes."""
+    outputs = []
+    full = arch.num_attention_layers - arch.num_sliding_window_layers
+    for suffix, layers, variant in (
+        ("", full, "full"),
+        ("_sliding", arch.num_sliding_window_layers, "sliding"),
+    ):
+        if layers <= 0:
+            continue
+        qkv = b.add(KernelNode(f"qkv_proj{suffix}", "gemm", layers, f"qkv{suffix}"), norm)
+        roped = qkv
+        if arch.position == "rope":
+            roped = b.add(KernelNode(f"rope{suffix}", "rope", layers, f"rope{suffix}"), qkv)
+        attended = _add_attention(b, variant, layers, flash_attention, roped, qkv, False)
+        outputs.append(b.add(KernelNode(f"o_proj{suffix}", "gemm", layers, f"o{suffix}"), attended))
+    return outputs
+
+
 def _add_recurrent(b: _GraphBuilder, arch: ModelArchitecture, mixer: str, norm: int) -> int:
     """in_proj, causal conv1d, the scan (Mamba-2's SSD, the delta rule of gated DeltaNet and
     KDA, lightning attention) with its gated RMSNorm, and out_proj of a recurrent mixer
     (`mixer`: ``mamba`` or ``delta_net``). Mamba-1 projects dt, B and C from x (x_proj,
     dt_proj) and gates inside its scan; KDA widens its decay and output-gate bottlenecks
-    (gate_proj); lightning attention has no conv1d."""
+    (gate_proj); lightning attention has no conv1d; LFM2's short conv has no scan."""
+    rule = arch.delta_net.rule if mixer == "delta_net" and arch.delta_net else ""
     short = "mamba" if mixer == "mamba" else "linear_attn"
+    short = "short_conv" if rule == "short_conv" else short
     layers = arch.num_mamba_layers if mixer == "mamba" else arch.num_delta_net_layers
     proj_in = b.add(KernelNode(f"{short}_in_proj", "gemm", layers, f"{mixer}_in"), norm)
-    rule = arch.delta_net.rule if mixer == "delta_net" and arch.delta_net else ""
+    if rule == "short_conv":  # LFM2: the gated conv alone, its B and C products in conv1d
+        conv = b.add(KernelNode("short_conv_conv1d", "causal_conv1d", layers, mixer), proj_in)
+        return b.add(KernelNode("short_conv_out_proj", "gemm", layers, f"{mixer}_out"), conv)
     if rule == "lightning":
         scan = b.add(
             KernelNode("linear_attn_lightning", "lightning_attention", layers, mixer), proj_in

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from service.core import counts, dsa, moe, recurrent
 from service.core.architecture import ModelArchitecture
 from service.core.counts import PassShape
-from service.core.graph import KernelNode
+from service.core.graph import SLIDING_LAYER_OPERANDS, KernelNode
 from service.core.mla import INDEXER
-from service.core.shards import ShardShapes
+from service.core.shards import ShardShapes, sliding_layer_shapes
 from service.core.work import Work
 
 KernelCounter = Callable[[KernelNode, ModelArchitecture, ShardShapes, PassShape], Work]
@@ -46,6 +47,11 @@ def kernel_work(
     node: KernelNode, arch: ModelArchitecture, shapes: ShardShapes, shape: PassShape
 ) -> Work:
     """Counts of one execution of `node` on one GPU in a pass of `shape`."""
+    if arch.sliding_attention is not None and (
+        node.operand == "sliding" or node.operand in SLIDING_LAYER_OPERANDS
+    ):  # a sliding-window layer of a second attention shape: counted at its own widths
+        arch, shapes = sliding_layer_shapes(arch, shapes)
+        node = replace(node, operand=SLIDING_LAYER_OPERANDS.get(node.operand, node.operand))
     if node.operand.startswith(INDEXER):  # DSA's indexer kernels (service.core.dsa)
         return dsa.indexer_work(node, arch, shapes, shape)
     return COUNTERS[node.kind](node, arch, shapes, shape)

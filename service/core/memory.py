@@ -9,7 +9,7 @@ from service.core.cost_model_errors import InsufficientMemory
 from service.core.mixers import delta_net_weight_elements, mamba_weight_elements
 from service.core.recurrent import recurrent_state_bytes
 from service.core.results import MemoryFootprint
-from service.core.shards import ShardShapes
+from service.core.shards import ShardShapes, sliding_kv_width_ratio
 from service.core.workload import Deployment, Workload
 
 
@@ -28,7 +28,18 @@ def attention_weight_elements(arch: ModelArchitecture) -> float:
             q += m.q_lora_rank * d.index_n_heads * d.index_head_dim
             q += h * (d.index_head_dim + d.index_n_heads)
         return q + kv + heads * m.v_head_dim * h
-    return h * (arch.q_proj_width + 2 * arch.kv_width) + arch.query_width * h
+    o_proj = arch.num_attention_heads * arch.value_head_dim * h
+    return h * (arch.q_proj_width + arch.kv_proj_width) + o_proj
+
+
+def self_attention_weight_elements(arch: ModelArchitecture) -> float:
+    """Attention weight elements of all self-attention layers, sliding-window layers of a
+    second attention shape (`arch.sliding_attention`) at their own."""
+    if arch.sliding_attention is None:
+        return arch.num_attention_layers * attention_weight_elements(arch)
+    full = arch.num_attention_layers - arch.num_sliding_window_layers
+    sliding = attention_weight_elements(arch.sliding_layers())
+    return full * attention_weight_elements(arch) + arch.num_sliding_window_layers * sliding
 
 
 def mlp_weight_elements(arch: ModelArchitecture, width: float) -> float:
@@ -50,7 +61,7 @@ def latent_projection_weight_elements(arch: ModelArchitecture) -> float:
 
 def mixer_weight_elements(arch: ModelArchitecture) -> float:
     """Token-mixer weight elements of all layers: attention plus recurrent mixers."""
-    total = arch.num_attention_layers * attention_weight_elements(arch)
+    total = self_attention_weight_elements(arch)
     if arch.mamba is not None:
         total += arch.num_mamba_layers * arch.mamba.weight_elements(arch.hidden_size)
     if arch.delta_net is not None:
@@ -113,7 +124,7 @@ def active_parameter_count(arch: ModelArchitecture) -> float:
 def weight_bytes_per_gpu(arch: ModelArchitecture, s: ShardShapes, pipeline: int) -> float:
     """Weight bytes on the most loaded GPU [B] (a stage with the embedding table)."""
     dense_mlp = mlp_weight_elements(arch, arch.intermediate_size)
-    attention = arch.num_attention_layers * attention_weight_elements(arch)
+    attention = self_attention_weight_elements(arch)
     # Attention and dense layers are sharded over one attention replica's GPUs (replicated
     # across attention-data-parallel replicas); routed experts over the whole stage.
     layer_bytes = (attention + arch.num_dense_mlp_layers * dense_mlp) / s.attention_group
@@ -142,7 +153,8 @@ def kv_cache_bytes_per_gpu(
     tokens = workload.prompt_tokens + workload.output_tokens
     window = arch.sliding_window_tokens or tokens
     full_layers = arch.num_attention_layers - arch.num_sliding_window_layers
-    token_layers = full_layers * tokens + arch.num_sliding_window_layers * min(tokens, window)
+    sliding_layers = arch.num_sliding_window_layers * sliding_kv_width_ratio(arch, s)
+    token_layers = full_layers * tokens + sliding_layers * min(tokens, window)
     per_stage = token_layers / pipeline
     sequences = workload.batch_size / s.data  # on this GPU's attention replica
     kv = sequences * per_stage * s.kv_cache_width * s.kv_bytes

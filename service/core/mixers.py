@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-LinearRule = Literal["gated_delta", "kda", "lightning"]
+LinearRule = Literal["gated_delta", "kda", "lightning", "short_conv"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +77,14 @@ class DeltaNetShape:
       bottleneck (f_a/f_b, g_a/g_b: hidden -> key_head_dim replicated, then -> value width).
     - ``lightning`` (MiniMax-Text-01, MiniMax-M1): linear attention with a fixed decay per head
       and no delta correction; qkv_proj and output_gate from the hidden state, no conv1d
-      (`conv_kernel` 0)."""
+      (`conv_kernel` 0).
+    - ``short_conv`` (LFM2's gated short convolution, vLLM's ShortConv in
+      vllm/model_executor/layers/mamba/short_conv.py): no recurrence, only the conv. in_proj
+      gives B, C and x (3 x hidden), B * x goes through a depthwise causal conv1d of
+      `conv_kernel` taps (`conv_L_cache`), C gates its output, out_proj maps it back; the state
+      is the conv's last `conv_kernel - 1` inputs alone. Its channels are written as heads of
+      one element (`num_value_heads` = hidden, head dims 1), as Mamba-1's are, so a tensor-
+      parallel split divides them as vLLM does."""
 
     num_key_heads: int
     num_value_heads: int
@@ -99,6 +106,8 @@ class DeltaNetShape:
     @property
     def conv_channels(self) -> int:
         """Channels of the causal conv1d: q, k and v [elements] (none without a conv)."""
+        if self.rule == "short_conv":
+            return self.value_width
         return 0 if self.rule == "lightning" else 2 * self.key_width + self.value_width
 
     @property
@@ -157,8 +166,18 @@ def mamba_weight_elements(m: MambaShape, hidden: int, group: int) -> float:
 def delta_net_shard(d: DeltaNetShape, group: int) -> RecurrentShard:
     """in_proj_width per rule: gated DeltaNet q, k, v, z, beta, a; KDA q, k, v, beta and the two
     replicated rank-key_head_dim bottlenecks (f_a, g_a); lightning q, k, v and the output
-    gate."""
+    gate; short_conv B, C and x, and no recurrent state."""
     value_heads = d.num_value_heads / group
+    if d.rule == "short_conv":
+        channels = d.value_width / group
+        return RecurrentShard(
+            heads=value_heads,
+            conv_channels=channels,
+            in_proj_width=3 * channels,
+            out_width=channels,
+            conv_state=(d.conv_kernel - 1) * channels,
+            recurrent_state=0.0,
+        )
     qkv = (2 * d.key_width + d.value_width) / group
     value = d.value_width / group
     conv = 0.0 if d.rule == "lightning" else qkv

@@ -22,6 +22,7 @@ import numpy.typing as npt
 from service.core.coefficients import CostModelCoefficients
 from service.core.plan import CostPlan
 from service.core.recurrent import recurrent_state_bytes
+from service.core.shards import sliding_kv_width_ratio
 from service.core.workload import Deployment
 
 FloatArray = npt.NDArray[np.float64]
@@ -152,7 +153,7 @@ def _context_values(
         float(s.expert),
         float(arch.is_moe),
         float(arch.num_attention_layers - arch.num_sliding_window_layers),
-        float(arch.num_sliding_window_layers),
+        float(arch.num_sliding_window_layers) * sliding_kv_width_ratio(arch, s),
         NO_WINDOW if arch.sliding_window_tokens is None else float(arch.sliding_window_tokens),
         s.kv_cache_width,
         s.kv_bytes,

@@ -40,6 +40,9 @@ overcount the basis cannot separate (service.core.plan).
   and its (decay-masked) product with v (2 C d MAC), the inter-block q h (d^2) and the block
   state update k^T v (d^2); the block states (d^2 per block, fp32) written and read once. The
   decode update h = lambda h + k^T v, o = q h: 5 ops per state element.
+- LFM2's short conv (causal_conv1d_fn / causal_conv1d_update, vLLM's ShortConv) is that
+  conv over B * x, with no bias and no activation, and C times its output: 2K + 2 ops per
+  channel; it reads B, C and x and writes y; its state is the conv state alone.
 - gated_norm (RMSNormGated): y * SiLU(z) then RMSNorm: 9 ops + 1 exp per element (KDA's and
   lightning attention's sigmoid gate alike).
 """
@@ -62,6 +65,7 @@ _SELECTIVE_OPS, _SELECTIVE_CHANNEL_OPS = 7.0, 6.0
 _KDA_GATE_OPS, _KDA_GATE_EXPS = 6.0, 4.0  # fused_kda_gate (2 exp) and the chunk's k, q decay (2)
 _KDA_SUB_CHUNK, _KDA_INTRA_OPS = 16.0, 3.0  # FLA chunk_kda's intra-chunk block, ops per term
 _LIGHTNING_UPDATE_OPS, _SILU_OPS = 5.0, 4.0
+_SHORT_CONV_GATE_OPS = 2.0  # LFM2: B * x before the conv, C * y after it
 
 
 def recurrent_shard(node: KernelNode, arch: ModelArchitecture, s: ShardShapes) -> RecurrentShard:
@@ -101,11 +105,28 @@ def causal_conv1d(node: KernelNode, arch: ModelArchitecture, s: ShardShapes, p: 
     if node.operand == "delta_net" and arch.delta_net is not None:
         taps = arch.delta_net.conv_kernel
     elements = p.tokens * r.conv_channels
+    if node.operand == "delta_net" and arch.delta_net and arch.delta_net.rule == "short_conv":
+        return _short_conv(r, taps, elements, s, p)
     return Work(
         cuda_core_ops=(_CONV_OPS_PER_TAP * taps + _CONV_BIAS_SILU_OPS) * elements,
         special_function_ops=elements,
         weight_bytes=r.conv_channels * (taps + 1) * s.embedding_bytes,
         activation_read_bytes=elements * s.activation_bytes,
+        activation_write_bytes=elements * s.activation_bytes,
+        kv_cache_read_bytes=p.logit_rows * r.conv_state * s.activation_bytes,
+        kv_cache_write_bytes=p.logit_rows * r.conv_state * s.activation_bytes,
+    )
+
+
+def _short_conv(
+    r: RecurrentShard, taps: int, elements: float, s: ShardShapes, p: PassShape
+) -> Work:
+    """LFM2's gated short conv: B * x, the K-tap conv (no bias, no activation), C * its output;
+    reads B, C and x, writes y."""
+    return Work(
+        cuda_core_ops=(_CONV_OPS_PER_TAP * taps + _SHORT_CONV_GATE_OPS) * elements,
+        weight_bytes=r.conv_channels * taps * s.embedding_bytes,
+        activation_read_bytes=3.0 * elements * s.activation_bytes,
         activation_write_bytes=elements * s.activation_bytes,
         kv_cache_read_bytes=p.logit_rows * r.conv_state * s.activation_bytes,
         kv_cache_write_bytes=p.logit_rows * r.conv_state * s.activation_bytes,

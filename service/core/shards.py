@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from typing import TypedDict
 
 from service.core.architecture import ModelArchitecture
 from service.core.cost_model_errors import InvalidParallelism
@@ -67,36 +69,20 @@ def shard_shapes(arch: ModelArchitecture, deployment: Deployment) -> ShardShapes
     """Per-GPU shapes of `arch` on `deployment`; InvalidParallelism if the layout does not split."""
     par = deployment.parallelism
     _check_divides(arch, par.tensor, par.expert, par.pipeline, par.data)
+    if arch.sliding_attention is not None:  # the sliding layers' heads must split too
+        _check_divides(arch.sliding_layers(), par.tensor, par.expert, par.pipeline, par.data)
     attention = par.attention_group  # GPUs sharding attention and the dense layers
     precision = deployment.precision
     # Embedding and LM-head tables stay in 16-bit under weight quantisation (as served).
     sixteen_bit = (
         precision.activations if precision.activations in (DType.BF16, DType.FP16) else DType.BF16
     )
-    heads = arch.num_attention_heads // attention
-    if arch.mla is not None:
-        mla = arch.mla
-        latent = mla.kv_lora_rank + mla.qk_rope_head_dim
-        qk_dim, v_dim = latent, mla.kv_lora_rank  # weight-absorbed attention works in latent space
-        k_cache, v_cache = latent, 0  # one latent vector per token, shared by all heads
-        kv_proj = mla.kv_lora_rank + mla.qk_rope_head_dim
-    else:
-        kv_heads = max(1, arch.num_key_value_heads // attention)  # replicated beyond the KV heads
-        qk_dim = v_dim = arch.head_dim
-        k_cache = v_cache = kv_heads * arch.head_dim
-        kv_proj = 2 * kv_heads * arch.head_dim
     return ShardShapes(
         group=par.gpus_per_stage,
         tensor=par.tensor,
         expert=par.expert,
         hidden=arch.hidden_size,
-        heads=heads,
-        query_width=heads * arch.head_dim,
-        qk_head_dim=qk_dim,
-        v_head_dim=v_dim,
-        k_cache_width=k_cache,
-        v_cache_width=v_cache,
-        kv_proj_width=kv_proj,
+        **_attention_widths(arch, attention),
         mlp_width=arch.intermediate_size / attention,
         expert_width=arch.expert_width / par.tensor,
         shared_width=arch.shared_expert_width / attention,
@@ -115,6 +101,59 @@ def shard_shapes(arch: ModelArchitecture, deployment: Deployment) -> ShardShapes
         index_cache_bytes=arch.dsa.key_bytes if arch.dsa is not None else 0.0,
         data=par.data,
     )
+
+
+class _AttentionWidths(TypedDict):
+    heads: int
+    query_width: int
+    qk_head_dim: int
+    v_head_dim: int
+    k_cache_width: int
+    v_cache_width: int
+    kv_proj_width: int
+
+
+def _attention_widths(arch: ModelArchitecture, attention: int) -> _AttentionWidths:
+    """ShardShapes' attention fields of `arch`'s top-level attention shape on one of
+    `attention` tensor-parallel GPUs."""
+    heads = arch.num_attention_heads // attention
+    if arch.mla is not None:
+        mla = arch.mla
+        latent = mla.kv_lora_rank + mla.qk_rope_head_dim
+        qk_dim, v_dim = latent, mla.kv_lora_rank  # weight-absorbed attention works in latent space
+        k_cache, v_cache = latent, 0  # one latent vector per token, shared by all heads
+        kv_proj = mla.kv_lora_rank + mla.qk_rope_head_dim
+    else:
+        kv_heads = max(1, arch.num_key_value_heads // attention)  # replicated beyond the KV heads
+        qk_dim, v_dim = arch.head_dim, arch.value_head_dim
+        k_cache, v_cache = kv_heads * qk_dim, kv_heads * v_dim
+        # keys used as values (Gemma 4's full layers): one projection, both cached
+        kv_proj = k_cache + (0 if arch.values_from_keys else v_cache)
+    return _AttentionWidths(
+        heads=heads, query_width=heads * arch.head_dim, qk_head_dim=qk_dim, v_head_dim=v_dim,
+        k_cache_width=k_cache, v_cache_width=v_cache, kv_proj_width=kv_proj,
+    )  # fmt: skip
+
+
+@lru_cache(maxsize=256)
+def sliding_layer_shapes(
+    arch: ModelArchitecture, s: ShardShapes
+) -> tuple[ModelArchitecture, ShardShapes]:
+    """The model and per-GPU shapes as a sliding-window layer of a second attention shape
+    (`arch.sliding_attention`) sees them: its heads, head sizes and cache widths; `(arch, s)`
+    itself without one."""
+    if arch.sliding_attention is None:
+        return arch, s
+    view = arch.sliding_layers()
+    return view, replace(s, **_attention_widths(view, s.attention_group))
+
+
+def sliding_kv_width_ratio(arch: ModelArchitecture, s: ShardShapes) -> float:
+    """A sliding-window layer's KV-cache width per token over a full layer's (1 without a
+    second attention shape): the cache sums sliding layers weighted by it."""
+    if arch.sliding_attention is None:
+        return 1.0
+    return sliding_layer_shapes(arch, s)[1].kv_cache_width / s.kv_cache_width
 
 
 def expert_stream_bytes(arch: ModelArchitecture, weights: DType) -> float:

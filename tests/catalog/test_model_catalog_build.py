@@ -11,13 +11,14 @@ from typing import Any
 
 import pytest
 
-from offline.catalog.build import disagrees_with_name, shape_differences
+from offline.catalog.build import disagrees_with_name, shape_differences, unnamed_small
 from offline.catalog.entries import name_sizes
 from offline.catalog.families import family_of, series_of
 from offline.catalog.genz_configs import _literal
 from offline.catalog.genz_configs import hf_config as genz_config
 from offline.catalog.litgpt_configs import hf_config, model_type_of
 from offline.catalog.llama_models_configs import ffn_width
+from offline.catalog.maxtext_configs import _left_out, _module_dicts
 from offline.catalog.packages import PINNED
 from offline.catalog.vendored_configs import LABEL
 from offline.fitting.datasets_common import DEFAULT_DATA_DIR
@@ -57,6 +58,11 @@ PUBLISHED_COUNTS = [
     ("EleutherAI/pythia-6.9b", 6.857e9, None, "Pythia paper, table 1: 6,857,302,016"),
     ("moonshotai/Kimi-K2.5", 1.04e12, 32.6e9, "Kimi K2 report: 1.04T total, 32.6B active"),
     ("nvidia/Nemotron-4-340B-Instruct", 340e9, None, "model card: 340B"),
+    ("google/gemma-4-26B-A4B", 25.2e9, 3.8e9, "model card: 25.2B total, 3.8B active"),
+    ("google/gemma-4-26b-a4b-it", 25.2e9, 3.8e9, "model card: 25.2B total, 3.8B active"),
+    ("google/gemma-4-31b-it", 30.7e9, None, "model card: 30.7B"),
+    ("XiaomiMiMo/MiMo-V2-Flash", 309e9, 15e9, "model card: 309B total, 15B active"),
+    ("deepseek-ai/DeepSeek-V2-Lite", 15.7e9, None, "model card: 15.7B total"),
 ]
 TOLERANCE = 0.02
 
@@ -147,6 +153,30 @@ def test_names_give_families_series_and_sizes() -> None:
     assert name_sizes("facebook/opt-13b") == (13e9, 13e9)
     assert name_sizes("Qwen/Qwen1.5-MoE-A2.7B") == (None, 2.7e9)
     assert name_sizes("zai-org/GLM-5") == (None, None)
+    assert name_sizes("Qwen/Qwen-1_8B") == (1.8e9, 1.8e9)  # Qwen-1's underscore decimal point
+    assert name_sizes("EleutherAI/pythia-70m-deduped") == (70e6, 70e6)
+    assert name_sizes("Qwen/Qwen2.5-7B-Instruct-1M") == (7e9, 7e9)  # 1M: the context, after 7B
+
+
+def test_a_checkpoint_under_0_1b_is_kept_only_at_the_size_its_name_states() -> None:
+    """Pythia-14m's 6 layers of 128 with untied 50304 x 128 embeddings: 14.06M weights by hand
+    (parameter_count leaves biases and norms out), its catalogue count."""
+    by_hand = 2 * 50304 * 128 + 6 * 12 * 128 * 128  # embeddings, then QKV, out, MLP (no biases)
+    assert load_model_catalog().get("EleutherAI/pythia-14m").raw["parameters"] == by_hand
+    pythia = {"id": "EleutherAI/pythia-14m", "supported": True}
+    assert not unnamed_small(pythia | {"parameters": by_hand, "active_parameters": by_hand})
+    assert unnamed_small(pythia | {"parameters": 9e6, "active_parameters": 9e6})
+    toy = {"id": "hf-internal-testing/tiny-random-LlamaForCausalLM", "supported": True}
+    assert unnamed_small(toy | {"parameters": 1e6, "active_parameters": 1e6})
+    assert not unnamed_small(toy | {"parameters": 2e8, "active_parameters": 2e8})
+    # DistilGPT2 names no size: held to its model card's 82M. 6 layers of 768 and tied 50257 x
+    # 768 embeddings: 81.06M weights by hand (its 1024 x 768 position table, biases and norms
+    # are not counted by parameter_count)
+    distil = 50257 * 768 + 6 * 12 * 768 * 768
+    record = load_model_catalog().get("distilbert/distilgpt2")
+    assert record.raw["parameters"] == distil
+    entry = {"id": record.id, "supported": True, "parameters": distil}
+    assert not unnamed_small(entry, 82e6) and unnamed_small(entry)
 
 
 def test_a_secondary_source_is_kept_only_where_its_size_matches_the_name() -> None:
@@ -215,3 +245,29 @@ def test_genz_glm_4_9b_reads_as_glm() -> None:
     assert (arch.num_layers, arch.num_key_value_heads, arch.head_dim) == (40, 2, 128)
     assert arch.qkv_bias and arch.activation == "silu" and not arch.tie_word_embeddings
     assert load_model_catalog().get("THUDM/glm-4-9b-chat").raw["parameters"] == 9_399_435_264
+
+
+def test_maxtext_dicts_as_the_module_leaves_them() -> None:
+    """The converter module's dicts after its copies, spreads, item assignments and updates;
+    the comment above each kept to judge it."""
+    text = "\n".join([
+        "import transformers",
+        "# from https://huggingface.co/org/a/blob/main/config.json",
+        "a_dict = {'model_type': 'x', 'text_config': {'n': 1, 'layer_types': ['s', 'f'] * 2}}",
+        "b_dict = a_dict.copy()",
+        "b_dict['text_config'] = a_dict['text_config'].copy()",
+        "b_dict['text_config'].update({'n': 2})",
+        "c_dict = {**a_dict, 'model_type': 'y'}",
+        "a_config = transformers.XConfig(**a_dict)",
+    ])  # fmt: skip
+    dicts, comments = _module_dicts(text)
+    assert dicts["a_dict"]["text_config"] == {"n": 1, "layer_types": ["s", "f", "s", "f"]}
+    assert dicts["b_dict"]["text_config"]["n"] == 2
+    assert dicts["c_dict"]["model_type"] == "y" and dicts["c_dict"]["text_config"]["n"] == 1
+    assert (
+        comments["a_dict"].startswith("# from https://huggingface.co/org/a/")
+        and not comments["b_dict"]
+    )
+    assert _left_out("org/a", dicts["a_dict"], comments["a_dict"]) is None
+    assert _left_out("org/b", dicts["a_dict"], comments["a_dict"]) == "org/a's config.json"
+    assert _left_out("org/a-FP8", dicts["c_dict"], "") is not None  # no quantization_config

@@ -17,6 +17,12 @@ from service.pricing.regressor.runtime import EnergyRegressor
 from service.schemas.estimate_request import EstimateRequest
 
 SUPPORTED = [r.id for r in load_model_catalog().records if r.architecture is not None]
+# 512 prompt tokens, fewer where the context is shorter (pythia-14m: 512 tokens in all)
+PROMPT_TOKENS = {
+    r.id: min(512, r.architecture.max_context_tokens - 64)
+    for r in load_model_catalog().records
+    if r.architecture is not None
+}
 COUNTS = (1, 2, 4, 8, 16)  # 16: two HGX nodes, for the bf16 GLM-5 family (744B)
 
 
@@ -24,7 +30,11 @@ def _request(model_id: str, count: int) -> EstimateRequest:
     return EstimateRequest.model_validate(
         {
             "model": model_id,
-            "workload": {"batch_size": 1, "prompt_tokens": 512, "output_tokens": 64},
+            "workload": {
+                "batch_size": 1,
+                "prompt_tokens": PROMPT_TOKENS[model_id],
+                "output_tokens": 64,
+            },
             "hardware": {"gpu": "H200-SXM-141GB", "count": count},
             "datacenter": {"region": "FR"},
         }

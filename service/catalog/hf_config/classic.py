@@ -67,6 +67,17 @@ def read_gptj(view: ConfigView) -> Reading:
     return _plain(read_decoder(view, GPTJ, GPT2_KEYS), bias=False, parallel=True)
 
 
+GPT2 = ClassDefaults(50257, 768, None, 12, 12, None, 1024, True, "gelu_new")
+
+
+def read_gpt2(view: ConfigView) -> Reading:
+    """GPT2Config (GPT-2): biases everywhere, learned positions, a 4 x hidden GELU MLP unless
+    `n_inner`, tied embeddings."""
+    reading = _plain(read_decoder(view, GPT2, GPT2_KEYS), bias=True)
+    reading.set("position", "learned")
+    return reading
+
+
 def read_gpt_bigcode(view: ConfigView) -> Reading:
     """GPTBigCodeConfig (StarCoder, SantaCoder): multi-query attention (one KV head) unless
     `multi_query` is false, learned positions."""

@@ -11,7 +11,7 @@ from service.catalog.hf_config.layers import (
     set_window,
     windowed_layers,
 )
-from service.catalog.hf_config.reading import ClassDefaults, Reading, read_decoder
+from service.catalog.hf_config.reading import ClassDefaults, ConfigKeys, Reading, read_decoder
 from service.catalog.hf_config.view import ConfigView
 
 QK_NORM_NOTE = "QK RMSNorm per head ignored (negligible cost)"
@@ -111,6 +111,41 @@ def read_olmo(view: ConfigView) -> Reading:
     """OlmoConfig (OLMo 1): a Llama with LayerNorm (without parameters) instead of RMSNorm."""
     reading = read_decoder(view, OLMO)
     reading.set("norm", "layernorm")
+    return reading
+
+
+# StableLmConfig (transformers models/stablelm/configuration_stablelm.py): StableLM-3B-4E1T's
+# sizes; q/k/v biases only with use_qkv_bias (StableLM 2), RoPE on partial_rotary_factor 0.25.
+STABLELM = ClassDefaults(50304, 2560, 6912, 32, 32, 32, 4096, False)
+STABLELM_KEYS = ConfigKeys(attention_bias=("use_qkv_bias",))
+
+
+def read_stablelm(view: ConfigView) -> Reading:
+    """StableLmConfig (StableLM-3B-4E1T, StableLM Zephyr, Stable Code 3B, StableLM 2): a Llama
+    with LayerNorm, partial RoPE, attention and MLP in parallel where use_parallel_residual."""
+    reading = read_decoder(view, STABLELM, STABLELM_KEYS)
+    reading.set("norm", "layernorm")
+    reading.set("parallel_residual", view.flag("use_parallel_residual", False))
+    reading.notes.append("partial rotary embedding priced as full RoPE (elementwise, negligible)")
+    if view.flag("qk_layernorm", False):
+        reading.notes.append(QK_NORM_NOTE)
+    return reading
+
+
+# QWenConfig (Qwen-1's remote code, configuration_qwen.py): Qwen-7B's sizes.
+QWEN1 = ClassDefaults(151936, 4096, 22016, 32, 32, None, 8192, False, head_dim=128)
+
+
+def read_qwen(view: ConfigView) -> Reading:
+    """QWenConfig (Qwen-1: Qwen-1.8B/7B/14B/72B), as modeling_qwen.py and vLLM's models/qwen.py
+    build it: multi-head attention of `kv_channels` per head with a biased c_attn, RMSNorm and
+    a SwiGLU MLP whose w1 and w2 are each intermediate_size / 2 wide (the config's
+    intermediate_size is the two together)."""
+    keys = ConfigKeys(max_position_embeddings=("max_position_embeddings", "seq_length"))
+    reading = read_decoder(view, QWEN1, keys)
+    reading.set("head_dim", view.size("kv_channels", 128), "kv_channels")
+    reading.set("intermediate_size", reading.values["intermediate_size"] // 2, "intermediate_size")
+    reading.set("qkv_bias", True)
     return reading
 
 

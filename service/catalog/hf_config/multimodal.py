@@ -18,7 +18,9 @@ VISION_NOTE = "vision encoder not modelled; text decoder only"
 TEXT_MODEL_TYPES = {
     "exaone4_5": "exaone4_5_text",
     "gemma3": "gemma3_text",
+    "gemma4": "gemma4_text",
     "kimi_k25": "kimi_k2",  # Kimi K2.5 and later: a Kimi K2 (DeepSeek-V3) text decoder
+    "lfm2_vl": "lfm2",
     "llama4": "llama4_text",
     "mistral3": "mistral",
     "llava": "llama",

@@ -9,7 +9,6 @@ REFUSED_MODEL_TYPES: dict[str, str] = {
     "zamba": _HYBRID,
     "zamba2": _HYBRID,
     "plamo2": _HYBRID,
-    "lfm2": "a hybrid of gated short convolutions and attention",
     "lfm2_moe": "a hybrid of gated short convolutions and attention",
     "rwkv": _LINEAR,
     "recurrent_gemma": "RG-LRU recurrent layers",
