@@ -106,7 +106,7 @@ def mlenergy_inputs(
             1,
             m.prompt_tokens,
             m.output_tokens,
-            cached_prompt_tokens=CACHED_PROMPT_TOKENS_BY_TASK.get(m.task, 0),
+            cached_prompt_tokens=_cached_prompt_tokens(m),
             concurrent_sequences=m.batch_size,
         ),
         deployment=deployment,
@@ -114,3 +114,9 @@ def mlenergy_inputs(
         model_id=record.id,
         family=record.family,
     )
+
+
+def _cached_prompt_tokens(m: EnergyMeasurement) -> int:
+    """Row `m`'s prefix-cache hits [tokens]: its task's, leaving at least the prompt's last token
+    computed (a row given a shorter prompt than the task mean)."""
+    return min(CACHED_PROMPT_TOKENS_BY_TASK.get(m.task, 0), m.prompt_tokens - 1)
