@@ -2,7 +2,8 @@
 and the serving engine whose host-overhead coefficients it ran under.
 
 The mapping follows ``shared/data/README.md``: a row is one request (batch 1) of the task's mean
-prompt and ``output_tokens`` tokens joining a continuous batch of ``batch_size`` running
+prompt (of which the task's prefix-cache hits, `CACHED_PROMPT_TOKENS_BY_TASK`, are cached
+tokens) and ``output_tokens`` tokens joining a continuous batch of ``batch_size`` running
 sequences (``concurrent_sequences``, the row's round(avg batch)); multimodal rows and
 pipeline-parallel rows are left out (the estimate models one text-only replica without pipeline
 bubbles); expert-parallel rows list ``tensor_parallel = 1`` although attention spans the whole
@@ -41,6 +42,16 @@ host time per decode step has a fitted part per worker beyond the first. The Spl
 is not vLLM; nothing says it has such a hand-off, so its per-worker time is held at 0."""
 
 TEXT_CATEGORY = "llm_text_generation"
+
+CACHED_PROMPT_TOKENS_BY_TASK: dict[str, int] = {"lm-arena-chat": 480}
+"""Prefix-cache hits per request of a task [tokens] (`Workload.cached_prompt_tokens`): prompt
+tokens vLLM 0.11's prefix cache serves instead of recomputing. lm-arena-chat's multi-turn
+requests resend their history; the v3 rows' own timings (server time per request beyond its
+decode steps, avg_output_len x (1 / output throughput - median ITL / avg batch); not energy)
+leave room for about 0.30 of a roofline prefill of its 690 tokens (median of the dense-model
+rows; 0.30-0.36 leaving any one family out), so about 210 are computed and 480 are cache hits.
+Read as 690 computed tokens, every pass of the continuous batch carries the whole prompt work
+of the arrivals, which the server does not do."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,9 +102,21 @@ def mlenergy_inputs(
         return f"{m.row_ref}: {error}"
     return RequestInputs(
         arch=arch,
-        workload=Workload(1, m.prompt_tokens, m.output_tokens, concurrent_sequences=m.batch_size),
+        workload=Workload(
+            1,
+            m.prompt_tokens,
+            m.output_tokens,
+            cached_prompt_tokens=_cached_prompt_tokens(m),
+            concurrent_sequences=m.batch_size,
+        ),
         deployment=deployment,
         engine=engine,
         model_id=record.id,
         family=record.family,
     )
+
+
+def _cached_prompt_tokens(m: EnergyMeasurement) -> int:
+    """Row `m`'s prefix-cache hits [tokens]: its task's, leaving at least the prompt's last token
+    computed (a row given a shorter prompt than the task mean)."""
+    return min(CACHED_PROMPT_TOKENS_BY_TASK.get(m.task, 0), m.prompt_tokens - 1)

@@ -24,12 +24,13 @@ def test_the_511_sequence_row_is_fitted_as_the_service_prices_it() -> None:
     coefficients = load_engine_coefficients()["vllm-v1"]
     (row,), skipped = end_to_end_rows([ROW], [], models, gpus, coefficients)
     assert not skipped
-    # C = 511, O = 397, P = 690, budget 8,192: 511 x 396 / 397 decode tokens per pass; the pass
-    # with the prompt carries it and 511 / 397 arriving prompts, a mean pass the arrivals only.
+    # C = 511, O = 397, P = 690 of which 480 cached (N = 210 computed), budget 8,192: 511 x
+    # 396 / 397 decode tokens per pass; the pass with the prompt carries it and 511 / 397
+    # arriving prompts, a mean pass the arrivals only.
     decode = 511 * 396 / 397
     assert row.running == 511 and row.continuous and row.batch_size == 1
-    assert row.share[0] == pytest.approx(690 / (decode + (1 + 511 / 397) * 690), rel=1e-12)
-    assert row.share[1] == pytest.approx(1 / (decode + 511 / 397 * 690), rel=1e-12)
+    assert row.share[0] == pytest.approx(210 / (decode + (1 + 511 / 397) * 210), rel=1e-12)
+    assert row.share[1] == pytest.approx(1 / (decode + 511 / 397 * 210), rel=1e-12)
     r, p = coefficients.roofline, coefficients.power
     overheads = (
         r.prefill_overhead_s,

@@ -14,7 +14,12 @@ from offline.fitting.energy_leaderboard import (
     EnergyMeasurement,
     MlEnergySource,
 )
-from offline.fitting.request_inputs import ENGINE_OF_SOURCE, SPLITWISE_HARNESS, mlenergy_inputs
+from offline.fitting.request_inputs import (
+    CACHED_PROMPT_TOKENS_BY_TASK,
+    ENGINE_OF_SOURCE,
+    SPLITWISE_HARNESS,
+    mlenergy_inputs,
+)
 from service.catalog import load_gpu_catalog, load_model_catalog
 from service.catalog.engines import COEFFICIENTS_PATH, ENGINE_DESCRIPTIONS
 
@@ -65,6 +70,46 @@ def test_lm_arena_time_beyond_decode_steps_by_hand() -> None:
     # 690 prompt tokens of an 8B model are >= 2 x 8.0e9 x 690 FLOP = 1.1e13 FLOP: 11 ms at the
     # H100's 989 TFLOP/s dense bf16 peak, more than the time the row leaves for prefill.
     assert beyond_decode_s < 2 * 8.0e9 * 690 / 989e12
+    # The 690 - 480 = 210 tokens the mapping computes take >= 2 x 8.0e9 x 210 / 989e12 = 3.4 ms
+    # at that peak: room for them (and the roofline's 0.3 x 690 tokens' prefill) is left.
+    task = "lm-arena-chat"
+    computed = PROMPT_TOKENS_BY_TASK[task] - CACHED_PROMPT_TOKENS_BY_TASK[task]
+    assert computed == 210
+    assert 2 * 8.0e9 * computed / 989e12 == pytest.approx(3.40e-3, rel=0.01)
+    assert 2 * 8.0e9 * computed / 989e12 < beyond_decode_s
+
+
+def test_only_lm_arena_chat_rows_carry_prefix_cache_hits() -> None:
+    # Multi-turn chat resends its history (vLLM 0.11's prefix cache serves it); single-turn
+    # gpqa and fill-in-the-middle prompts are new.
+    assert CACHED_PROMPT_TOKENS_BY_TASK == {"lm-arena-chat": 480}
+    models, gpus = load_model_catalog(), load_gpu_catalog()
+    for task, cached in (("lm-arena-chat", 480), ("gpqa", 0)):
+        row = EnergyMeasurement(
+            source="mlenergy-v3",
+            category="llm_text_generation",
+            task=task,
+            model_id="meta-llama/Llama-3.1-8B-Instruct",
+            architecture="Dense Transformer",
+            gpu_id="H100-SXM5-80GB",
+            gpu_count=1,
+            tensor_parallel=1,
+            expert_parallel=1,
+            pipeline_parallel=1,
+            weights_precision="bf16",
+            batch_size=64,
+            max_batch_size=64,
+            prompt_tokens=PROMPT_TOKENS_BY_TASK[task],
+            output_tokens=400,
+            per_sequence_gpu_j=50.0,
+            time_per_output_token_s=0.012,
+            avg_power_w=600.0,
+            row_ref="synthetic:1",
+        )
+        inputs = mlenergy_inputs(row, models, gpus)
+        assert not isinstance(inputs, str), inputs
+        assert inputs.workload.prompt_tokens == PROMPT_TOKENS_BY_TASK[task]
+        assert inputs.workload.cached_prompt_tokens == cached
 
 
 @pytest.mark.parametrize(

@@ -35,7 +35,10 @@ ROW = EnergyMeasurement(
 def test_each_reading_of_the_511_sequence_row() -> None:
     inputs = mlenergy_inputs(ROW, load_model_catalog(), load_gpu_catalog())
     assert not isinstance(inputs, str), inputs
-    # One request joining round(avg batch) = 511 running sequences (data README) ...
-    assert inputs.workload == Workload(1, 690, 397, concurrent_sequences=511)
+    # One request joining round(avg batch) = 511 running sequences (data README), 480 of
+    # its 690 lm-arena-chat prompt tokens prefix-cache hits ...
+    assert inputs.workload == Workload(
+        1, 690, 397, cached_prompt_tokens=480, concurrent_sequences=511
+    )
     # ... and the old reading: a static batch of those 511 sequences alone.
-    assert static_reading(inputs.workload) == Workload(511, 690, 397)
+    assert static_reading(inputs.workload) == Workload(511, 690, 397, 480)

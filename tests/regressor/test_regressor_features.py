@@ -68,7 +68,7 @@ def test_more_output_tokens_means_more_analytical_decode_energy() -> None:
     coefficients = load_engine_coefficients()[inputs.engine]
     w = static_reading(inputs.workload)  # the reading the regressor encodes
     short = request_features(inputs.arch, w, inputs.deployment, coefficients)
-    longer = Workload(w.batch_size, w.prompt_tokens, 2 * w.output_tokens)
+    longer = Workload(w.batch_size, w.prompt_tokens, 2 * w.output_tokens, w.cached_prompt_tokens)
     long = request_features(inputs.arch, longer, inputs.deployment, coefficients)
     assert long.log_analytical_j[1] > short.log_analytical_j[1]
     assert long.log_analytical_j[0] == pytest.approx(short.log_analytical_j[0])
