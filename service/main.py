@@ -185,6 +185,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         generate_unique_id_function=operation_id,
         docs_url=None,  # served offline by service.api.routes.docs
         redoc_url=None,
+        # FastAPI's own OpenTelemetry hooks ask the global providers on every request whether
+        # they are configured; this service traces through `install_tracing` alone.
+        telemetry={"tracing": False, "metrics": False, "logs": False},
     )
     app.state.settings = settings
     shared_metrics = multiprocess_dir()
