@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from service.api.deps import EstimateCaller, ServicesDep, quote_service
 from service.api.estimate_options import BATCH_OPTIONS, ESTIMATE_OPTIONS
-from service.api.openapi import problem_responses
+from service.api.openapi import operation_id, problem_responses
 from service.api.problems import problem_body, validation_problem
 from service.config import MAX_BATCH_ITEMS
 from service.errors import FieldError, InvalidRequest, ServiceError
@@ -22,7 +22,10 @@ from service.schemas.common import PROBLEM_EXAMPLE, Problem, example
 from service.schemas.estimate_request import EXAMPLE_REQUEST, EstimateRequest
 from service.schemas.estimate_response import EstimateResponse
 
-router = APIRouter(prefix="/v1/estimate", tags=["estimate"])
+# Its routes join the app's own (service.main), so they name their operations as the app does.
+router = APIRouter(
+    prefix="/v1/estimate", tags=["estimate"], generate_unique_id_function=operation_id
+)
 
 _request_adapter: TypeAdapter[EstimateRequest] = TypeAdapter(EstimateRequest)
 _EXAMPLE_RESPONSE = EstimateResponse.model_json_schema()["examples"][0]
