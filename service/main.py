@@ -185,6 +185,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         generate_unique_id_function=operation_id,
         docs_url=None,  # served offline by service.api.routes.docs
         redoc_url=None,
+        # FastAPI's own OpenTelemetry hooks ask the global providers on every request whether
+        # they are configured; this service traces through `install_tracing` alone.
+        telemetry={"tracing": False, "metrics": False, "logs": False},
     )
     app.state.settings = settings
     shared_metrics = multiprocess_dir()
@@ -230,7 +233,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # Outermost: every log line of a request has its id, and its latency covers the rest.
     app.add_middleware(RequestRecordMiddleware, metrics=app.state.metrics)
     install_tracing(app, settings)
-    for module in (estimate, quotes, calibrations, catalog, gpus, models, health, probes, docs):
+    # The estimates' routes are the app's own, not an included router's: FastAPI reaches an
+    # included router's route through wrappers that re-check the router's routes on every
+    # request, a cost each estimate would pay.
+    app.router.routes.extend(estimate.router.routes)
+    for module in (quotes, calibrations, catalog, gpus, models, health, probes, docs):
         app.include_router(module.router)
     return app
 

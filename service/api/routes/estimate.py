@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from service.api.deps import EstimateCaller, IdempotencyKeyHeader, ServicesDep, quote_service
-from service.api.openapi import problem_responses
+from service.api.deps import EstimateCaller, ServicesDep, quote_service
+from service.api.estimate_options import BATCH_OPTIONS, ESTIMATE_OPTIONS
+from service.api.openapi import operation_id, problem_responses
 from service.api.problems import problem_body, validation_problem
 from service.config import MAX_BATCH_ITEMS
 from service.errors import FieldError, InvalidRequest, ServiceError
@@ -21,11 +22,11 @@ from service.schemas.common import PROBLEM_EXAMPLE, Problem, example
 from service.schemas.estimate_request import EXAMPLE_REQUEST, EstimateRequest
 from service.schemas.estimate_response import EstimateResponse
 
-router = APIRouter(prefix="/v1/estimate", tags=["estimate"])
+# Its routes join the app's own (service.main), so they name their operations as the app does.
+router = APIRouter(
+    prefix="/v1/estimate", tags=["estimate"], generate_unique_id_function=operation_id
+)
 
-Verbose = Annotated[
-    bool, Query(description="Fill `breakdown` with the per-kernel table and defaulted inputs.")
-]
 _request_adapter: TypeAdapter[EstimateRequest] = TypeAdapter(EstimateRequest)
 _EXAMPLE_RESPONSE = EstimateResponse.model_json_schema()["examples"][0]
 
@@ -49,16 +50,14 @@ class BatchResponse(BaseModel):
 
 
 @router.post(
-    "", response_model=EstimateResponse, responses=problem_responses(401, 403, 409, 413, 422)
+    "",
+    response_model=EstimateResponse,
+    responses=problem_responses(401, 403, 409, 413, 422),
+    openapi_extra=ESTIMATE_OPTIONS.openapi_extra,
 )
-async def estimate(
-    body: EstimateRequest,
-    caller: EstimateCaller,
-    request: Request,
-    idempotency_key: IdempotencyKeyHeader = None,
-    verbose: Verbose = False,
-) -> Response:
+async def estimate(body: EstimateRequest, caller: EstimateCaller, request: Request) -> Response:
     """Quote one request's GPU energy, latency and CO2e before it runs."""
+    idempotency_key, verbose = ESTIMATE_OPTIONS.read(request)  # `Idempotency-Key`, `?verbose`
     timings = QuoteTimings()
     (answer,) = await quote_service(request).quote(
         [body],
@@ -75,16 +74,17 @@ async def estimate(
 
 
 @router.post(
-    "/batch", response_model=BatchResponse, responses=problem_responses(401, 403, 413, 422)
+    "/batch",
+    response_model=BatchResponse,
+    responses=problem_responses(401, 403, 413, 422),
+    openapi_extra=BATCH_OPTIONS.openapi_extra,
 )
 async def estimate_batch(
-    body: BatchRequest,
-    caller: EstimateCaller,
-    services: ServicesDep,
-    verbose: Verbose = False,
+    body: BatchRequest, caller: EstimateCaller, services: ServicesDep, request: Request
 ) -> Response:
     """Quote up to `max_batch_items` requests (`max_verbose_batch_items` with `verbose`);
     answers are in the same order."""
+    _, verbose = BATCH_OPTIONS.read(request)  # `?verbose`
     settings = services.settings
     limit = settings.max_verbose_batch_items if verbose else settings.max_batch_items
     if len(body.items) > limit:
