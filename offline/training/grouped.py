@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import pickle
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -173,11 +174,12 @@ def engine_folds(data: FoldData, data_dir: Path) -> list[Fold]:
     return folds
 
 
-def family_folds(data: FoldData, data_dir: Path) -> list[Fold]:
-    """One fold per model family, the cost model refitted without it (as in train.py)."""
+def family_folds(data: FoldData, data_dir: Path, only: set[str] | None = None) -> list[Fold]:
+    """One fold per model family (those in `only` if given), the cost model refitted without
+    it (as in train.py)."""
     rows, _ = load_training_rows(data_dir)
     folds = []
-    for family in sorted({r.family for r in rows}):
+    for family in sorted({r.family for r in rows} & (only or {r.family for r in rows})):
         refit = fit_without(data, family).model
         engines = {e: refit.coefficients(data.base, e) for e in refit.overheads}
         fold_rows, _ = load_training_rows(data_dir, engines=engines)
@@ -280,6 +282,9 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--splits", default="family,GPU,engine", help="comma-separated")
     parser.add_argument("--time-weight", type=float, default=DEFAULTS.time_weight)
     parser.add_argument("--static-target", action="store_true", help="learn measured_j")
+    parser.add_argument("--families", default=None, help="comma-separated: these family folds")
+    parser.add_argument("--raw", type=Path, default=None, help="also pickle the fold results")
+    parser.add_argument("--merge", type=Path, nargs="*", default=None, help="pickled results")
     return parser.parse_args(argv)
 
 
@@ -298,7 +303,17 @@ def main(argv: list[str] | None = None, folds_of: Callable[..., list[Fold]] | No
     )
     data = FoldData.load(args.data)
     priors = load_priors(args.data)
-    makers = {"family": family_folds, "GPU": gpu_folds, "engine": engine_folds}
+    if args.merge:  # one report from runs split over processes (a shared machine's cores)
+        merged = [r for path in args.merge for r in pickle.loads(path.read_bytes())]
+        text = report(merged, config, "merged: " + " ".join(map(str, args.merge)), 0.0)
+        args.out.write_text(text, encoding="utf-8")
+        return 0
+    only = None if args.families is None else set(args.families.split(","))
+    makers = {
+        "family": lambda d, p: family_folds(d, p, only),
+        "GPU": gpu_folds,
+        "engine": engine_folds,
+    }
     splits = args.splits.split(",")
     folds = (folds_of or (lambda d, p: [f for k in splits for f in makers[k](d, p)]))(
         data, args.data
@@ -314,7 +329,12 @@ def main(argv: list[str] | None = None, folds_of: Callable[..., list[Fold]] | No
     for name in ("members", "epochs"):
         if getattr(args, name) != getattr(DEFAULTS, name):
             command += f" --{name} {getattr(args, name)}"
+    if args.families is not None:
+        command += f" --families {args.families}"
     text = report(results, config, command, time.monotonic() - started)
+    if args.raw is not None:  # without the rows (their features): what the report reads
+        light = [replace(r, fold=replace(r.fold, rows=[])) for r in results]
+        args.raw.write_bytes(pickle.dumps(light))
     args.out.write_text(text, encoding="utf-8")
     logger.info("wrote %s", args.out)
     return 0
