@@ -25,6 +25,11 @@ def analytical_log_j(rows: Sequence[TrainingRow]) -> FloatArray:
     return np.log([r.analytical_j for r in rows])
 
 
+def served_log_j(rows: Sequence[TrainingRow]) -> FloatArray:
+    """The analytical energy the service quotes for each row (continuous reading) [log J]."""
+    return np.log([r.served_j for r in rows])
+
+
 def llmcarbon_log_j(train: Sequence[TrainingRow], test: Sequence[TrainingRow]) -> FloatArray:
     """log energy [J] of `test` with the utilisation fitted on `train`."""
     log_ideal = np.log([r.flops_tdp_per_peak_j for r in train])

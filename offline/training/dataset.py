@@ -39,7 +39,13 @@ class TrainingRow:
 
     Attributes:
         measured_j: measured GPU energy of the whole request [J] (per request x batch).
-        analytical_j: the analytical estimate of it [J].
+        analytical_j: the analytical estimate of it [J] (static reading: what the features
+            describe and the per-phase corrections apply to).
+        served_j: the analytical estimate the service quotes for the same row [J] (continuous
+            reading, per request x batch): a quote with the regressor is served_j times the
+            regressor's factor on the static reading (continuous_energy.corrected_energy).
+        measured_tpot_s, served_tpot_s: measured time per output token and the service's
+            analytical one (continuous reading) [s].
         merged: features with prefill and decode summed per node (the no-phase-split ablation).
         flops_tdp_per_peak_j: total tensor FLOPs x TDP / dense peak [J] (LLMCarbon at 100 %).
         active_parameters: parameters one token passes through.
@@ -54,10 +60,20 @@ class TrainingRow:
     output_tokens: int
     measured_j: float
     analytical_j: float
+    served_j: float
+    measured_tpot_s: float
+    served_tpot_s: float
     features: RequestFeatures
     merged: RequestFeatures
     flops_tdp_per_peak_j: float
     active_parameters: float
+
+    @property
+    def target_j(self) -> float:
+        """The static-reading energy whose factor over `analytical_j` makes the served quote
+        the measured energy [J]: what the regressor is trained to predict, so that training
+        and serving agree."""
+        return self.measured_j * self.analytical_j / self.served_j
 
 
 def training_row(
@@ -65,8 +81,10 @@ def training_row(
 ) -> TrainingRow:
     """Encode one measured row (raises CostModelError when the core cannot price it). The
     regressor learns the static reading of the row (a batch of its running sequences,
-    continuous_energy.static_reading): the one the service corrects a continuous quote by."""
+    continuous_energy.static_reading): the one the service corrects a continuous quote by.
+    The continuous reading is priced as the service prices it (memory checked)."""
     arch, deployment = inputs.arch, inputs.deployment
+    served = estimate_request(arch, inputs.workload, deployment, coefficients)
     workload = static_reading(inputs.workload)
     estimate = estimate_request(arch, workload, deployment, coefficients, check_memory=False)
     features = request_features(arch, workload, deployment, coefficients)
@@ -93,6 +111,9 @@ def training_row(
         output_tokens=workload.output_tokens,
         measured_j=m.per_sequence_gpu_j * workload.batch_size,
         analytical_j=estimate.gpu_j,
+        served_j=served.per_sequence_gpu_j * workload.batch_size,
+        measured_tpot_s=m.time_per_output_token_s,
+        served_tpot_s=served.time_per_output_token_s,
         features=features,
         merged=merged,
         flops_tdp_per_peak_j=flops * deployment.gpu.tdp_w / peak,
@@ -129,3 +150,23 @@ def load_training_rows(
 
 def log_measured(rows: list[TrainingRow]) -> FloatArray:
     return np.array([math.log(r.measured_j) for r in rows])
+
+
+def log_served(rows: list[TrainingRow], log_static_j: FloatArray) -> FloatArray:
+    """The quotes the service would give [log J]: each row's served analytical energy moved by
+    the factor `log_static_j` (predicted static-reading energy) puts on its analytical_j."""
+    served = np.array([math.log(r.served_j / r.analytical_j) for r in rows])
+    return np.asarray(log_static_j + served, dtype=np.float64)
+
+
+def log_tpot_ratio(rows: list[TrainingRow]) -> FloatArray:
+    """log(measured / served analytical time per output token); NaN where either is not
+    positive (a request without a decode step)."""
+    return np.array(
+        [
+            math.log(r.measured_tpot_s / r.served_tpot_s)
+            if r.measured_tpot_s > 0 and r.served_tpot_s > 0
+            else math.nan
+            for r in rows
+        ]
+    )

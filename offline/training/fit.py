@@ -12,7 +12,7 @@ import numpy.typing as npt
 import torch
 from tqdm import tqdm
 
-from offline.training.dataset import TrainingRow
+from offline.training.dataset import TrainingRow, log_tpot_ratio
 from offline.training.model import EnergyGNN, ModelConfig, ServingModel, log_request_j
 from service.pricing.regressor.encoding import Normalisation, request_inputs
 from service.pricing.regressor.feature_spec import (
@@ -57,6 +57,8 @@ class TrainConfig:
     model_balance: float = 0.0  # row weight x (rows of its model)^-model_balance, mean 1
     seed: int = 20261122
     progress: bool = True
+    served_target: bool = False  # learn target_j (served quote = measured), not measured_j
+    time_weight: float = 0.0  # > 0: a time-per-output-token head, its Huber loss x this
 
 
 @dataclass
@@ -154,12 +156,18 @@ def train_ensemble(
     w_val = torch.from_numpy(weights[:, None].astype(np.float32) * held)
     norm = Normalisation.fit(variant_features(rows, variant))
     x = tensors(rows, norm, variant)
-    log_y = torch.tensor([np.log(r.measured_j) for r in rows], dtype=torch.float32)[:, None]
+    target = [r.target_j if config.served_target else r.measured_j for r in rows]
+    log_y = torch.tensor(np.log(target), dtype=torch.float32)[:, None]
+    tpot_ratio = log_tpot_ratio(list(rows))
+    has_tpot = torch.tensor(np.isfinite(tpot_ratio), dtype=torch.float32)[:, None]
+    log_tpot = torch.tensor(np.nan_to_num(tpot_ratio), dtype=torch.float32)[:, None]
+    energy_outputs = x["log_analytical_j"].shape[-1]
     gnn = EnergyGNN(
         ModelConfig(
             node_dim=x["node_x"].shape[-1] // 2,
             global_dim=x["global_x"].shape[-1],
-            outputs=x["log_analytical_j"].shape[-1],
+            outputs=energy_outputs,
+            time_outputs=1 if config.time_weight > 0 else 0,
             hidden=config.hidden,
             members=config.members,
             message_passing=variant.message_passing,
@@ -179,12 +187,17 @@ def train_ensemble(
     bar = tqdm(range(config.epochs + 1), desc=desc, unit="epoch", disable=not config.progress)
     for epoch in bar:
         optimiser.zero_grad()
-        log_phase = gnn(**x)  # [R, K, O]
+        out = gnn(**x)  # [R, K, O + T]
+        log_phase, time = out[..., :energy_outputs], out[..., energy_outputs:]
         error = loss_fn(log_request_j(log_phase), log_y.expand(-1, config.members))  # [R, K]
+        if config.time_weight > 0:
+            time_error = loss_fn(time[..., 0], log_tpot.expand(-1, config.members))
+            error = error + config.time_weight * time_error * has_tpot
         loss = (error * w_train).sum(0) / w_train.sum(0).clamp(min=1e-9)
         if not variant.direct:  # ridge towards the analytical model: the data move it only
             # where they inform (prefill is a few % of these requests' energy)
             squared = ((log_phase - x["log_analytical_j"].unsqueeze(1)) ** 2).sum(-1)
+            squared = squared + (time**2).sum(-1)
             penalty = (squared * w_train).sum(0) / w_train.sum(0).clamp(min=1e-9)
             loss = loss + config.correction_penalty * penalty
         if epoch % config.eval_every == 0:  # the parameters before this step
@@ -248,3 +261,14 @@ def predict_log_j(model: TrainedModel, rows: Sequence[TrainingRow]) -> FloatArra
     with torch.no_grad():
         log_j, _ = model.serving()(**x)
     return np.asarray(log_j.numpy(), dtype=np.float64)
+
+
+def predict_log_tpot_ratio(model: TrainedModel, rows: Sequence[TrainingRow]) -> FloatArray:
+    """The ensemble's log-correction of the served time per output token (0 without a time
+    head)."""
+    if model.gnn.config.time_outputs == 0:
+        return np.zeros(len(rows))
+    x = tensors(rows, model.normalisation, model.variant)
+    with torch.no_grad():
+        out = model.gnn(**x)[..., model.gnn.config.outputs]
+    return np.asarray(out.mean(dim=1).numpy(), dtype=np.float64)

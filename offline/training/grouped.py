@@ -12,10 +12,14 @@ refitted cost model alone on the same rows.
 - GPU folds: the ML.ENERGY v2 rows of one GPU (A100 or H100) held out; training keeps every
   other row (the v3 rows, all on H100, leave with H100). Held out are v2 rows only, so that
   both folds ask the same question: the same engine, another GPU.
+- Family folds: one model family's rows held out, each with the correction penalty its own
+  inner family folds chose (train.fold_penalty).
 - Engine folds: one vLLM generation's rows held out (v2: vLLM 0.5.4 = `vllm-v0`, v3: vLLM 0.11
   = `vllm-v1`); with no row of that engine left to fit its host overheads and power on, its
-  rows are priced with the other engine's fitted profile, as the service prices an engine it
-  has no measurements for.
+  rows are priced with the profile the service would take for that version without its own
+  (the nearest measured vLLM release: 0.5.4 -> vllm-v1, 0.11.1 -> aiconfigurator's `vllm`).
+- Every fold scores the quote the service gives (the continuous reading, see
+  continuous_energy) and, for reference, the static reading the network corrects.
 
 The regressor's configuration (correction penalty, width, members) is the shipped one, decided
 on inner family folds; nothing here is chosen by looking at these held-out results.
@@ -24,7 +28,9 @@ on inner family folds; nothing here is chosen by looking at these held-out resul
 from __future__ import annotations
 
 import argparse
+import json
 import logging
+import pickle
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -36,15 +42,25 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
+from offline.fitting.cross_validation import Refit
 from offline.fitting.datasets import DEFAULT_DATA_DIR
-from offline.fitting.family_folds import FoldData, engine_of_row, fit_without_group, gpu_of_row
+from offline.fitting.family_folds import (
+    FoldData,
+    engine_of_row,
+    fit_without,
+    fit_without_group,
+    gpu_of_row,
+)
 from offline.fitting.request_inputs import ENGINE_OF_SOURCE
 from offline.training.baselines import analytical_log_j
-from offline.training.dataset import TrainingRow, load_training_rows, log_measured
-from offline.training.fit import TrainConfig, predict_log_j, train_ensemble
+from offline.training.dataset import TrainingRow, load_training_rows, log_measured, log_served
+from offline.training.fit import TrainConfig, predict_log_j, predict_log_tpot_ratio, train_ensemble
 from offline.training.folds import EngineCoefficients
-from offline.training.train import CHOSEN, DEFAULTS, VERSION, load_priors
+from offline.training.train import CHOSEN, DEFAULTS, VERSION, fold_penalty, load_priors
 from offline.training.validation import ErrorBounds, Priors, error_bounds
+from service.catalog.engine_versions import choose_profile
+from service.catalog.engines import COEFFICIENTS_PATH, load_engine_versions
+from service.core.coefficients import CostModelCoefficients
 
 logger = logging.getLogger("offline.training")
 FloatArray = npt.NDArray[np.float64]
@@ -65,10 +81,22 @@ class Fold:
 
 @dataclass(frozen=True, slots=True)
 class FoldResult:
+    """Log predictions of the held-out rows [log J, log s] beside their measurements.
+
+    `served`: what the service would quote (the continuous reading's analytical energy moved
+    by the regressor's factor on the static reading); `static`: the regressor's static-reading
+    prediction against the measurement, as the reports before 2026-11-27 scored it."""
+
     fold: Fold
-    regressor: ErrorBounds
-    analytical: ErrorBounds
     train_rows: int
+    measured_j: FloatArray
+    gnn_served_j: FloatArray
+    analytical_served_j: FloatArray
+    gnn_static_j: FloatArray
+    analytical_static_j: FloatArray
+    measured_tpot: FloatArray
+    gnn_tpot: FloatArray
+    analytical_tpot: FloatArray
 
 
 def engine_of(row: TrainingRow) -> str:
@@ -106,72 +134,138 @@ def gpu_folds(data: FoldData, data_dir: Path) -> list[Fold]:
     return folds
 
 
+def nearest_profile(engine: str) -> str:
+    """The profile the service prices `engine`'s measured vLLM version with once that profile
+    is gone (engine_versions.choose_profile, the held-out profile's versions removed)."""
+    measured = {p: v for p, v in load_engine_versions().items() if p != engine}
+    (version,) = load_engine_versions()[engine]
+    return choose_profile("vllm", version, measured).profile
+
+
+def held_out_engine_coefficients(refit: Refit, engine: str) -> CostModelCoefficients:
+    """`engine`'s rows' coefficients with its own profile held out: the nearest profile's.
+    A refitted ML.ENERGY profile is taken whole; aiconfigurator's `vllm` profile (fitted on
+    serving runs) lends its time terms to the fold's refit of the remaining ML.ENERGY engine,
+    whose host powers it keeps (the `vllm` profile carries vllm-v1's, fitted on the held-out
+    rows)."""
+    nearest = nearest_profile(engine)
+    if nearest in refit.model.overheads:
+        return refit.model.coefficients(refit.coefficients, nearest)
+    (other,) = [e for e in ML_ENERGY_ENGINES if e != engine]
+    fitted = refit.model.coefficients(refit.coefficients, other)
+    document = json.loads(COEFFICIENTS_PATH.read_text(encoding="utf-8"))
+    times = {k: v for k, v in document["engines"][nearest].items() if "power" not in k}
+    return replace(fitted, roofline=replace(fitted.roofline, **times))
+
+
 def engine_folds(data: FoldData, data_dir: Path) -> list[Fold]:
-    """One fold per vLLM generation, priced with the other's profile (see the module doc)."""
+    """One fold per vLLM generation, priced with the nearest profile (see the module doc)."""
     folds = []
     all_samples = np.ones(len(data.samples.gpu_id), dtype=bool)
     for engine in ML_ENERGY_ENGINES:
         refit = fit_without_group(data, engine_of_row, engine, all_samples, "engine")
         (other,) = [e for e in ML_ENERGY_ENGINES if e != engine]
         engines = {
-            e: refit.model.coefficients(refit.coefficients, other) for e in ML_ENERGY_ENGINES
+            engine: held_out_engine_coefficients(refit, engine),
+            other: refit.model.coefficients(refit.coefficients, other),
         }
         rows, _ = load_training_rows(data_dir, engines=engines)
         folds.append(Fold("engine", engine, rows, *engine_masks(rows, engine)))
     return folds
 
 
+def family_folds(data: FoldData, data_dir: Path, only: set[str] | None = None) -> list[Fold]:
+    """One fold per model family (those in `only` if given), the cost model refitted without
+    it (as in train.py)."""
+    rows, _ = load_training_rows(data_dir)
+    folds = []
+    for family in sorted({r.family for r in rows} & (only or {r.family for r in rows})):
+        refit = fit_without(data, family).model
+        engines = {e: refit.coefficients(data.base, e) for e in refit.overheads}
+        fold_rows, _ = load_training_rows(data_dir, engines=engines)
+        test = np.array([r.family == family for r in fold_rows])
+        folds.append(Fold("family", family, fold_rows, test, ~test))
+    return folds
+
+
 def evaluate(fold: Fold, priors: Priors, config: TrainConfig) -> FoldResult:
-    """Train on the fold's training rows, score both methods on its held-out rows."""
+    """Train on the fold's training rows, predict its held-out rows with both methods."""
     train = [r for r, t in zip(fold.rows, fold.train, strict=True) if t]
     test = [r for r, t in zip(fold.rows, fold.test, strict=True) if t]
     weights = priors.weights(train, CHOSEN.focused)
+    if fold.kind == "family":
+        config = replace(config, correction_penalty=fold_penalty(fold.group))
     model = train_ensemble(train, weights, CHOSEN, config, f"-{fold.kind} {fold.group}")
-    measured = log_measured(test)
+    static = predict_log_j(model, test)
+    with np.errstate(divide="ignore"):  # no decode step: -inf, left out of the TPOT cells
+        served_tpot = np.log([r.served_tpot_s for r in test])
     return FoldResult(
         fold,
-        error_bounds(predict_log_j(model, test), measured),
-        error_bounds(analytical_log_j(test), measured),
         len(train),
+        log_measured(test),
+        log_served(test, static),
+        np.log([r.served_j for r in test]),
+        static,
+        analytical_log_j(test),
+        np.log([r.measured_tpot_s for r in test]),
+        served_tpot + predict_log_tpot_ratio(model, test),
+        served_tpot,
     )
 
 
 def _cells(e: ErrorBounds) -> str:
-    return (
-        f"{e.mape_pct:.1f} | {e.within_10_pct:.0f} | {e.within_30_pct:.0f} | {e.median_ratio:.3f}"
-    )
+    return f"{e.mape_pct:.1f} / {e.within_10_pct:.0f} / {e.within_30_pct:.0f}"
+
+
+def _pooled(results: Sequence[FoldResult], name: str) -> FloatArray:
+    return np.concatenate([getattr(r, name) for r in results])
+
+
+QUANTITIES = (
+    ("energy (served)", "measured_j", "gnn_served_j", "analytical_served_j"),
+    ("TPOT (served)", "measured_tpot", "gnn_tpot", "analytical_tpot"),
+    ("energy (static reading)", "measured_j", "gnn_static_j", "analytical_static_j"),
+)
+
+
+def _line(label: str, results: Sequence[FoldResult]) -> str:
+    rows = len(_pooled(results, "measured_j"))
+    cells = []
+    for _, measured, gnn, analytical in QUANTITIES:
+        m = _pooled(results, measured)
+        known = np.isfinite(_pooled(results, analytical)) & np.isfinite(m)
+        cells += [_cells(error_bounds(_pooled(results, gnn)[known], m[known])),
+                  _cells(error_bounds(_pooled(results, analytical)[known], m[known]))]  # fmt: skip
+    return f"| {label} | {rows} | " + " | ".join(cells) + " |"
 
 
 def report(results: Sequence[FoldResult], config: TrainConfig, command: str, wall_s: float) -> str:
-    head = (
-        "| held out | rows (trained on) | GNN MAPE % | GNN within 10 % | GNN within 30 % "
-        "| GNN median pred/meas | analytical MAPE % | analytical within 10 % "
-        "| analytical within 30 % | analytical median pred/meas |\n"
-        "|---|---|---|---|---|---|---|---|---|---|"
-    )
+    head = "| held out | rows | " + " | ".join(f"{q} GNN | {q} analytical" for q, *_ in QUANTITIES)
     lines = [
-        "# Learned energy regressor: leave one GPU out, leave one engine out",
+        "# Learned regressor: leave one family, GPU, engine out",
         "",
         f"Made by `{command}` ({VERSION} design, {config.members} members, hidden width "
-        f"{config.hidden}, correction penalty {config.correction_penalty}; "
-        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {wall_s / 60:.0f} min on a shared 2-CPU "
-        "machine). Energy per request (GPU energy of the whole request), ML.ENERGY rows; each "
-        "fold refits the analytical cost model without its held-out group "
-        "(`offline/training/grouped.py` says how).",
+        f"{config.hidden}, correction penalty {config.correction_penalty} (family folds: "
+        f"their inner-validated penalty), served target {config.served_target}, time weight "
+        f"{config.time_weight}; {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {wall_s / 60:.0f} min "
+        "on a shared 2-CPU machine). ML.ENERGY rows; each fold refits the analytical cost "
+        "model without its held-out group (`offline/training/grouped.py` says how). Cells: "
+        "MAPE % / within 10 % / within 30 %. `served`: the quote the service gives (continuous "
+        "reading; with the regressor, its factor on the static reading applied to it); "
+        "`static reading`: the regressor's static-reading prediction against the measurement, "
+        "beside the static analytical estimate (how reports before 2026-11-27 scored it).",
         "",
-        head,
+        head + " |",
+        "|---|---|" + "---|" * (2 * len(QUANTITIES)),
     ]
-    for r in results:
-        f = r.fold
-        label = f"{f.kind} {f.group}"
-        lines.append(
-            f"| {label} | {r.regressor.count} ({r.train_rows}) | {_cells(r.regressor)} "
-            f"| {_cells(r.analytical)} |"
-        )
+    for kind in ("family", "GPU", "engine"):
+        chosen = [r for r in results if r.fold.kind == kind]
+        if chosen:
+            lines.append(_line(f"**{kind} out, pooled**", chosen))
+            lines += [_line(f"{kind} {r.fold.group}", [r]) for r in chosen]
     lines += [
         "",
-        "Read beside `models/energy_gnn_validation.md` (leave one model family out). "
-        "The regressor earns its place on a grouping only where its MAPE is below the "
+        "The regressor earns its place on a grouping only where its served MAPE is below the "
         "analytical model's on the same rows.",
     ]
     return "\n".join(lines) + "\n"
@@ -185,6 +279,12 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--epochs", type=int, default=DEFAULTS.epochs, help="smoke runs: fewer")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    parser.add_argument("--splits", default="family,GPU,engine", help="comma-separated")
+    parser.add_argument("--time-weight", type=float, default=DEFAULTS.time_weight)
+    parser.add_argument("--static-target", action="store_true", help="learn measured_j")
+    parser.add_argument("--families", default=None, help="comma-separated: these family folds")
+    parser.add_argument("--raw", type=Path, default=None, help="also pickle the fold results")
+    parser.add_argument("--merge", type=Path, nargs="*", default=None, help="pickled results")
     return parser.parse_args(argv)
 
 
@@ -193,19 +293,48 @@ def main(argv: list[str] | None = None, folds_of: Callable[..., list[Fold]] | No
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     torch.set_num_threads(args.threads)
     started = time.monotonic()
-    config = replace(DEFAULTS, members=args.members, epochs=args.epochs, progress=not args.quiet)
+    config = replace(
+        DEFAULTS,
+        members=args.members,
+        epochs=args.epochs,
+        progress=not args.quiet,
+        time_weight=args.time_weight,
+        served_target=not args.static_target,
+    )
     data = FoldData.load(args.data)
     priors = load_priors(args.data)
-    folds = (folds_of or (lambda d, p: gpu_folds(d, p) + engine_folds(d, p)))(data, args.data)
+    if args.merge:  # one report from runs split over processes (a shared machine's cores)
+        merged = [r for path in args.merge for r in pickle.loads(path.read_bytes())]
+        text = report(merged, config, "merged: " + " ".join(map(str, args.merge)), 0.0)
+        args.out.write_text(text, encoding="utf-8")
+        return 0
+    only = None if args.families is None else set(args.families.split(","))
+    makers = {
+        "family": lambda d, p: family_folds(d, p, only),
+        "GPU": gpu_folds,
+        "engine": engine_folds,
+    }
+    splits = args.splits.split(",")
+    folds = (folds_of or (lambda d, p: [f for k in splits for f in makers[k](d, p)]))(
+        data, args.data
+    )
     results = []
     for fold in folds:
         logger.info("%s %s: %d held out", fold.kind, fold.group, int(fold.test.sum()))
         results.append(evaluate(fold, priors, config))
     command = "python -m offline.training.grouped --data ../shared/data"
+    command += f" --time-weight {args.time_weight}" + " --static-target" * args.static_target
+    if args.splits != "family,GPU,engine":
+        command += f" --splits {args.splits}"
     for name in ("members", "epochs"):
         if getattr(args, name) != getattr(DEFAULTS, name):
             command += f" --{name} {getattr(args, name)}"
+    if args.families is not None:
+        command += f" --families {args.families}"
     text = report(results, config, command, time.monotonic() - started)
+    if args.raw is not None:  # without the rows (their features): what the report reads
+        light = [replace(r, fold=replace(r.fold, rows=[])) for r in results]
+        args.raw.write_bytes(pickle.dumps(light))
     args.out.write_text(text, encoding="utf-8")
     logger.info("wrote %s", args.out)
     return 0

@@ -22,7 +22,8 @@ from torch import Tensor, nn
 class ModelConfig:
     node_dim: int  # features per node (node_x carries them twice: own, then neighbours' mean)
     global_dim: int
-    outputs: int = 2
+    outputs: int = 2  # log phase energies (prefill, decode)
+    time_outputs: int = 0  # extra heads: log-corrections of the served time per output token
     hidden: int = 16
     members: int = 5
     message_passing: bool = True
@@ -83,8 +84,9 @@ class EnergyGNN(nn.Module):
         self.global_bias = _bias(k, h)
         self.head1 = _weight(k, 2 * h, h)
         self.head_bias1 = _bias(k, h)
-        self.head2 = _weight(k, h, config.outputs, gain=0.05)
-        self.head_bias2 = _bias(k, config.outputs)
+        width = config.outputs + config.time_outputs
+        self.head2 = _weight(k, h, width, gain=0.05)
+        self.head_bias2 = _bias(k, width)
 
     def corrections(
         self,
@@ -93,7 +95,8 @@ class EnergyGNN(nn.Module):
         readout_weight: Tensor,
         global_x: Tensor,
     ) -> Tensor:
-        """Each member's output per phase [B, K, 1, O]."""
+        """Each member's output per phase [B, K, 1, O + T] (T time heads after the O energy
+        ones)."""
         x = node_x  # [x, mean of neighbours' x]: layer 1's aggregation is done by the encoder
         if not self.config.message_passing:
             x = x[..., : self.config.node_dim]
@@ -115,10 +118,12 @@ class EnergyGNN(nn.Module):
         global_x: Tensor,
         log_analytical_j: Tensor,
     ) -> Tensor:
-        out = self.corrections(node_x, adjacency, readout_weight, global_x)
+        """[B, K, O + T]: log phase energy, then the time log-corrections."""
+        out = self.corrections(node_x, adjacency, readout_weight, global_x).squeeze(2)
+        energy, time = out[..., : self.config.outputs], out[..., self.config.outputs :]
         if self.config.direct:
-            return out.squeeze(2) + self.config.direct_offset
-        return log_analytical_j.unsqueeze(1) + out.squeeze(2)
+            return torch.cat([energy + self.config.direct_offset, time], dim=-1)
+        return torch.cat([log_analytical_j.unsqueeze(1) + energy, time], dim=-1)
 
 
 def _global_product(global_x: Tensor, weight: Tensor) -> Tensor:
@@ -149,7 +154,7 @@ class ServingModel(nn.Module):
         log_analytical_j: Tensor,
     ) -> tuple[Tensor, Tensor]:
         out = self.gnn.corrections(node_x, adjacency, readout_weight, global_x)
-        correction = out.mean(dim=(1, 2))  # members' mean [B, O]
+        correction = out.mean(dim=(1, 2))[:, : self.gnn.config.outputs]  # members' mean [B, O]
         if self.gnn.config.direct:
             log_phase = correction + self.gnn.config.direct_offset
         else:

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from offline.training.baselines import analytical_log_j, ecologits_log_j, llmcarbon_log_j
-from offline.training.dataset import TrainingRow
+from offline.training.baselines import ecologits_log_j, llmcarbon_log_j, served_log_j
+from offline.training.dataset import TrainingRow, log_served
 from offline.training.fit import TrainConfig, Variant, predict_log_j, train_ensemble
 from offline.training.sampling import focused_weights
 
@@ -102,13 +102,14 @@ def regressor_cv(
     priors: Priors,
 ) -> FloatArray:
     """Held-out log energy of every row from ensembles trained without its family, each with
-    the configuration of its held-out family (chosen by inner validation that never saw it)."""
+    the configuration of its held-out family (chosen by inner validation that never saw it),
+    as the service quotes it (dataset.log_served)."""
 
     def predict(train: list[TrainingRow], test: list[TrainingRow], family: str) -> FloatArray:
         weights = priors.weights(train, variant.focused)
         config = configs[family]
         model = train_ensemble(train, weights, variant, config, desc=f"{variant.name} -{family}")
-        return predict_log_j(model, test)
+        return log_served(test, predict_log_j(model, test))
 
     return leave_family_out(folds, predict)
 
@@ -116,7 +117,7 @@ def regressor_cv(
 def baseline_cv(folds: Folds) -> dict[str, FloatArray]:
     """Held-out log energy of every row from each baseline."""
     return {
-        "analytical": leave_family_out(folds, lambda _, test, __: analytical_log_j(test)),
+        "analytical": leave_family_out(folds, lambda _, test, __: served_log_j(test)),
         "llmcarbon": leave_family_out(folds, lambda tr, te, _: llmcarbon_log_j(tr, te)),
         "ecologits": leave_family_out(folds, lambda tr, te, _: ecologits_log_j(tr, te)),
     }

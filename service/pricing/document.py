@@ -18,6 +18,7 @@ from service.core.carbon import HeldRates, held_rates, request_carbon
 from service.core.results import KernelCost, RequestEstimate
 from service.core.uncertainty import Ranged
 from service.db.quote_document import CarbonFactorSet, QuoteDocument
+from service.pricing.breakdown import beyond_kernel_rows
 from service.pricing.carbon_accounting import CarbonInputs, carbon_factors_out, carbon_members
 from service.pricing.evidence import Evidence, bounds
 from service.pricing.regressor.runtime import EnergyPrediction
@@ -112,7 +113,9 @@ def quote_document(
             "latency": in_schema_order(_LATENCY_FIELDS, times),
             "carbon": in_schema_order(_CARBON_FIELDS, carbon_members(resolved.carbon, carbon)),
             "validation": evidence.validation,
-            "breakdown": None if breakdown is None else _breakdown(resolved, breakdown),
+            "breakdown": None
+            if breakdown is None
+            else _breakdown(resolved, breakdown, latency, energy),
             "warnings": [*latency.warnings, *resolved.notes],
         },
     )
@@ -146,11 +149,23 @@ def carbon_priced_parts(inputs: CarbonInputs) -> tuple[CarbonFactorSet, HeldRate
     return parts
 
 
-def _breakdown(resolved: ResolvedRequest, estimate: RequestEstimate) -> dict[str, Any]:
+def _breakdown(
+    resolved: ResolvedRequest,
+    estimate: RequestEstimate,
+    latency: Latency,
+    energy: EnergyPrediction,
+) -> dict[str, Any]:
+    """The per-kernel rows and the rows beyond them (host time, the regressor's correction):
+    per phase they add up to the quoted time and energy."""
     kernels = estimate.prefill.kernels + estimate.decode.kernels
+    beyond = beyond_kernel_rows(
+        estimate,
+        (latency.prefill_s, latency.decode_s),
+        (energy.prefill_gpu_j, energy.decode_gpu_j),
+    )
     memory = estimate.memory
     return BreakdownOut(
-        kernels=[kernel_row(kernel) for kernel in kernels],
+        kernels=[kernel_row(kernel) for kernel in kernels] + beyond,
         defaulted_inputs=resolved.defaulted,
         weight_bytes_per_gpu=memory.weight_bytes_per_gpu,
         kv_cache_bytes_per_gpu=memory.kv_cache_bytes_per_gpu,

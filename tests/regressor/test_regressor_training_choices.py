@@ -18,6 +18,7 @@ from offline.training.fit import (  # noqa: E402
     Variant,
     balanced_weights,
     predict_log_j,
+    predict_log_tpot_ratio,
     train_ensemble,
 )
 from offline.training.inner_cv import inner_scores  # noqa: E402
@@ -68,3 +69,20 @@ def test_inner_scores_never_score_the_outer_family() -> None:
     for outer, score in scores.items():
         assert score["rows"] == sum(r.family != outer for r in rows)
         assert score["mape_pct"] >= 0.0
+
+
+def test_a_time_head_leaves_the_exported_energy_interface_as_it_was() -> None:
+    """With a time-per-output-token head the network has one more output; the ONNX export
+    still carries the two energy outputs the runtime reads, equal to torch's, and the time
+    correction is read in training only (none without the head)."""
+    torch.set_num_threads(1)
+    rows = training_rows()
+    config = TrainConfig(hidden=8, members=2, epochs=20, progress=False, validation_share=0.2)
+    timed = train_ensemble(rows, np.ones(len(rows)), Variant("x"), replace(config, time_weight=1.0))
+    assert timed.gnn.config.time_outputs == 1
+    exported = onnx_bytes(timed, rows[:2])
+    assert max_abs_difference(timed, exported, rows) <= MAX_ABS_DIFFERENCE
+    correction = predict_log_tpot_ratio(timed, rows)
+    assert correction.shape == (len(rows),) and np.all(correction != 0.0)
+    plain = train_ensemble(rows, np.ones(len(rows)), Variant("x"), config)
+    assert np.array_equal(predict_log_tpot_ratio(plain, rows), np.zeros(len(rows)))

@@ -1,0 +1,67 @@
+"""The verbose breakdown's rows beyond the kernels, so that its rows add up to the quote.
+
+Per phase, the kernels' times and energies cover the GPU work the roofline prices; the quote
+adds the engine's host-side time (scheduling, input preparation, the continuous batch's wait
+and prefill waves) and the energy the GPUs draw meanwhile (service.core.host_overhead), and,
+when the learned regressor or a calibration answers, their correction of the phase energy.
+Each becomes one row (`kind` "host_overhead" or "correction", `bound` "host" or "learned"),
+so that per phase the rows' `time_s` sum to the quoted phase time and their `gpu_j` to the
+quoted phase energy.
+"""
+
+from __future__ import annotations
+
+from service.core.results import PhaseCost, RequestEstimate
+from service.schemas.estimate_response import KernelRowOut
+
+
+def _row(
+    phase: PhaseCost, kind: str, bound: str, executions: int, time_s: float, gpu_j: float
+) -> KernelRowOut:
+    return KernelRowOut(
+        phase=phase.phase.value,
+        kernel=kind,
+        kind=kind,
+        executions=executions,
+        tensor_flops=0.0,
+        cuda_core_ops=0.0,
+        special_function_ops=0.0,
+        memory_bytes=0.0,
+        network_bytes=0.0,
+        bound=bound,
+        compute_precision="none",
+        time_s=time_s,
+        gpu_j=gpu_j,
+        arithmetic_intensity_flops_per_byte=0.0,
+        ridge_point_flops_per_byte=0.0,
+    )
+
+
+def beyond_kernel_rows(
+    estimate: RequestEstimate,
+    quoted_s: tuple[float, float],
+    quoted_j: tuple[float, float],
+) -> list[KernelRowOut]:
+    """Per phase (prefill, decode): the host-overhead row (quoted phase time [s] and the
+    analytical phase energy [J] less the kernels'), then, where the quoted phase energy
+    `quoted_j` differs from the analytical one, the correction row."""
+    rows = []
+    for phase, time_s, gpu_j in zip(
+        (estimate.prefill, estimate.decode), quoted_s, quoted_j, strict=True
+    ):
+        kernels = phase.kernels
+        kernel_s = sum(float(k.time_s) for k in kernels)
+        kernel_j = sum(float(k.gpu_j) for k in kernels)
+        rows.append(
+            _row(
+                phase,
+                "host_overhead",
+                "host",
+                phase.steps,
+                time_s - kernel_s,
+                phase.gpu_j - kernel_j,
+            )
+        )
+        if gpu_j != phase.gpu_j:
+            rows.append(_row(phase, "correction", "learned", 0, 0.0, gpu_j - phase.gpu_j))
+    return rows
