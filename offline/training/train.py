@@ -49,7 +49,7 @@ from service.pricing.regressor.runtime import sha256_bytes
 
 logger = logging.getLogger("offline.training")
 
-VERSION = "energy-gnn 2026.11.27"
+VERSION = "energy-gnn 2026.11.26.2"
 CHOSEN = Variant("GNN", phase_split=True, roofline=True, direct=False, message_passing=True)
 SEED_VARIANTS = {"GNN, other seed": 1, "GNN, third seed": 2}
 """Seed offsets of the seed-noise rows: the chosen design re-drawn (initialisation, bootstraps,
