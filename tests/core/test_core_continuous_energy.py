@@ -1,12 +1,13 @@
 """A continuous-batch request's energy is conserved: O / C of one mean pass per sequence.
 
-Hand-worked on ONE_LAYER_DENSE (two layers, for two pipeline stages) for one sequence of 100 prompt and 5 output tokens among C = 10
-(service.core.steady_state): a mean pass carries T = 8 decode + 2 x 100 prompt = 208 tokens,
-the request's decode 1 of them in each of its O - 1 = 4 decode passes (share 1 / 208), so one
-mean pass's energy is E = decode x 208 / 4 = 52 x decode. In steady state C = 10 sequences are
-replaced every O = 5 passes, so each costs O / C E = 26 x decode: its 100 prompt tokens are
-100 / 208 of a mean pass, 25 x decode, its decode 1 x decode. Host time and the idle draw of
-the GPUs of other pipeline stages are energy of the same passes, shared the same way.
+Hand-worked on ONE_LAYER_DENSE (two layers, for two pipeline stages) for one sequence of 100
+prompt and 5 output tokens among C = 10 (service.core.steady_state): a mean pass carries T = 8
+decode + 2 x 100 prompt = 208 tokens, the request's decode 1 of them in each of its O - 1 = 4
+decode passes (share 1 / 208), so one mean pass's energy is E = decode x 208 / 4 = 52 x decode.
+In steady state C = 10 sequences are replaced every O = 5 passes, so each costs O / C E = 26 x
+decode: its 100 prompt tokens are 100 / 208 of a mean pass, 25 x decode, its decode 1 x decode.
+Host time and the idle draw of the GPUs of other pipeline stages are energy of the same passes,
+shared the same way.
 """
 
 from __future__ import annotations
