@@ -29,7 +29,7 @@ from service.core.dtypes import DType
 from service.core.estimate import estimate_request
 from service.core.kernel_table import KernelTable
 from service.core.memory import active_parameter_count
-from service.core.steady_state import pass_mix
+from service.core.steady_state import PassMix, pass_mix, prompt_to_decode_energy
 from service.core.workload import Deployment, Parallelism, Precision, Workload
 from service.pricing.continuous_energy import static_reading
 
@@ -128,9 +128,19 @@ def _row(
         measured_per_sequence_j=energy,
         fits_memory=fits,
         running=running,
-        share=(float(mix.share[0, 0]), float(mix.share[1, 0])),
+        share=_energy_shares(mix, workload.output_tokens),
         continuous=running > 0,
     )
+
+
+def _energy_shares(mix: PassMix, output_tokens: int) -> tuple[float, float]:
+    """The request's share of each phase's energy as the service charges it: a continuous
+    request with decode passes pays its prompt as tokens of the mean (decode) pass
+    (service.core.steady_state.prompt_to_decode_energy), none of its own prefill passes."""
+    ratio = float(prompt_to_decode_energy(mix, _one(output_tokens))[0])
+    if np.isnan(ratio):
+        return float(mix.share[0, 0]), float(mix.share[1, 0])
+    return 0.0, float(mix.share[1, 0]) * (1.0 + ratio)
 
 
 def _one(value: float) -> FloatArray:

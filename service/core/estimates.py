@@ -26,7 +26,7 @@ from service.core.phase import PhaseArrays, phase_arrays
 from service.core.plan import CostPlan
 from service.core.results import MemoryFootprint, Phase, PhaseCost, RequestEstimate
 from service.core.schedule import KvSchedule, kv_cache_bytes_many, kv_schedule
-from service.core.steady_state import PassMix, pass_mix
+from service.core.steady_state import PassMix, pass_mix, prompt_to_decode_energy
 from service.core.terms import WorkloadTerms, workload_terms
 from service.core.work import WORK_FIELDS
 from service.core.workload import Workload
@@ -242,6 +242,7 @@ def price_workloads(
     phase_j = kernel_j + rows.idle_waiting_w * kernel_s * mix.share + overhead_j * mix.share
     phase_s = kernel_s + overhead_s
     if mix.continuous.any():  # a continuous batch's request waits first (static: no wait)
+        _conserve_prefill_j(phase_j, kernel_j, arrays.gpu_j, prompt_to_decode_energy(mix, output))
         prefill_pass_s = phase_s[0] / mix.steps[0]
         phase_s[0] += mix.waiting * _mean_pass_s(phase_s, mix.steps)
         # Arrivals in a wave wait for its prompts ahead; every request, for its host path.
@@ -262,6 +263,23 @@ def price_workloads(
         decode_steps=schedule.waves * (output - 1.0),
         schedule=schedule,
     )
+
+
+def _conserve_prefill_j(
+    phase_j: FloatArray, kernel_j: FloatArray, kernel_gpu_j: FloatArray, ratio: FloatArray
+) -> None:
+    """Sets (in place) the prefill energy of each continuous request with decode passes to
+    `ratio` [N] times its decode energy (service.core.steady_state.prompt_to_decode_energy),
+    scaling the prefill kernels' energies (`kernel_gpu_j` [2, N, kernels]) alike; NaN rows
+    keep theirs."""
+    conserved = ~np.isnan(ratio)
+    if not conserved.any():
+        return
+    target = np.where(conserved, ratio, 0.0) * phase_j[1]
+    scale = np.where(conserved, target / np.maximum(phase_j[0], 1e-300), 1.0)
+    phase_j[0] *= scale
+    kernel_j[0] *= scale
+    kernel_gpu_j[0] *= scale[:, None]
 
 
 def _mean_pass_s(phase_s: FloatArray, steps: FloatArray) -> FloatArray:

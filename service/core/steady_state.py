@@ -14,8 +14,13 @@ only ones the caller describes). One such mean pass is priced; its time is the r
 per output token and its time to first token, O passes its whole latency. Its energy is
 shared over the pass's tokens T = C (O - 1) / O + (C / O) N (N = prompt tokens computed): every
 token of a pass, prompt or decode, carries an equal share of its shared weight reads and host
-time. The request's prefill is b N tokens of one pass (share b N / T), its decode b tokens of
-each of O - 1 passes (share b / T); per sequence that is O / C of one pass's energy.
+time. The request's decode is b tokens of each of O - 1 mean passes (share b / T); its prompt,
+one of the C / O arrivals a mean pass carries, is b N tokens of that same pass (share b N / T;
+`prompt_to_decode_energy`), so the request's energy is b O / C of one mean pass: over O passes
+its C running sequences are replaced once, and every joule goes to one of them. The passes
+that carry its own prompt chunks are priced for the time to first token only: their share
+b N / T' (T' = T + its chunk) charges the request less than its prompt's part of the steady
+state (the chunk pass's weight reads and host time spread over its larger token count).
 
 Time to first token (chunked prefill, as vLLM V1, SGLang and TensorRT-LLM schedule it): a pass
 carries at most B tokens (the engine's token budget per step, `Deployment.prefill_budget_tokens`),
@@ -152,6 +157,17 @@ def pass_mix(
         waiting=np.where(continuous, 0.5 + queued, 0.0),
         wave_passes=np.where(continuous, ahead / per_pass, 0.0),
     )
+
+
+def prompt_to_decode_energy(mix: PassMix, output: FloatArray) -> FloatArray:
+    """[N] a continuous-batch request's prefill energy over its decode energy: its b N prompt
+    tokens against its b (O - 1) decode tokens of the same mean pass, N / (O - 1). NaN where
+    the request is in a static batch or has no decode pass (one output token): its prefill is
+    then priced on its own passes."""
+    steps = output - 1.0
+    conserved = mix.continuous & (steps > 0)
+    ratio: FloatArray = np.where(conserved, mix.new_tokens / np.maximum(steps, 1.0), np.nan)
+    return ratio
 
 
 def _static_mix(

@@ -26,11 +26,13 @@ def test_the_511_sequence_row_is_fitted_as_the_service_prices_it() -> None:
     assert not skipped
     # C = 511, O = 397, P = 690 of which 480 cached (N = 210 computed), budget 8,192: 511 x
     # 396 / 397 decode tokens per pass; the pass with the prompt carries it and 511 / 397
-    # arriving prompts, a mean pass the arrivals only.
+    # arriving prompts, a mean pass the arrivals only. Its energy: its 396 decode and 210
+    # prompt tokens of the mean pass, all charged on decode, O / (C (O - 1)) of each pass.
     decode = 511 * 396 / 397
     assert row.running == 511 and row.continuous and row.batch_size == 1
-    assert row.share[0] == pytest.approx(210 / (decode + (1 + 511 / 397) * 210), rel=1e-12)
-    assert row.share[1] == pytest.approx(1 / (decode + 511 / 397 * 210), rel=1e-12)
+    assert row.share[0] == 0.0
+    assert row.share[1] == pytest.approx((396 + 210) / 396 / (decode + 511 / 397 * 210), rel=1e-12)
+    assert row.share[1] == pytest.approx(397 / (511 * 396), rel=1e-12)
     r, p = coefficients.roofline, coefficients.power
     overheads = (
         r.prefill_overhead_s,
