@@ -253,7 +253,8 @@ def report(results: Sequence[FoldResult], config: TrainConfig, command: str, wal
         "MAPE % / within 10 % / within 30 %. `served`: the quote the service gives (continuous "
         "reading; with the regressor, its factor on the static reading applied to it); "
         "`static reading`: the regressor's static-reading prediction against the measurement, "
-        "beside the static analytical estimate (how reports before energy-gnn 2026.11.26.2 scored it).",
+        "beside the static analytical estimate (how reports before energy-gnn 2026.11.26.2 "
+        "scored it).",
         "",
         head + " |",
         "|---|---|" + "---|" * (2 * len(QUANTITIES)),
