@@ -26,12 +26,12 @@ from offline.fitting.engine_profiles import (
     TtftTerms,
     engine_runs,
     fit_ttft_terms,
+    priced_latency,
 )
 from offline.fitting.metrics import accuracy
 from offline.fitting.silicon_rows import point_estimator, silicon_request
 from service.catalog.engines import DEFAULT_ENGINE
 from service.core.coefficients import CostModelCoefficients
-from service.errors import ServiceError
 
 DEFAULT_TTFT_ENGINES = ("vllm",)
 """The engines whose runs the default profile's TTFT terms are fitted on: vLLM's, the engine
@@ -53,19 +53,7 @@ def default_slopes(runs: list[Run], default: CostModelCoefficients) -> Slopes:
     for name, terms in (("base", NO_TTFT_TERMS), ("wave", (1.0, 0.0))):
         estimator = point_estimator(coefficients={DEFAULT_ENGINE: with_ttft_terms(default, terms)})
         priced[name] = estimator.price([silicon_request(r.row) for r in runs])
-    keep = [i for i, p in enumerate(priced["base"]) if not isinstance(p, ServiceError)]
-    latency = {
-        name: np.array(
-            [
-                [
-                    results[i].document.as_dict()["latency"][key]  # type: ignore[union-attr]
-                    for key in ("time_per_output_token_s", "prefill_s")
-                ]
-                for i in keep
-            ]
-        )
-        for name, results in priced.items()
-    }
+    keep, latency = priced_latency(priced, "base")
     n, family_of = len(keep), point_estimator().model_family
     return Slopes(
         tpot_s=latency["base"][:, 0],

@@ -49,6 +49,9 @@ from offline.fitting.silicon_rows import (
 from service.catalog import GpuCatalog
 from service.core.coefficients import CostModelCoefficients
 from service.errors import ServiceError
+from service.pricing.priced import PricedRequest
+
+LATENCY_KEYS = ("time_per_output_token_s", "prefill_s")
 
 FloatArray = npt.NDArray[np.float64]
 ENGINES = ("vllm", "sglang", "trtllm")
@@ -179,6 +182,25 @@ def kernel_coefficients(
     return without_overheads(replace(shared, roofline=roofline))
 
 
+def priced_latency(
+    priced: dict[str, list[PricedRequest | ServiceError]], reference: str
+) -> tuple[list[int], dict[str, FloatArray]]:
+    """The runs `reference`'s pricing did not refuse, and each variant's [runs, 2] time per
+    output token and prefill [s] for them (the same requests priced under each variant)."""
+    keep = [i for i, p in enumerate(priced[reference]) if not isinstance(p, ServiceError)]
+    latency = {
+        name: np.array([[_latency(results[i], key) for key in LATENCY_KEYS] for i in keep])
+        for name, results in priced.items()
+    }
+    return keep, latency
+
+
+def _latency(result: PricedRequest | ServiceError, key: str) -> float:
+    assert not isinstance(result, ServiceError)  # kept: priced under the reference variant
+    value: float = result.document.as_dict()["latency"][key]
+    return value
+
+
 def run_slopes(
     runs: list[Run], engine: str, zero: CostModelCoefficients, *, static: bool = False
 ) -> Slopes:
@@ -195,19 +217,7 @@ def run_slopes(
         estimator = point_estimator(coefficients={"vllm-v1": zero, engine: coefficients})
         requests = [silicon_request(r.row, engine, static=static) for r in runs]
         priced[name] = estimator.price(requests)
-    keep = [i for i, p in enumerate(priced["zero"]) if not isinstance(p, ServiceError)]
-    latency = {
-        name: np.array(
-            [
-                [
-                    results[i].document.as_dict()["latency"][key]  # type: ignore[union-attr]
-                    for key in ("time_per_output_token_s", "prefill_s")
-                ]
-                for i in keep
-            ]
-        )
-        for name, results in priced.items()
-    }
+    keep, latency = priced_latency(priced, "zero")
     base = latency["zero"]
     slope = np.stack([(latency[n] - base) / UNIT_S for n in _OVERHEADS], axis=2)  # [runs, 2, 4]
     estimator = point_estimator()
