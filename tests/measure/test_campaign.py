@@ -52,6 +52,13 @@ class ConstantPowerMeter:
         return WATTS
 
 
+def in_read_gaps(ratio: float) -> bool:
+    """A constant board's measured / true power over a 50 ms loop: never below 1 (the
+    energy's window holds the loop's; 1e-9 for the counter's float rounding), and above it
+    only by the gaps between the counter's and the clock's reads (under 10 %: 5 ms)."""
+    return 1.0 - 1e-9 <= ratio < 1.1
+
+
 class SteppingMeter(ConstantPowerMeter):
     """A board whose reading alternates 90 and 110 W every 50 ms: a meter that updates every
     50 ms."""
@@ -173,11 +180,13 @@ def test_kernels_run_on_the_cpu_and_price_like_aiconfigurator_tables() -> None:
     gemm, fp8 = run.rows["gemm_perf"]
     assert fp8["gemm_dtype"] == "fp8" and fp8["m"] == 16
     assert (gemm["m"], gemm["n"], gemm["k"], gemm["gemm_dtype"]) == (4, 32, 16, "bfloat16")
-    # The meter and the loop's timer are read microseconds apart: on a busy machine that is
-    # ~0.1 % of a 50 ms loop, so energy / time is held to 1 %.
-    assert gemm["power"] == pytest.approx(WATTS, rel=1e-2)  # energy / time of the loop
+    # The counter is read before the loop's clock at the start and after it at the end, so
+    # the energy's window holds the loop's: energy / time is at least the board's 100 W, and
+    # above it only by the two reads' gaps (microseconds, a few ms when a shared VM stalls)
+    # over the 50 ms loop.
+    assert in_read_gaps(gemm["power"] / WATTS)  # energy / time of the loop
     assert gemm["power_sampled_p50"] == WATTS and gemm["power_samples"] >= 1
-    assert gemm["energy_per_call_j"] == pytest.approx(WATTS * gemm["latency"] / 1000.0, rel=1e-2)
+    assert in_read_gaps(gemm["energy_per_call_j"] / (WATTS * gemm["latency"] / 1000.0))
     assert gemm["launch"] == "eager"  # CUDA graphs only on a GPU
     traced = {r["item"] for r in run.rows["power_samples"]}
     assert traced == {e.id for e in run.log if e.status == "done"}
@@ -190,7 +199,7 @@ def test_kernels_run_on_the_cpu_and_price_like_aiconfigurator_tables() -> None:
         file = KernelTableFile(f"campaign/{table}", "campaign", "", "hf-transformers", "", table)
         priced = price_table(KernelTable(file, columns), MAPPERS[table], context)
         assert not priced.skipped and len(priced.measured_w) == len(rows), table
-        assert priced.measured_w == pytest.approx([WATTS] * len(rows), rel=1e-2)
+        assert all(in_read_gaps(w / WATTS) for w in priced.measured_w), table
 
 
 def test_kernel_traces_show_the_meter_period_and_lengthen_the_loops() -> None:
