@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
+
+import orjson
+
+from service.pricing.estimator import Estimator
+from service.pricing.priced import PricedRequest
+from service.pricing.regressor.runtime import EnergyRegressor
+from service.schemas.estimate_request import EstimateRequest
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
@@ -58,3 +66,17 @@ def catalogued_configs() -> dict[str, dict[str, Any]]:
 def uncatalogued_configs() -> dict[str, dict[str, Any]]:
     """Configs of model types the catalogue has no entry of."""
     return published_configs("uncatalogued_configs")
+
+
+def priced_documents(
+    bodies: Sequence[dict[str, Any]], *, verbose: bool = False
+) -> list[dict[str, Any]]:
+    """Each estimate request body priced in one pass of the one pricing path, regressor
+    included, as its response document (every one must be priced)."""
+    estimator = Estimator.from_catalogues(regressor=EnergyRegressor.load())
+    requests = [EstimateRequest.model_validate(body) for body in bodies]
+    documents = []
+    for quote in estimator.price(requests, verbose=verbose):
+        assert isinstance(quote, PricedRequest), quote
+        documents.append(orjson.loads(quote.document.text()))
+    return documents

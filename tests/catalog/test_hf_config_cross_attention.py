@@ -7,15 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
 from service.catalog.hf_config import read_config
 from service.catalog.models import load_model_catalog
 from service.core.memory import active_parameter_count, parameter_count
-from service.pricing.estimator import Estimator
-from service.pricing.priced import PricedRequest
-from service.pricing.regressor.runtime import EnergyRegressor
-from service.schemas.estimate_request import EstimateRequest
+from tests.catalog.hf_config_support import priced_documents
 
 # https://huggingface.co/meta-llama/Llama-3.2-11B-Vision/blob/main/config.json, its text_config
 # (the vision_config, which the text decoder's pricing does not read, left out)
@@ -68,25 +63,18 @@ def test_parameters_by_hand() -> None:
 
 def test_vision_models_are_quoted() -> None:
     """By name (11B on one H200, 90B on two) and the 11B by its config.json, alike."""
-    estimator = Estimator.from_catalogues(regressor=EnergyRegressor.load())
     workload = {"batch_size": 4, "prompt_tokens": 900, "output_tokens": 200}
 
-    def request(named: dict[str, Any], count: int) -> EstimateRequest:
+    def request(named: dict[str, Any], count: int) -> dict[str, Any]:
         hardware = {"gpu": "H200-SXM-141GB", "count": count}
-        return EstimateRequest.model_validate(
-            {**named, "workload": workload, "hardware": hardware, "datacenter": {"region": "FR"}}
-        )
+        return {**named, "workload": workload, "hardware": hardware, "datacenter": {"region": "FR"}}
 
-    priced = estimator.price(
+    documents = priced_documents(
         [
             request({"model": ELEVEN_B}, 1),
             request({"architecture": LLAMA_32_11B_VISION}, 1),
             request({"model": "meta-llama/Llama-3.2-90B-Vision-Instruct"}, 2),
         ]
     )
-    documents = []
-    for quote in priced:
-        assert isinstance(quote, PricedRequest), quote
-        documents.append(orjson.loads(quote.document.text()))
     assert documents[0]["energy"] == documents[1]["energy"]
     assert all(d["energy"]["gpu_j"] > 0 and d["latency"]["total_s"] > 0 for d in documents)

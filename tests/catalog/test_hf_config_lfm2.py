@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import orjson
 import pytest
 
 from offline.catalog.vendored_configs import config_path
@@ -16,10 +15,7 @@ from service.catalog.models import load_model_catalog
 from service.core.cost_model_errors import InvalidArchitecture, UnsupportedArchitecture
 from service.core.memory import parameter_count
 from service.core.mixers import DeltaNetShape
-from service.pricing.estimator import Estimator
-from service.pricing.priced import PricedRequest
-from service.pricing.regressor.runtime import EnergyRegressor
-from service.schemas.estimate_request import EstimateRequest
+from tests.catalog.hf_config_support import priced_documents
 
 REPO = "LiquidAI/LFM2.5-VL-1.6B"
 
@@ -63,19 +59,19 @@ def test_state_and_kv_cache_by_hand() -> None:
     8 KV heads x 64 x (K + V) = 1,024 elements per token, 6 x 1,024 x 1,024 x 2 B =
     12,582,912 B; the 10 conv layers the last conv_L_cache - 1 = 2 inputs of 2,048 channels,
     10 x 2 x 2,048 x 2 B = 81,920 B: 12,664,832 B."""
-    estimator = Estimator.from_catalogues(regressor=EnergyRegressor.load())
-    request = EstimateRequest.model_validate(
-        {
-            "model": REPO,
-            "workload": {"batch_size": 1, "prompt_tokens": 1000, "output_tokens": 24},
-            "hardware": {"gpu": "H100-SXM5-80GB", "count": 1},
-            "precision": {"kv_cache": "bf16"},
-            "datacenter": {"region": "FR"},
-        }
+    (document,) = priced_documents(
+        [
+            {
+                "model": REPO,
+                "workload": {"batch_size": 1, "prompt_tokens": 1000, "output_tokens": 24},
+                "hardware": {"gpu": "H100-SXM5-80GB", "count": 1},
+                "precision": {"kv_cache": "bf16"},
+                "datacenter": {"region": "FR"},
+            }
+        ],
+        verbose=True,
     )
-    (quote,) = estimator.price([request], verbose=True)
-    assert isinstance(quote, PricedRequest), quote
-    breakdown = orjson.loads(quote.document.text())["breakdown"]
+    breakdown = document["breakdown"]
     assert breakdown["kv_cache_bytes_per_gpu"] == pytest.approx(12_664_832, rel=1e-9)
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
 import pytest
 
 from service.catalog.hf_config import read_config
@@ -14,10 +13,7 @@ from service.catalog.hf_config.nas import ffn_width
 from service.catalog.models import load_model_catalog
 from service.core.cost_model_errors import InvalidArchitecture, UnsupportedArchitecture
 from service.core.memory import parameter_count
-from service.pricing.estimator import Estimator
-from service.pricing.priced import PricedRequest
-from service.pricing.regressor.runtime import EnergyRegressor
-from service.schemas.estimate_request import EstimateRequest
+from tests.catalog.hf_config_support import priced_documents
 
 SUPER_49B = "nvidia/Llama-3_3-Nemotron-Super-49B-v1"
 # https://huggingface.co/nvidia/Llama-3_3-Nemotron-Super-49B-v1/blob/main/config.json, as
@@ -106,21 +102,13 @@ def test_unpriced_blocks_are_refused_naming_the_key(
 
 
 def test_config_is_quoted_as_the_catalogue_model() -> None:
-    estimator = Estimator.from_catalogues(regressor=EnergyRegressor.load())
     common = {
         "workload": {"batch_size": 4, "prompt_tokens": 900, "output_tokens": 200},
         "hardware": {"gpu": "H200-SXM-141GB", "count": 1},
         "datacenter": {"region": "FR"},
     }
-    priced = estimator.price(
-        [
-            EstimateRequest.model_validate({"model": SUPER_49B, **common}),
-            EstimateRequest.model_validate({"architecture": CONFIG, **common}),
-        ]
+    documents = priced_documents(
+        [{"model": SUPER_49B, **common}, {"architecture": CONFIG, **common}]
     )
-    documents = []
-    for quote in priced:
-        assert isinstance(quote, PricedRequest), quote
-        documents.append(orjson.loads(quote.document.text()))
     assert documents[0]["energy"] == documents[1]["energy"]
     assert documents[0]["energy"]["gpu_j"] > 0

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
 import pytest
 
 from service.catalog.hf_config import read_config
@@ -15,10 +14,7 @@ from service.catalog.models import load_model_catalog
 from service.core.architecture import AttentionShape
 from service.core.cost_model_errors import InvalidArchitecture, UnsupportedArchitecture
 from service.core.memory import active_parameter_count, parameter_count
-from service.pricing.estimator import Estimator
-from service.pricing.priced import PricedRequest
-from service.pricing.regressor.runtime import EnergyRegressor
-from service.schemas.estimate_request import EstimateRequest
+from tests.catalog.hf_config_support import priced_documents
 
 GEMMA4_26B = "google/gemma-4-26B-A4B"
 # https://huggingface.co/google/gemma-4-26B-A4B/blob/main/config.json as aiconfigurator-core
@@ -148,19 +144,19 @@ def test_mixed_stack_kv_cache_by_hand() -> None:
     """Gemma 4 31B, one sequence of 8192 tokens in bf16 on one H200: 10 full layers hold every
     token at 4 KV heads x 512 x (K + V) = 4096 elements, 50 sliding layers the last 1024 at
     16 x 256 x 2 = 8192: (10 x 8192 x 4096 + 50 x 1024 x 8192) x 2 B = 1,509,949,440 B."""
-    estimator = Estimator.from_catalogues(regressor=EnergyRegressor.load())
-    request = EstimateRequest.model_validate(
-        {
-            "model": "nvidia/Gemma-4-31B-IT-NVFP4",
-            "workload": {"batch_size": 1, "prompt_tokens": 7192, "output_tokens": 1000},
-            "hardware": {"gpu": "H200-SXM-141GB", "count": 1},
-            "precision": {"kv_cache": "bf16"},
-            "datacenter": {"region": "FR"},
-        }
+    (document,) = priced_documents(
+        [
+            {
+                "model": "nvidia/Gemma-4-31B-IT-NVFP4",
+                "workload": {"batch_size": 1, "prompt_tokens": 7192, "output_tokens": 1000},
+                "hardware": {"gpu": "H200-SXM-141GB", "count": 1},
+                "precision": {"kv_cache": "bf16"},
+                "datacenter": {"region": "FR"},
+            }
+        ],
+        verbose=True,
     )
-    (quote,) = estimator.price([request], verbose=True)
-    assert isinstance(quote, PricedRequest), quote
-    breakdown = orjson.loads(quote.document.text())["breakdown"]
+    breakdown = document["breakdown"]
     assert breakdown["kv_cache_bytes_per_gpu"] == pytest.approx(1_509_949_440, rel=1e-9)
 
 
@@ -191,21 +187,13 @@ def test_mimo_pattern_must_cover_every_layer() -> None:
 
 
 def test_config_is_quoted_as_the_catalogue_model() -> None:
-    estimator = Estimator.from_catalogues(regressor=EnergyRegressor.load())
     common = {
         "workload": {"batch_size": 4, "prompt_tokens": 3000, "output_tokens": 300},
         "hardware": {"gpu": "H100-SXM5-80GB", "count": 1},
         "datacenter": {"region": "FR"},
     }
-    priced = estimator.price(
-        [
-            EstimateRequest.model_validate({"model": GEMMA4_26B, **common}),
-            EstimateRequest.model_validate({"architecture": GEMMA4_26B_CONFIG, **common}),
-        ]
+    documents = priced_documents(
+        [{"model": GEMMA4_26B, **common}, {"architecture": GEMMA4_26B_CONFIG, **common}]
     )
-    documents = []
-    for quote in priced:
-        assert isinstance(quote, PricedRequest), quote
-        documents.append(orjson.loads(quote.document.text()))
     assert documents[0]["energy"] == documents[1]["energy"]
     assert documents[0]["energy"]["gpu_j"] > 0

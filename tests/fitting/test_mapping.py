@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,7 @@ from offline.fitting.request_inputs import (
 )
 from service.catalog import load_gpu_catalog, load_model_catalog
 from service.catalog.engines import COEFFICIENTS_PATH, ENGINE_DESCRIPTIONS
+from tests.fitting.test_serving_validation_readings import ROW
 
 DATA_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 V3_CSV = DATA_DIR / "mlenergy-v3-h100" / "mlenergy_v3_h100_text.csv"
@@ -85,18 +87,9 @@ def test_only_lm_arena_chat_rows_carry_prefix_cache_hits() -> None:
     assert CACHED_PROMPT_TOKENS_BY_TASK == {"lm-arena-chat": 480}
     models, gpus = load_model_catalog(), load_gpu_catalog()
     for task, cached in (("lm-arena-chat", 480), ("gpqa", 0)):
-        row = EnergyMeasurement(
-            source="mlenergy-v3",
-            category="llm_text_generation",
+        row = replace(
+            ROW,
             task=task,
-            model_id="meta-llama/Llama-3.1-8B-Instruct",
-            architecture="Dense Transformer",
-            gpu_id="H100-SXM5-80GB",
-            gpu_count=1,
-            tensor_parallel=1,
-            expert_parallel=1,
-            pipeline_parallel=1,
-            weights_precision="bf16",
             batch_size=64,
             max_batch_size=64,
             prompt_tokens=PROMPT_TOKENS_BY_TASK[task],
@@ -104,7 +97,6 @@ def test_only_lm_arena_chat_rows_carry_prefix_cache_hits() -> None:
             per_sequence_gpu_j=50.0,
             time_per_output_token_s=0.012,
             avg_power_w=600.0,
-            row_ref="synthetic:1",
         )
         inputs = mlenergy_inputs(row, models, gpus)
         assert not isinstance(inputs, str), inputs
