@@ -16,7 +16,7 @@ _FAMILIES = (
     ("phi", r"^phi"),
     ("gpt-oss", r"gpt-oss"),
     ("kimi", r"kimi"),
-    ("glm", r"glm"),
+    ("glm", r"glm|codegeex"),
     ("minimax", r"minimax"),
     ("falcon", r"falcon"),
     ("pythia", r"pythia"),

@@ -11,6 +11,7 @@ import pytest
 from api_support import example_body
 from fastapi.testclient import TestClient
 
+from offline.catalog.vendored_configs import config_path
 from tests.catalog.hf_config_support import NEMOTRON_NANO_9B_V2
 
 # Published configs, with their sources (see tests/catalog/hf_config_support.py).
@@ -18,6 +19,7 @@ _FIXTURE = Path(__file__).resolve().parents[1] / "catalog/fixtures/catalogued_co
 _CONFIGS = json.loads(_FIXTURE.read_text(encoding="utf-8"))["configs"]
 GPT_OSS: dict[str, Any] = _CONFIGS["openai/gpt-oss-20b"]["config"]
 GEMMA3: dict[str, Any] = _CONFIGS["google/gemma-3-27b-it"]["config"]
+CHATGLM3: dict[str, Any] = json.loads(config_path("THUDM/chatglm3-6b").read_text("utf-8"))
 HARDWARE = {"gpu": "H100-SXM5-80GB", "count": 1}
 
 
@@ -59,6 +61,8 @@ def test_a_config_is_quoted_as_its_catalogue_model(client: TestClient) -> None:
             {**GEMMA3, "text_config": {**GEMMA3["text_config"], "num_hidden_layers": 0}},
             "architecture.text_config.num_hidden_layers",
         ),
+        ({**CHATGLM3, "quantization_bit": 4}, "architecture.quantization_bit"),
+        ({**CHATGLM3, "multi_query_group_num": 3}, "architecture.multi_query_group_num"),
         ({"model_type": "rwkv", "hidden_size": 4096}, "architecture.model_type"),
         ({"model_type": "not_a_model"}, "architecture.model_type"),
         ({"model_type": 7, "hidden_size": 4096}, "architecture.model_type"),  # schema

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from service.catalog.hf_config import (
+    chatglm,
     classic,
     delta_net,
     dense,
@@ -60,6 +61,7 @@ TEXT_READERS: dict[str, Reader] = {
     "exaone4_5_text": dense.read_exaone4,
     "glm": dense.read_glm,
     "glm4": dense.read_glm4,
+    "chatglm": chatglm.read_chatglm,
     "chameleon": dense.read_chameleon,
     "smollm3": dense.read_smollm3,
     "phi3": dense.read_phi3,
