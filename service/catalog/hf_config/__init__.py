@@ -62,6 +62,7 @@ TEXT_READERS: dict[str, Reader] = {
     "glm": dense.read_glm,
     "glm4": dense.read_glm4,
     "chatglm": chatglm.read_chatglm,
+    "internlm2": dense.read_internlm2,
     "chameleon": dense.read_chameleon,
     "smollm3": dense.read_smollm3,
     "phi3": dense.read_phi3,

@@ -34,11 +34,23 @@ COHERE = ClassDefaults(256000, 8192, 22528, 40, 64, None, 8192, True)
 NEMOTRON = ClassDefaults(256000, 6144, 24576, 32, 48, None, 4096, False, hidden_act="relu2")
 MINISTRAL3 = ClassDefaults(131072, 4096, 14336, 34, 32, 8, 262144, False, head_dim=128)
 EXAONE4 = ClassDefaults(102400, 4096, 16384, 32, 32, 32, 2048, False)
+# InternLM2Config (InternLM's remote code, configuration_internlm2.py): InternLM2-7B's sizes, with
+# biases on wqkv and wo (`bias`, true unless the config says otherwise).
+INTERNLM2 = ClassDefaults(103168, 4096, 11008, 32, 32, None, 2048, False, attention_bias=True)
 
 
 def read_llama(view: ConfigView) -> Reading:
     """LlamaConfig (also Llama 2/3, Falcon 3, DeepSeek-R1 distills, Aquila, Yi, ...)."""
     return read_decoder(view, LLAMA)
+
+
+def read_internlm2(view: ConfigView) -> Reading:
+    """InternLM2Config (InternLM2, InternLM2.5): a Llama whose q, k and v are one fused wqkv,
+    biased with wo where `bias` (vLLM's models/internlm2.py); the MLP has no biases."""
+    reading = read_decoder(view, INTERNLM2, ConfigKeys(attention_bias=("bias",)))
+    if reading.values["qkv_bias"]:
+        reading.notes.append("the bias of wo ignored (negligible)")
+    return reading
 
 
 def read_mistral(view: ConfigView) -> Reading:
