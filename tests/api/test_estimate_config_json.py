@@ -64,6 +64,7 @@ def test_a_config_is_quoted_as_its_catalogue_model(client: TestClient) -> None:
         ({**CHATGLM3, "quantization_bit": 4}, "architecture.quantization_bit"),
         ({**CHATGLM3, "multi_query_group_num": 3}, "architecture.multi_query_group_num"),
         ({"model_type": "internlm2", "bias": "no"}, "architecture.bias"),
+        ({"model_type": "baichuan", "model_max_length": "4k"}, "architecture.model_max_length"),
         ({"model_type": "rwkv", "hidden_size": 4096}, "architecture.model_type"),
         ({"model_type": "not_a_model"}, "architecture.model_type"),
         ({"model_type": 7, "hidden_size": 4096}, "architecture.model_type"),  # schema

@@ -14,7 +14,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from service.catalog.hf_config import (
-    chatglm,
     classic,
     delta_net,
     dense,
@@ -26,6 +25,7 @@ from service.catalog.hf_config import (
     mla,
     moe,
     nas,
+    remote_code,
     two_shapes,
 )
 from service.catalog.hf_config.multimodal import (
@@ -61,7 +61,8 @@ TEXT_READERS: dict[str, Reader] = {
     "exaone4_5_text": dense.read_exaone4,
     "glm": dense.read_glm,
     "glm4": dense.read_glm4,
-    "chatglm": chatglm.read_chatglm,
+    "chatglm": remote_code.read_chatglm,
+    "baichuan": remote_code.read_baichuan,
     "internlm2": dense.read_internlm2,
     "chameleon": dense.read_chameleon,
     "smollm3": dense.read_smollm3,

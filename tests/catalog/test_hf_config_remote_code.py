@@ -1,7 +1,8 @@
-"""ChatGLM2/3 (`chatglm`), read as THUDM's remote-code ChatGLMConfig and modeling_chatglm.py
-build it: the vendored ChatGLM3-6B config.json counted by hand, the keys that change the layers,
-and the configs refused with the key at fault (tests/api/test_estimate_config_json.py: the
-422 that names it)."""
+"""Model types whose config class is remote code: ChatGLM2/3 (`chatglm`), read as THUDM's
+ChatGLMConfig and modeling_chatglm.py build it (the vendored ChatGLM3-6B config.json counted by
+hand), and Baichuan (`baichuan`), as BaichuanConfig and vLLM's models/baichuan.py; the keys that
+change the layers, and the configs refused with the key at fault
+(tests/api/test_estimate_config_json.py: the 422 that names it)."""
 
 from __future__ import annotations
 
@@ -79,4 +80,53 @@ def test_the_class_defaults_and_layernorm() -> None:
 def test_what_cannot_be_priced_names_the_key(changes: dict[str, Any], field: str) -> None:
     with pytest.raises(CostModelError) as error:
         read_config({**CHATGLM3, **changes})
+    assert error.value.field == field
+
+
+# Baichuan2-7B's and Baichuan2-13B's sizes under the keys each checkpoint's class reads.
+BAICHUAN2_7B: dict[str, Any] = {
+    "model_type": "baichuan", "hidden_size": 4096, "intermediate_size": 11008,
+    "num_hidden_layers": 32, "num_attention_heads": 32, "vocab_size": 125696,
+    "max_position_embeddings": 4096, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+}  # fmt: skip
+BAICHUAN2_13B: dict[str, Any] = {
+    "model_type": "baichuan", "hidden_size": 5120, "intermediate_size": 13696,
+    "num_hidden_layers": 40, "num_attention_heads": 40, "vocab_size": 125696,
+    "model_max_length": 4096, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+}  # fmt: skip
+
+
+def test_baichuan2_7b_by_hand_with_rope() -> None:
+    """Hidden 4096 runs RoPE. A layer: W_pack 3 x 4096^2 and o_proj 4096^2 = 67,108,864,
+    MLP 3 x 4096 x 11,008 = 135,266,304: 202,375,168, x 32 = 6,476,005,376; embed_tokens and
+    lm_head 2 x 125,696 x 4096 = 1,029,701,632: 7,505,707,008."""
+    arch = read_config(BAICHUAN2_7B).architecture
+    assert (arch.position, arch.num_key_value_heads, arch.qkv_bias) == ("rope", 32, False)
+    assert parameter_count(arch) == 7_505_707_008
+
+
+def test_baichuan2_13b_by_hand_with_alibi() -> None:
+    """Any other hidden size runs ALiBi, the context from model_max_length. A layer:
+    4 x 5120^2 = 104,857,600 attention and 3 x 5120 x 13,696 = 210,370,560 MLP weights,
+    x 40 = 12,609,126,400; tables 2 x 125,696 x 5120 = 1,287,127,040: 13,896,253,440."""
+    arch = read_config(BAICHUAN2_13B).architecture
+    assert (arch.position, arch.max_context_tokens, arch.norm) == ("alibi", 4096, "rmsnorm")
+    assert parameter_count(arch) == 13_896_253_440
+    defaults = read_config({"model_type": "baichuan"})
+    assert (defaults.architecture.vocab_size, defaults.architecture.position) == (64000, "alibi")
+    assert not {"max_position_embeddings", "model_max_length"} & set(
+        read_config(BAICHUAN2_13B).defaulted
+    )
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"model_max_length": "4k"}, "model_max_length"),
+        ({"num_attention_heads": 7}, "num_attention_heads"),
+    ],
+)
+def test_a_bad_baichuan_config_names_the_key(changes: dict[str, Any], field: str) -> None:
+    with pytest.raises(CostModelError) as error:
+        read_config({**BAICHUAN2_13B, **changes})
     assert error.value.field == field

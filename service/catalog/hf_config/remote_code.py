@@ -1,6 +1,8 @@
-"""ChatGLM2/3 (`chatglm`: ChatGLM2-6B, ChatGLM3-6B, CodeGeeX2-6B), read as THUDM's remote-code
-ChatGLMConfig (configuration_chatglm.py) defines the keys and modeling_chatglm.py and vLLM's
-models/chatglm.py build the layers: a Llama-like decoder in Megatron's key names."""
+"""Readers of model types whose config class ships only as remote code in the checkpoint's repo
+(no transformers class): ChatGLM2/3 (`chatglm`: ChatGLM2-6B, ChatGLM3-6B, CodeGeeX2-6B), read
+as THUDM's configuration_chatglm.py defines the keys and modeling_chatglm.py and vLLM's
+models/chatglm.py build the layers (a Llama-like decoder in Megatron's key names); Baichuan
+(`baichuan`), as Baichuan's configuration_baichuan.py and vLLM's models/baichuan.py."""
 
 from __future__ import annotations
 
@@ -64,4 +66,21 @@ def read_chatglm(view: ConfigView) -> Reading:
     reading.notes.append(PARTIAL_ROPE_NOTE)
     if linear_bias:
         reading.notes.append("biases of the dense and MLP projections ignored (negligible)")
+    return reading
+
+
+# BaichuanConfig (configuration_baichuan.py of Baichuan-13B/Baichuan2-13B): 13B's sizes, the
+# context under model_max_length (Baichuan2-7B's config.json names it max_position_embeddings).
+BAICHUAN = ClassDefaults(64000, 5120, 13696, 40, 40, None, 4096, False)
+BAICHUAN_KEYS = ConfigKeys(max_position_embeddings=("max_position_embeddings", "model_max_length"))
+
+
+def read_baichuan(view: ConfigView) -> Reading:
+    """BaichuanConfig: multi-head attention through one unbiased W_pack (q, k, v), SwiGLU MLP,
+    RMSNorm; RoPE at hidden size 4096 (Baichuan-7B, Baichuan2-7B), ALiBi otherwise (13B), as
+    vLLM's BaichuanForCausalLM chooses. Baichuan 2's NormHead normalises the LM head's rows
+    once at load: the same GEMM."""
+    reading = read_decoder(view, BAICHUAN, BAICHUAN_KEYS)
+    if reading.values["hidden_size"] != 4096:
+        reading.set("position", "alibi")
     return reading
