@@ -189,7 +189,14 @@ def _runs(columns: list[int], into: int) -> tuple[tuple[int, tuple[int, int]], .
 _SHAPE_RUNS = _runs([WORK_FIELDS.index(f) for f in SHAPE_FIELDS], 1 + len(WORK_FIELDS))
 _TO_US_AND_MJ = np.array([US_PER_S] * 4 + [MJ_PER_J])
 _SHARED_RAW = np.array([_RAW["time_s"], _RAW["gpu_j"]])
-_SMALLEST = np.finfo(np.float64).smallest_subnormal  # every positive sum is at least this
+_SMALLEST = np.array(np.finfo(np.float64).smallest_subnormal)  # any positive sum is at least
+# Scalars as 0-d arrays: numpy converts a Python float operand on every call, which costs
+# more than the operation on a single request's arrays.
+_ONE = np.array(1.0)
+_MIN_ENERGY_J = np.array(MIN_ENERGY_J)
+_US_PER_S = np.array(US_PER_S)
+_MS_PER_S = np.array(1e3)
+_MIN_KERNEL_S = np.array(1e-12)
 _ONE_HOT_OR_NONE = np.vstack([np.zeros(3), np.eye(3)])  # none, compute, memory, network
 _FIELD = {name: i for i, name in enumerate(WORK_FIELDS)}
 # Work fields -> (tensor FLOPs, memory bytes, network bytes), the global "totals" of a phase.
@@ -271,7 +278,7 @@ def phase_node_block(
     # exactly count/executions.
     block[..., 0] = executions
     block[..., 1 : 1 + fields] = counts
-    per_execution = np.maximum(executions, 1.0)[..., None]
+    per_execution = np.maximum(executions, _ONE)[..., None]
     for into, (start, stop) in _SHAPE_RUNS:  # runs of adjacent Work fields, no gather
         np.divide(
             counts[..., start:stop], per_execution, out=block[..., into : into + stop - start]
@@ -315,27 +322,27 @@ def _global_matrix(
     scratch[:, :3] = sizes
     scratch[:, 3] = gpu_j
     scratch[:, 4:6] = phase_j.T
-    np.maximum(scratch[:, 3:6], MIN_ENERGY_J, out=scratch[:, 3:6])
+    np.maximum(scratch[:, 3:6], _MIN_ENERGY_J, out=scratch[:, 3:6])
     np.log(scratch[:, :6], out=scratch[:, :6])
     # log1p: per phase (tensor FLOPs, memory bytes, network bytes), the phase and overhead
     # times [µs] and the time per output token [ms]
     phase_totals = np.add.reduce(totals, axis=2) @ _GLOBAL_TOTALS  # [2, N, 3]
     scratch[:, 6:12] = phase_totals.transpose(1, 0, 2).reshape(n, 6)
-    np.multiply(phase_s.T, US_PER_S, out=scratch[:, 12:14])
-    np.multiply(estimates.overhead_s.T, US_PER_S, out=scratch[:, 14:16])
+    np.multiply(phase_s.T, _US_PER_S, out=scratch[:, 12:14])
+    np.multiply(estimates.overhead_s.T, _US_PER_S, out=scratch[:, 14:16])
     # decode time over its steps [ms]; no decode step (steps 0, times 0): no time per token
-    steps = sizes[:, 2] - 1.0
+    steps = np.subtract(sizes[:, 2], _ONE)
     tpot = scratch[:, 16]
-    np.multiply(phase_s[1], 1e3, out=tpot)
-    tpot /= np.maximum(steps, 1.0)
-    tpot *= np.minimum(steps, 1.0)
+    np.multiply(phase_s[1], _MS_PER_S, out=tpot)
+    tpot /= np.maximum(steps, _ONE)
+    tpot *= np.minimum(steps, _ONE)
     np.log1p(scratch[:, 6:], out=scratch[:, 6:])
     out[:, _SCRATCH_COLUMNS] = scratch
     memory_use = out[:, _MEMORY_USE]
     np.add(rows.weight_bytes, estimates.kv_cache_bytes, out=memory_use)
     memory_use /= rows.capacity_bytes
     drawn = phase_s[0] + phase_s[1]  # kernel time [s], then the energy at TDP [J] over it
-    np.maximum(drawn, 1e-12, out=drawn)
+    np.maximum(drawn, _MIN_KERNEL_S, out=drawn)
     drawn *= rows.held
     drawn *= rows.tdp_w
     np.divide(gpu_j, drawn, out=out[:, _MEAN_POWER_SHARE])
