@@ -22,11 +22,11 @@ from service.core.kernel_table import KernelTable
 from service.core.work import WORK_FIELDS
 from service.core.workload import Deployment, Workload
 from service.pricing.regressor.context_features import (
-    WORKLOAD_AT,
     ContextEncoding,
     context_encoding,
 )
 from service.pricing.regressor.feature_spec import (
+    GLOBAL_FEATURE_GROUPS,
     GLOBAL_FEATURES,
     MEMORY_WORK_FIELDS,
     MIN_ENERGY_J,
@@ -119,31 +119,37 @@ def request_features(
 
 
 def workload_features(estimates: WorkloadEstimates) -> Features:
-    """The features of every workload of `estimates` (each priced in its own context)."""
+    """The features of every workload of `estimates` (each priced in its own context), read
+    from the arrays pricing holds (per-kernel executions, seconds and energy, and its counts)
+    without copying them into an intermediate matrix."""
     plans = estimates.plans
     encodings = [context_encoding(c) for c in plans.contexts]
     arrays = estimates.arrays
-    totals = estimates.totals()  # [2, N, K, WORK_FIELDS]
-    raw = np.empty((*totals.shape[:3], len(RAW_COLUMNS)))
-    raw[..., 0] = arrays.executions
-    raw[..., _COUNTS.start + 1 : _COUNTS.stop] = totals
-    # time, compute, memory, network [s] and GPU energy [J]: one copy of their stacked block
-    raw[..., _TIMES_AND_ENERGY] = np.moveaxis(arrays.stacked, 0, -1)
-    n, kernels, width = totals.shape[1], totals.shape[2], encodings[0].static.shape[1]
+    counts = estimates.totals()  # [2, N, K, WORK_FIELDS]
+    n, kernels = counts.shape[1], counts.shape[2]
+    width = encodings[0].static.shape[1]
     node_x = np.empty((n, kernels, width + 2 * len(NODE_PHASE_FEATURES)))
-    for c, members in plans.groups():
-        static = encodings[c].static
-        node_x[members, : static.shape[0], :width] = static
-        node_x[members, static.shape[0] :, :width] = 0.0
+    if len(encodings) == 1:  # broadcast over the requests, padded kernels 0
+        static = encodings[0].static
+        node_x[:, : static.shape[0], :width] = static
+        node_x[:, static.shape[0] :, :width] = 0.0
+    else:
+        for c, members in plans.groups():
+            static = encodings[c].static
+            node_x[members, : static.shape[0], :width] = static
+            node_x[members, static.shape[0] :, :width] = 0.0
     # Prefill's block, then decode's, written in place: [N, K, 2, F] seen as [2, N, K, F].
     phases = node_x[:, :, width:].reshape(n, kernels, 2, -1).transpose(2, 0, 1, 3)
-    phase_node_block_of(raw, out=phases)
-    global_x = _global_matrix(estimates, totals, encodings)
+    # time, compute, memory, network [s] and GPU energy [J] of [5, 2, N, K] seen as [2, N, K, 5]
+    timed = arrays.stacked.transpose(1, 2, 3, 0)
+    kernel_s, kernel_j = estimates.kernel_s, estimates.kernel_gpu_j  # the sums pricing made
+    phase_node_block(arrays.executions, counts, timed, kernel_s, kernel_j, out=phases)
+    global_x = _global_matrix(estimates, counts, encodings)
     return Features(
         node_x=node_x,
         global_x=global_x,
         log_analytical_j=global_x[:, _LOG_PHASE_J],
-        adjacency=tuple(encoding.adjacency for encoding in encodings),
+        adjacency=tuple([encoding.adjacency for encoding in encodings]),
         graph=plans.context,
     )
 
@@ -164,13 +170,34 @@ RAW_COLUMNS: tuple[str, ...] = (
 )
 """Columns of a phase's raw per-kernel matrix (units: executions, ops, B, s, J)."""
 _RAW = {name: i for i, name in enumerate(RAW_COLUMNS)}
-_COUNTS = slice(0, 1 + len(WORK_FIELDS))  # executions and every Work field
-_SHAPES = np.array([_RAW[f] for f in SHAPE_FIELDS])
-_LIMBS = slice(_RAW["compute_s"], _RAW["network_s"] + 1)
+_WORK = slice(1, 1 + len(WORK_FIELDS))  # every Work field
 _TIMES_AND_ENERGY = slice(_RAW["time_s"], _RAW["gpu_j"] + 1)
+
+
+def _runs(columns: list[int], into: int) -> tuple[tuple[int, tuple[int, int]], ...]:
+    """`columns` as runs of adjacent ones: (where the run goes from `into` on, (start, stop))."""
+    runs: list[tuple[int, tuple[int, int]]] = []
+    for at, column in enumerate(columns, into):
+        if runs and runs[-1][1][1] == column:
+            runs[-1] = (runs[-1][0], (runs[-1][1][0], column + 1))
+        else:
+            runs.append((at, (column, column + 1)))
+    return tuple(runs)
+
+
+# Per-execution shapes: their Work columns, as runs of adjacent ones, and where they go.
+_SHAPE_RUNS = _runs([WORK_FIELDS.index(f) for f in SHAPE_FIELDS], 1 + len(WORK_FIELDS))
 _TO_US_AND_MJ = np.array([US_PER_S] * 4 + [MJ_PER_J])
-_SHARED = np.array([_RAW["time_s"], _RAW["gpu_j"]])
-_ONE_HOT = np.eye(3)
+_SHARED_RAW = np.array([_RAW["time_s"], _RAW["gpu_j"]])
+_SMALLEST = np.array(np.finfo(np.float64).smallest_subnormal)  # any positive sum is at least
+# Scalars as 0-d arrays: numpy converts a Python float operand on every call, which costs
+# more than the operation on a single request's arrays.
+_ONE = np.array(1.0)
+_MIN_ENERGY_J = np.array(MIN_ENERGY_J)
+_US_PER_S = np.array(US_PER_S)
+_MS_PER_S = np.array(1e3)
+_MIN_KERNEL_S = np.array(1e-12)
+_ONE_HOT_OR_NONE = np.vstack([np.zeros(3), np.eye(3)])  # none, compute, memory, network
 _FIELD = {name: i for i, name in enumerate(WORK_FIELDS)}
 # Work fields -> (tensor FLOPs, memory bytes, network bytes), the global "totals" of a phase.
 _GLOBAL_TOTALS = np.zeros((len(WORK_FIELDS), 3))
@@ -178,7 +205,31 @@ _GLOBAL_TOTALS[_FIELD["tensor_flops"], 0] = 1.0
 _GLOBAL_TOTALS[[_FIELD[f] for f in MEMORY_WORK_FIELDS], 1] = 1.0
 _GLOBAL_TOTALS[_FIELD["network_bytes"], 2] = 1.0
 # The global features that are the log analytical prefill and decode energies [log J].
-_LOG_PHASE_J = np.array([GLOBAL_FEATURES.index(f"log_{p}_gpu_j") for p in ("prefill", "decode")])
+_LOG_PHASE_J = slice(
+    GLOBAL_FEATURES.index("log_prefill_gpu_j"), 2 + GLOBAL_FEATURES.index("log_prefill_gpu_j")
+)
+assert GLOBAL_FEATURES[_LOG_PHASE_J] == ("log_prefill_gpu_j", "log_decode_gpu_j")
+# Where the per-request global features go, in the order _global_matrix computes them.
+_SCRATCH_COLUMNS = np.array(
+    [
+        GLOBAL_FEATURES.index(name)
+        for name in (
+            *GLOBAL_FEATURE_GROUPS["workload"],
+            "log_gpu_j",
+            "log_prefill_gpu_j",
+            "log_decode_gpu_j",
+            *GLOBAL_FEATURE_GROUPS["totals"],
+            "log_prefill_us",
+            "log_decode_us",
+            "log_prefill_overhead_us",
+            "log_decode_overhead_us",
+            "log_time_per_output_token_ms",
+        )
+    ]
+)
+_SCRATCH_WIDTH = len(_SCRATCH_COLUMNS)
+_MEMORY_USE = GLOBAL_FEATURES.index("memory_use")
+_MEAN_POWER_SHARE = GLOBAL_FEATURES.index("mean_power_share")
 
 
 def phase_raw(table: KernelTable) -> FloatArray:
@@ -197,70 +248,102 @@ def phase_raw(table: KernelTable) -> FloatArray:
 
 
 def phase_node_block_of(raw: FloatArray, out: FloatArray | None = None) -> FloatArray:
-    """NODE_PHASE_FEATURES from a raw matrix [..., kernels, RAW_COLUMNS] (any leading axes:
-    phases, requests; also used on prefill + decode in ablations), written into `out` when
-    given. Shares are of the kernels' sums along the kernels axis."""
-    counts = 1 + len(WORK_FIELDS)
-    at = counts + len(SHAPE_FIELDS) + 5
-    block = np.empty((*raw.shape[:-1], len(NODE_PHASE_FEATURES))) if out is None else out
+    """NODE_PHASE_FEATURES from a raw matrix [..., kernels, RAW_COLUMNS] (training's ablation
+    of prefill + decode merged), written into `out` when given."""
+    sums = np.add.reduce(raw[..., _SHARED_RAW], axis=-2)  # the kernels' time [s], energy [J]
+    return phase_node_block(
+        raw[..., 0], raw[..., _WORK], raw[..., _TIMES_AND_ENERGY], sums[..., 0], sums[..., 1], out
+    )
+
+
+def phase_node_block(
+    executions: FloatArray,
+    counts: FloatArray,
+    timed: FloatArray,
+    kernel_s: FloatArray,
+    kernel_j: FloatArray,
+    out: FloatArray | None = None,
+) -> FloatArray:
+    """NODE_PHASE_FEATURES [..., kernels, F] of kernels' `executions` [..., kernels], Work
+    `counts` [..., kernels, WORK_FIELDS] and `timed` [..., kernels, 5] (time, compute, memory,
+    network [s], GPU energy [J]), with `kernel_s` and `kernel_j` [...] the kernels' time [s]
+    and energy [J] summed (what the shares are of); any leading axes (phases, requests), any
+    strides. Written into `out` when given."""
+    fields = len(WORK_FIELDS)
+    at = 1 + fields + len(SHAPE_FIELDS) + 5
+    block = np.empty((*executions.shape, len(NODE_PHASE_FEATURES))) if out is None else out
     # Every log1p feature in one call, computed in place: counts, per-execution shapes, times
     # [µs], energy [mJ]. A kernel with no execution (decode of a one-token output) has all
     # counts 0: dividing by max(executions, 1) gives its per-execution shapes 0, the others
     # exactly count/executions.
-    block[..., :counts] = raw[..., _COUNTS]
-    np.divide(
-        raw[..., _SHAPES],
-        np.maximum(raw[..., :1], 1.0),
-        out=block[..., counts : counts + len(SHAPE_FIELDS)],
-    )
-    np.multiply(raw[..., _TIMES_AND_ENERGY], _TO_US_AND_MJ, out=block[..., at - 5 : at])
+    block[..., 0] = executions
+    block[..., 1 : 1 + fields] = counts
+    per_execution = np.maximum(executions, _ONE)[..., None]
+    for into, (start, stop) in _SHAPE_RUNS:  # runs of adjacent Work fields, no gather
+        np.divide(
+            counts[..., start:stop], per_execution, out=block[..., into : into + stop - start]
+        )
+    np.multiply(timed, _TO_US_AND_MJ, out=block[..., at - 5 : at])
     np.log1p(block[..., :at], out=block[..., :at])
-    shared = raw[..., _SHARED]  # time_s, gpu_j
-    total = np.add.reduce(shared, axis=-2, keepdims=True)
-    block[..., at : at + 2] = 0.0  # a phase with no kernel time (no decode step) has no shares
-    np.divide(shared, total, out=block[..., at : at + 2], where=total > 0)
-    limbs = raw[..., _LIMBS]
-    bound = block[..., at + 2 : at + 5]
-    bound[:] = _ONE_HOT[limbs.argmax(axis=-1)]  # the first largest limb, as np.argmax picks
-    bound *= np.maximum.reduce(limbs, axis=-1, keepdims=True) > 0
+    # The bound limb: the first largest of compute, memory, network [s] (as np.argmax picks),
+    # none when no limb is positive. Found with a 0 placed before the limbs (in the column the
+    # energy share fills next): argmax picks it, a row of zeros, exactly then.
+    limbs = block[..., at + 1 : at + 5]
+    limbs[..., 0] = 0.0
+    limbs[..., 1:] = timed[..., 1:4]
+    limbs[..., 1:] = _ONE_HOT_OR_NONE[limbs.argmax(axis=-1)]
+    # Shares of the phase's sums; a phase without kernel time (no decode step) has sums 0 and
+    # every kernel's value 0, which the smallest positive divisor turns into shares 0.
+    for column, (timed_column, total) in enumerate(((0, kernel_s), (4, kernel_j)), at):
+        divisor = np.maximum(total, _SMALLEST)[..., None]
+        np.divide(timed[..., timed_column], divisor, out=block[..., column])
     return block
 
 
 def _global_matrix(
     estimates: WorkloadEstimates, totals: FloatArray, encodings: Sequence[ContextEncoding]
 ) -> FloatArray:
-    """[N, GLOBAL_FEATURES]: the global features of each request, filled in place column block
-    by column block (few array operations: one request costs what many do)."""
+    """[N, GLOBAL_FEATURES]: the global features of each request, in few array operations (one
+    request costs what many do): the context's fixed values, then every logged value gathered
+    in one scratch matrix, logged in two calls and scattered into place in one."""
     plans = estimates.plans
     rows = plans.rows
     sizes = estimates.sizes  # [N, (batch, prompt, output)]
-    n, at = sizes.shape[0], WORKLOAD_AT
+    n = sizes.shape[0]
     out = np.empty((n, len(GLOBAL_FEATURES)))
     if len(encodings) == 1:  # every row's fixed values in place, broadcast
         out[:] = encodings[0].global_row
     else:
         out[:] = np.stack([encoding.global_row for encoding in encodings])[plans.context]
-    np.log(sizes, out=out[:, at : at + 3])
-    end = encodings[0].fixed.shape[0] + 3  # the fixed values resume after the workload's three
-    out[:, end] = (rows.weight_bytes + estimates.kv_cache_bytes) / rows.capacity_bytes
     phase_s, phase_j = estimates.phase_s, estimates.phase_gpu_j
     gpu_j = phase_j[0] + phase_j[1]
-    energies = np.empty((n, 3))
-    energies[:, 0], energies[:, 1:] = gpu_j, phase_j.T
-    np.log(np.maximum(energies, MIN_ENERGY_J), out=out[:, end + 7 : end + 10])
-    # Every log1p feature in one call: per phase (tensor FLOPs, memory bytes, network bytes),
-    # then the phase and overhead times [µs] and the time per output token [ms].
-    logged = np.empty((n, 11))
+    # log: sizes, then the request's, prefill's and decode's energy [J] (floored at 1 µJ)
+    scratch = np.empty((n, _SCRATCH_WIDTH))
+    scratch[:, :3] = sizes
+    scratch[:, 3] = gpu_j
+    scratch[:, 4:6] = phase_j.T
+    np.maximum(scratch[:, 3:6], _MIN_ENERGY_J, out=scratch[:, 3:6])
+    np.log(scratch[:, :6], out=scratch[:, :6])
+    # log1p: per phase (tensor FLOPs, memory bytes, network bytes), the phase and overhead
+    # times [µs] and the time per output token [ms]
     phase_totals = np.add.reduce(totals, axis=2) @ _GLOBAL_TOTALS  # [2, N, 3]
-    logged[:, :6] = phase_totals.transpose(1, 0, 2).reshape(n, 6)
-    logged[:, 6:8] = US_PER_S * phase_s.T
-    logged[:, 8:10] = US_PER_S * estimates.overhead_s.T
-    steps = sizes[:, 2] - 1.0
-    logged[:, 10] = 0.0  # no decode step: no time per output token
-    np.divide(1e3 * phase_s[1], steps, out=logged[:, 10], where=steps > 0)
-    np.log1p(logged, out=logged)
-    out[:, end + 1 : end + 7] = logged[:, :6]
-    out[:, end + 10 : end + 15] = logged[:, 6:]
-    kernel_s = phase_s[0] + phase_s[1]
-    out[:, end + 15] = gpu_j / (np.maximum(kernel_s, 1e-12) * rows.held * rows.tdp_w)
+    scratch[:, 6:12] = phase_totals.transpose(1, 0, 2).reshape(n, 6)
+    np.multiply(phase_s.T, _US_PER_S, out=scratch[:, 12:14])
+    np.multiply(estimates.overhead_s.T, _US_PER_S, out=scratch[:, 14:16])
+    # decode time over its steps [ms]; no decode step (steps 0, times 0): no time per token
+    steps = np.subtract(sizes[:, 2], _ONE)
+    tpot = scratch[:, 16]
+    np.multiply(phase_s[1], _MS_PER_S, out=tpot)
+    tpot /= np.maximum(steps, _ONE)
+    tpot *= np.minimum(steps, _ONE)
+    np.log1p(scratch[:, 6:], out=scratch[:, 6:])
+    out[:, _SCRATCH_COLUMNS] = scratch
+    memory_use = out[:, _MEMORY_USE]
+    np.add(rows.weight_bytes, estimates.kv_cache_bytes, out=memory_use)
+    memory_use /= rows.capacity_bytes
+    drawn = phase_s[0] + phase_s[1]  # kernel time [s], then the energy at TDP [J] over it
+    np.maximum(drawn, _MIN_KERNEL_S, out=drawn)
+    drawn *= rows.held
+    drawn *= rows.tdp_w
+    np.divide(gpu_j, drawn, out=out[:, _MEAN_POWER_SHARE])
     return out
