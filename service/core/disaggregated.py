@@ -153,6 +153,8 @@ def with_prefill_workers(
             continue
         groups.append((context, [prefill_pass(workload, worker)]))
         rows.append(j)
+    if not groups:  # every prefill worker refused
+        return estimates, errors
     passes, failed = estimate_contexts(groups)
     for number, error in failed.items():
         errors[rows[number]] = _on_prefill_worker(error)
