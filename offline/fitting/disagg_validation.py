@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import csv
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,6 +37,7 @@ class DisaggPriced:
     reading: str
     engine: str
     model: str
+    workers: str  # "workers given" or "workers not given" (one of each assumed)
     predicted: float
     measured: float
 
@@ -67,8 +68,10 @@ def disagg_rows(data_dir: Path) -> tuple[list[DisaggPriced], dict[str, int]]:
             assert isinstance(result, PricedRequest)
             latency = result.document.as_dict()["latency"]
             for quantity, key, column in MEASURED:
+                given = "workers given" if row["decode_num_workers"] else "workers not given"
                 out.append(DisaggPriced(quantity, reading, row["backend"], row["model_path"],
-                                        float(latency[key]), float(row[column]) / 1e3))  # fmt: skip
+                                        given, float(latency[key]),
+                                        float(row[column]) / 1e3))  # fmt: skip
     return out, refused
 
 
@@ -102,6 +105,8 @@ def disagg_section(data_dir: Path) -> list[str]:
              + (", ".join(f"{n} ({reason})" for reason, n in sorted(refused.items())) or "none"),
              "", "### All runs", ""]  # fmt: skip
     lines += _table(rows, lambda r: "all")
+    lines += ["", "### By whether the run gives its worker counts", ""]
+    lines += _table(rows, lambda r: r.workers)
     lines += ["", "### By engine", ""]
     lines += _table(rows, lambda r: r.engine)
     lines += ["", "### By model", ""]

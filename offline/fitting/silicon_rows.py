@@ -5,8 +5,9 @@ Each aggregated row is one request (batch 1) joining a server at the row's concu
 (shared/data/README.md). Each run's parallelism is the request's: tensor = tp_size, data =
 attention_dp_size, expert = moe_ep_size on tp_size x attention_dp_size GPUs. Left out of the
 fits, and counted: disaggregated rows, pipeline-parallel rows. A disaggregated row is priced as
-`serving.disaggregated` asks (disaggregated_request), for validation only. The held-out rows the intervals are fitted
-on are silicon_levels.py's (each run with its own engine's profile refitted without its group).
+`serving.disaggregated` asks (disaggregated_request), for validation only. The held-out
+rows the intervals are fitted on are silicon_levels.py's (each run with its own engine's
+profile refitted without its group).
 """
 
 from __future__ import annotations
@@ -109,7 +110,8 @@ def disaggregated_request(row: dict[str, str], *, aggregated: bool = False) -> E
     """The request that disaggregated run `row` answers: one request (batch 1) joining its
     decode worker's share of the run's concurrency (silicon_concurrency over
     decode_num_workers, one worker where not given), the decode worker as `hardware`, the
-    prefill worker (`prefill_batch_size` prompts a pass, 1 where not given) as
+    prefill worker (`prefill_batch_size` prompts a pass, 1 where not given; prefill_num_workers
+    over decode_num_workers of them per decode worker, 1 where not given) as
     `serving.disaggregated.prefill`, priced with its engine's profile. `aggregated`: the
     same request without `serving.disaggregated` (the decode worker's GPUs serving both
     phases), the reading to compare against."""
@@ -128,6 +130,7 @@ def disaggregated_request(row: dict[str, str], *, aggregated: bool = False) -> E
                 "count": prefill_count,
                 "parallelism": prefill,
                 "batch_size": int(row["prefill_batch_size"] or 1),
+                "workers_per_decode_worker": int(row["prefill_num_workers"] or 1) / workers,
             }
         }
     return EstimateRequest.model_validate(

@@ -9,6 +9,8 @@ token. Then, with t_p and E_p that pass's time [s] and energy [J] (host path inc
 request's sequences and B the pass's prompts, and the KV hand-off (service.core.kv_transfer):
 
     prefill_s (time to first token) = t_p + transfer_s + the engine's per-request host path
+                                      + the wait for a prefill worker (joining a running
+                                      server: service.core.prefill_queue)
     prefill_gpu_j = E_p * b / B + transfer_gpu_j
     decode_s, decode_gpu_j          = the decode worker's row's decode phase
 
@@ -31,6 +33,7 @@ from service.core.estimates import WorkloadEstimates
 from service.core.kernel_table import TotalsSource
 from service.core.kv_transfer import KvTransfer, kv_transfer
 from service.core.pass_plans import PricingContext
+from service.core.prefill_queue import prefill_load, prefill_wait_s
 from service.core.results import PhaseCost, RequestEstimate
 from service.core.workload import Deployment, Workload
 
@@ -41,10 +44,12 @@ FloatArray = npt.NDArray[np.float64]
 class PrefillWorker:
     """The worker that computes a disaggregated request's prompt: its layout (the decode
     worker's GPU, model and engine) and the prompts one of its passes computes together
-    (`batch_size`, the request's among them)."""
+    (`batch_size`, the request's among them); `workers_per_decode_worker` such workers share
+    the prompts of one decode worker (service.core.prefill_queue)."""
 
     deployment: Deployment
     batch_size: int = 1
+    workers_per_decode_worker: float = 1.0  # prefill workers sharing a decode worker's prompts
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +62,7 @@ class PrefillShare:
     transfer: KvTransfer
     gpus: int
     request_overhead_s: float
+    queue_s: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +117,7 @@ class DisaggregatedEstimates(WorkloadEstimates):
             phase=own.phase,
             time_s=float(self.phase_s[0, j]),
             gpu_j=float(self.phase_gpu_j[0, j]),
-            overhead_s=own.overhead_s + split.request_overhead_s,
+            overhead_s=own.overhead_s + split.request_overhead_s + split.queue_s,
             steps=own.steps,
             table=table,
         )
@@ -177,12 +183,23 @@ def with_prefill_workers(
         )
         share = workload.batch_size / passes.sizes[k, 0]
         host_s = float(passes.plans.rows.request_overhead_s[k])
-        prefills[j] = PrefillShare(k, share, transfer, worker.deployment.gpu_count, host_s)
-        phase_s[0, j] = passes.phase_s[0, k] + transfer.time_s + host_s
+        pass_s = float(passes.phase_s[0, k])
+        queue_s = 0.0
+        if workload.concurrent_sequences is not None:  # prompts of a running server queue
+            steps = float(estimates.decode_steps[j])
+            step_s = float(estimates.phase_s[1, j]) / steps if steps else 0.0
+            rho = prefill_load(
+                float(workload.concurrent_sequences), workload.output_tokens, pass_s, step_s,
+                float(passes.sizes[k, 0]), worker.workers_per_decode_worker,
+            )  # fmt: skip
+            queue_s = prefill_wait_s(rho, pass_s)
+        gpus = worker.deployment.gpu_count
+        prefills[j] = PrefillShare(k, share, transfer, gpus, host_s, queue_s)
+        phase_s[0, j] = pass_s + queue_s + transfer.time_s + host_s
         phase_j[0, j] = passes.phase_gpu_j[0, k] * share + transfer.gpu_j
         kernel_s[0, j] = passes.kernel_s[0, k]
         kernel_j[0, j] = passes.kernel_gpu_j[0, k] * share
-        overhead_s[0, j] = passes.overhead_s[0, k] + host_s
+        overhead_s[0, j] = passes.overhead_s[0, k] + host_s + queue_s
     fields = {name: getattr(estimates, name) for name in estimates.__dataclass_fields__}
     fields.update(
         phase_s=phase_s,

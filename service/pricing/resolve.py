@@ -235,7 +235,11 @@ def disaggregated_prefill(request: EstimateRequest, decode: Deployment) -> Prefi
         if worker.parallelism is None
         else core_parallelism(worker.parallelism, worker.count)
     )
-    return PrefillWorker(replace(decode, parallelism=parallelism), worker.batch_size)
+    return PrefillWorker(
+        replace(decode, parallelism=parallelism),
+        worker.batch_size,
+        float(worker.workers_per_decode_worker),
+    )
 
 
 def core_parallelism(par: ParallelismIn, count: int) -> Parallelism:

@@ -122,8 +122,7 @@ def check_degrees(par: ParallelismIn | None, count: int, where: str) -> None:
         )
     if (par.tensor * data) % par.expert != 0:
         raise ValueError(
-            f"{at}parallelism.expert = {par.expert} must divide tensor x data = "
-            f"{par.tensor * data}"
+            f"{at}parallelism.expert = {par.expert} must divide tensor x data = {par.tensor * data}"
         )
 
 
@@ -140,13 +139,16 @@ class PrecisionIn(BaseModel):
 class PrefillWorkerIn(BaseModel):
     """Disaggregated serving's prefill worker: `count` GPUs of the request's GPU type laid
     out as `parallelism` says (same rules as `hardware`; by default tensor = count), computing
-    `batch_size` prompts per pass, the request's among them."""
+    `batch_size` prompts per pass, the request's among them; `workers_per_decode_worker` such
+    workers share the prompts of one decode worker (2: two prefill workers per decode worker;
+    0.5: one for two), which sets how long a prompt waits for one."""
 
     model_config = example({"count": 8, "parallelism": {"tensor": 8}, "batch_size": 1})
 
     count: Degree = 1
     parallelism: ParallelismIn | None = None
     batch_size: Annotated[StrictInt, Field(ge=1, le=4096)] = 1
+    workers_per_decode_worker: Annotated[FiniteFloat | StrictInt, Field(gt=0, le=1024)] = 1.0
 
     @model_validator(mode="after")
     def _degrees_multiply_to_count(self) -> Self:

@@ -112,9 +112,10 @@ def test_decode_only_is_a_tenth_of_a_static_batch_of_the_running_ten() -> None:
 
 
 def test_ttft_is_the_prefill_pass_plus_the_transfer_and_energy_adds_up() -> None:
+    """A decode worker running only the request's sequence: no prefill queue."""
     decode = deployment(GPU)
     worker = PrefillWorker(deployment(GPU, tensor=8), batch_size=4)
-    request = Workload(1, 1000, 50, concurrent_sequences=16, decode_only=True)
+    request = Workload(1, 1000, 50, decode_only=True)
     estimates, errors = estimate_contexts(
         [(pricing_context(LLAMA_8B, decode, REALISTIC), [request])]
     )
@@ -151,3 +152,27 @@ def test_prefill_worker_that_cannot_hold_the_model_is_refused_naming_it() -> Non
     _, refused = with_prefill_workers(estimates, {0: (request, worker)})
     assert refused[0].field is not None
     assert refused[0].field.startswith("serving.disaggregated.prefill")
+
+
+def test_joining_a_running_server_adds_the_prefill_queue_wait() -> None:
+    """C = 64 running on the decode worker, O = 50, prefill passes of t_p s carrying B = 2
+    prompts, r = 8 prefill workers per decode worker: prompts arrive at 64 / (t_p + 49 t_d)
+    per s, rho = that x t_p / (2 x 8), the M/D/1 wait rho / (2 (1 - rho)) x t_p."""
+    decode = deployment(GPU)
+    worker = PrefillWorker(deployment(GPU), batch_size=2, workers_per_decode_worker=8.0)
+    request = Workload(1, 1000, 50, concurrent_sequences=64, decode_only=True)
+    estimates, _ = estimate_contexts([(pricing_context(LLAMA_8B, decode, REALISTIC), [request])])
+    split, _ = with_prefill_workers(estimates, {0: (request, worker)})
+    t_p = estimate_request(LLAMA_8B, Workload(2, 1000, 1), decode, REALISTIC).prefill.time_s
+    t_d = estimates.item(0).time_per_output_token_s
+    rho = 64 / (t_p + 49 * t_d) * t_p / (2 * 8.0)
+    assert 0.05 < rho < 0.9  # a real wait, below the cap
+    wait = rho / (2 * (1 - rho)) * t_p
+    moved = kv_transfer(LLAMA_8B, worker.deployment, decode, 1, 1000)
+    assert moved.link == NVLINK  # 1 + 1 GPUs in one domain
+    assert_allclose(split.item(0).prefill.time_s, t_p + wait + moved.time_s)
+    # the wait is time, not energy
+    assert_allclose(split.item(0).prefill.gpu_j, (
+        estimate_request(LLAMA_8B, Workload(2, 1000, 1), decode, REALISTIC).prefill.gpu_j / 2
+        + moved.gpu_j
+    ))  # fmt: skip
