@@ -28,7 +28,8 @@ Each reading is priced with coefficients refitted, on that reading, without the 
   terms fitted on SGLang's and TensorRT-LLM's).
 Quantities: energy per request (ML.ENERGY: `per_sequence_gpu_j`), time per output token (ML.ENERGY
 v2 mean TPOT, v3 median ITL, aiconfigurator TPOT) and time to first token (aiconfigurator TTFT
-against `prefill_s`; ML.ENERGY publishes none).
+against `prefill_s`; ML.ENERGY publishes none). The disaggregated runs (`mode = disagg`) come last,
+in their own section (offline.fitting.disagg_validation).
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from offline.fitting.default_ttft import (
     fit_default_ttft_terms,
     with_ttft_terms,
 )
+from offline.fitting.disagg_validation import disagg_section
 from offline.fitting.engine_gemm import gemm_samples
 from offline.fitting.engine_moe import block_fp8_expert_bytes
 from offline.fitting.engine_profiles import (
@@ -273,11 +275,14 @@ def _table(rows: list[Priced], key: Callable[[Priced], str]) -> list[str]:
 
 
 def report(data_dir: Path, *, silicon_only: bool = False) -> str:
-    """The markdown report (`silicon_only`: aiconfigurator's runs alone, no cost-model refit)."""
+    """The markdown report (`silicon_only`: aiconfigurator's runs alone, no cost-model refit),
+    the disaggregated runs last (disagg_validation: priced, never fitted on)."""
     if silicon_only:
-        return render(paired(list(silicon_rows(data_dir))), silicon_only=True)
-    data = FoldData.load(data_dir)
-    return render(paired([*mlenergy_rows(data), *silicon_rows(data_dir)]))
+        rendered = render(paired(list(silicon_rows(data_dir))), silicon_only=True)
+    else:
+        data = FoldData.load(data_dir)
+        rendered = render(paired([*mlenergy_rows(data), *silicon_rows(data_dir)]))
+    return rendered + "\n".join(disagg_section(data_dir))
 
 
 def render(rows: list[Priced], *, silicon_only: bool = False) -> str:

@@ -3,9 +3,11 @@ the service prices, and the point-estimate estimator that prices them.
 
 Each aggregated row is one request (batch 1) joining a server at the row's concurrency
 (shared/data/README.md). Each run's parallelism is the request's: tensor = tp_size, data =
-attention_dp_size, expert = moe_ep_size on tp_size x attention_dp_size GPUs. Left out, and
-counted: disaggregated rows, pipeline-parallel rows. The held-out rows the intervals are fitted
-on are silicon_levels.py's (each run with its own engine's profile refitted without its group).
+attention_dp_size, expert = moe_ep_size on tp_size x attention_dp_size GPUs. Left out of the
+fits, and counted: disaggregated rows, pipeline-parallel rows. A disaggregated row is priced as
+`serving.disaggregated` asks (disaggregated_request), for validation only. The held-out
+rows the intervals are fitted on are silicon_levels.py's (each run with its own engine's
+profile refitted without its group).
 """
 
 from __future__ import annotations
@@ -91,5 +93,60 @@ def silicon_request(
                 "concurrent_sequences": None if static else max(1, running),
                 "engine": engine,
             },
+        }
+    )
+
+
+def _worker(row: dict[str, str], side: str) -> tuple[int, dict[str, int]]:
+    """GPUs and `parallelism` of a disaggregated row's `side` ("prefill" or "decode") worker:
+    tensor = tp, data = attention_dp, expert = moe_ep (dense models list 0)."""
+    tensor = int(row[f"{side}_tp_size"])
+    data = int(row[f"{side}_attention_dp_size"] or 1)
+    expert = max(1, int(row[f"{side}_moe_ep_size"] or 1))
+    return tensor * data, {"tensor": tensor, "data": data, "expert": expert}
+
+
+def disaggregated_request(row: dict[str, str], *, aggregated: bool = False) -> EstimateRequest:
+    """The request that disaggregated run `row` answers: one request (batch 1) joining its
+    decode worker's share of the run's concurrency (silicon_concurrency over
+    decode_num_workers, one worker where not given), the decode worker as `hardware`, the
+    prefill worker (`prefill_batch_size` prompts a pass, 1 where not given; prefill_num_workers
+    over decode_num_workers of them per decode worker, 1 where not given) as
+    `serving.disaggregated.prefill`, priced with its engine's profile. `aggregated`: the
+    same request without `serving.disaggregated` (the decode worker's GPUs serving both
+    phases), the reading to compare against."""
+    match = _CONCURRENCY.search(row["silicon_data_source"])
+    concurrency = int(match.group(1)) if match else int(row["decode_batch_size"] or 1)
+    workers = int(row["decode_num_workers"] or 1)
+    decode_count, decode = _worker(row, "decode")
+    prefill_count, prefill = _worker(row, "prefill")
+    serving: dict[str, object] = {
+        "concurrent_sequences": max(1, round(concurrency / workers)),
+        "engine": row["backend"],
+    }
+    if not aggregated:
+        serving["disaggregated"] = {
+            "prefill": {
+                "count": prefill_count,
+                "parallelism": prefill,
+                "batch_size": int(row["prefill_batch_size"] or 1),
+                "workers_per_decode_worker": int(row["prefill_num_workers"] or 1) / workers,
+            }
+        }
+    return EstimateRequest.model_validate(
+        {
+            "model": row["model_path"],
+            "workload": {
+                "batch_size": 1,
+                "prompt_tokens": int(row["isl"]),
+                "output_tokens": int(row["osl"]),
+            },
+            "hardware": {
+                "gpu": SILICON_GPUS[row["system"]],
+                "count": decode_count,
+                "parallelism": decode,
+            },
+            "precision": {"weights": PRECISIONS[row["precision"]]},
+            "serving": serving,
         }
     )

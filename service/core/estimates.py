@@ -14,6 +14,7 @@ from functools import cached_property
 import numpy as np
 import numpy.typing as npt
 
+from service.core.decode_worker import decode_worker_mix
 from service.core.host_overhead import (
     decode_overhead_s,
     overhead_gpu_j,
@@ -199,12 +200,15 @@ def price_workloads(
                 w.output_tokens,
                 w.cached_prompt_tokens,
                 w.concurrent_sequences or 0,
+                w.decode_only,
             )
             for w in workloads
         ],
         dtype=np.float64,
-    ).reshape(-1, 5)
-    batch, prompt, output, cached, asked = values.T
+    ).reshape(-1, 6)
+    batch, prompt, output, cached, asked, decode_worker = values.T
+    decode_only = decode_worker > 0  # its own running sequences when none are given
+    asked = np.where(decode_only & (asked == 0), batch, asked)
     continuous = asked > 0
     # One sequence's KV cache at its longest and on average over its life, in one evaluation.
     tokens = np.empty((2, batch.shape[0]))
@@ -225,10 +229,11 @@ def price_workloads(
         cached,
         output,
         schedule.running,
-        continuous,
+        continuous & ~decode_only,
         rows.prefill_budget_tokens,
         rows.data,
     )
+    mix = decode_worker_mix(mix, schedule.batch, schedule.running, decode_only)
     terms = workload_terms(rows, mix, prompt, output, schedule.waves)
     arrays = phase_arrays(plans, terms)
     kernel_s = np.add.reduce(arrays.time_s, axis=2)  # [2, N]

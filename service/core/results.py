@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from service.core.kernel_table import KernelTable
+    from service.core.kv_transfer import KvTransfer
 
 
 class Phase(StrEnum):
@@ -115,6 +116,8 @@ class RequestEstimate:
         time_per_output_token_s: mean decode step time [s] (0 when there is no decode step).
         memory: weights and the KV cache held while the request runs, per GPU.
         warnings: approximations the estimate made (e.g. KV heads replicated).
+        kv_transfer: disaggregated serving's KV hand-off, part of the prefill phase (None:
+            aggregated serving).
     """
 
     prefill: PhaseCost
@@ -126,6 +129,7 @@ class RequestEstimate:
     gpu_count: int
     memory: MemoryFootprint
     warnings: tuple[str, ...]
+    kv_transfer: KvTransfer | None = None
 
     @property
     def per_sequence_gpu_j(self) -> float:

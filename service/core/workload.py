@@ -17,7 +17,10 @@ class Workload:
     prefill does not recompute them (at least the prompt's last token is computed, as engines
     do to produce the first output token). `concurrent_sequences` None: a static batch running
     alone; given (>= batch_size): the request's sequences run inside a continuous batch of that
-    many sequences in steady state (service.core.steady_state).
+    many sequences in steady state (service.core.steady_state). `decode_only`: disaggregated
+    serving's decode worker, whose passes carry decode steps only (the prompt is computed on
+    a prefill worker and its KV cache handed over, service.core.disaggregated); its running
+    sequences are `concurrent_sequences` (None: the request's own).
     """
 
     batch_size: int
@@ -25,6 +28,7 @@ class Workload:
     output_tokens: int
     cached_prompt_tokens: int = 0
     concurrent_sequences: int | None = None
+    decode_only: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -53,6 +53,7 @@ class Latency:
     gpu_count: int
     batch_size: int
     warnings: tuple[str, ...]
+    held_s: float | None = None  # the GPUs' time held, if not total_s (disaggregated)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +80,8 @@ def quote_document(
     gpu_j_low, gpu_j_high = bounds(energy.gpu_j, intervals["energy"])
     gpu_j = Ranged.from_bounds(energy.gpu_j, gpu_j_low, gpu_j_high)
     factor_set, rates = carbon_priced_parts(resolved.carbon)
-    carbon = request_carbon(gpu_j, latency.total_s, resolved.carbon.factors, rates)
+    held_s = latency.total_s if latency.held_s is None else latency.held_s
+    carbon = request_carbon(gpu_j, held_s, resolved.carbon.factors, rates)
     energy_members = {
         "gpu_j": energy.gpu_j,
         "gpu_j_low": gpu_j_low,

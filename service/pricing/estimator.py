@@ -36,6 +36,7 @@ from service.core.workload import Workload
 from service.errors import ServiceError
 from service.pricing.calibration import ActiveCalibration, Factors, PhysicalTerms, physical_terms
 from service.pricing.continuous_energy import with_static_corrections
+from service.pricing.disaggregated import split_energies, split_latency, with_split_serving
 from service.pricing.document import Calibrated, Latency, quote_document
 from service.pricing.energy import roofline_energy, scaled_energy, scaled_latency
 from service.pricing.evidence import Case, Evidence, case_evidence
@@ -181,11 +182,17 @@ class Estimator:
         estimates, errors = estimate_contexts(
             [(group.context, [r.workload for r in group.resolved]) for group in groups]
         )
+        estimates, split_errors = with_split_serving(
+            estimates, [resolved[number] for number in estimates.positions]
+        )
+        errors.update(split_errors)
         for number, error in errors.items():
             index = rows[number]
             results[index] = invalid_request(error, custom=requests[index].architecture is not None)
         priced_rows = [resolved[number] for number in estimates.positions]
         energies = self._energies(estimates, priced_rows)
+        learned = self.regressor is not None
+        energies = split_energies(estimates, energies, priced_rows, learned=learned)
         if calibration is not None and calibration.model_version != self.model_version:
             calibration = None
         priced_at = datetime.now(UTC)
@@ -207,6 +214,7 @@ class Estimator:
                 request.workload.batch_size,
                 estimates.warnings_of(j),
             )
+            latency = split_latency(estimates, j, latency)
             breakdown = estimates.item(j) if verbose else None
             factors, refit = None, moved[j]
             if calibration is not None and refit is not None:
@@ -268,6 +276,7 @@ class Estimator:
                 workload.output_tokens,
                 workload.cached_prompt_tokens,
                 running,
+                known.workload.decode_only,
             ),
             notes=list(known.notes),
             defaulted=defaulted,

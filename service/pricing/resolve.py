@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from service.catalog.engine_versions import EngineChoice, choose_profile
@@ -18,6 +18,7 @@ from service.catalog.registered import RegisteredArchitecture
 from service.catalog.servers import ServerCatalog, load_server_catalog
 from service.catalog.variants import Variant
 from service.core.architecture import ModelArchitecture, default_head_dim
+from service.core.disaggregated import PrefillWorker
 from service.core.dtypes import DType
 from service.core.workload import Deployment, Parallelism, Precision, Workload
 from service.errors import FieldError, InvalidRequest, UnknownName
@@ -48,6 +49,7 @@ class ResolvedRequest:
     is_custom: bool = False
     engine: str = DEFAULT_ENGINE
     engine_evidence: str = DEFAULT_ENGINE
+    prefill_worker: PrefillWorker | None = None  # disaggregated serving's
 
 
 def unknown_name(loc: str, error: UnknownGpu | UnknownModel | UnknownRegion) -> UnknownName:
@@ -202,6 +204,9 @@ def resolve_request(
         unfused_norms=unfused_norms(architecture, engine),
         prefill_budget_tokens=prefill_budget_tokens(engine, architecture, gpu.spec),
     )
+    prefill_worker = disaggregated_prefill(request, deployment)
+    if prefill_worker is not None:
+        workload = replace(workload, decode_only=True)
     return ResolvedRequest(
         model_id,
         architecture,
@@ -214,6 +219,26 @@ def resolve_request(
         is_custom=request.model is None,
         engine=engine,
         engine_evidence=choice.evidence,
+        prefill_worker=prefill_worker,
+    )
+
+
+def disaggregated_prefill(request: EstimateRequest, decode: Deployment) -> PrefillWorker | None:
+    """The prefill worker of a disaggregated request (None: aggregated serving): the decode
+    worker's deployment (`decode`) on the prefill worker's GPUs and layout."""
+    split = request.serving.disaggregated if request.serving else None
+    if split is None:
+        return None
+    worker = split.prefill
+    parallelism = (
+        Parallelism(tensor=worker.count)
+        if worker.parallelism is None
+        else core_parallelism(worker.parallelism, worker.count)
+    )
+    return PrefillWorker(
+        replace(decode, parallelism=parallelism),
+        worker.batch_size,
+        float(worker.workers_per_decode_worker),
     )
 
 

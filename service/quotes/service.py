@@ -78,6 +78,7 @@ ADDED_FIELD_DEFAULTS = (
     ("hardware", "spec", None),
     ("serving", "engine_version", None),
     ("hardware.parallelism", "data", None),
+    ("serving", "disaggregated", None),
 )
 
 

@@ -103,21 +103,27 @@ class HardwareIn(BaseModel):
 
     @model_validator(mode="after")
     def _degrees_multiply_to_count(self) -> Self:
-        par = self.parallelism
-        if par is None or par.is_older_form(self.count):
-            return self
-        data = par.data or 1
-        if par.tensor * data * par.pipeline != self.count:
-            raise ValueError(
-                f"parallelism tensor x data x pipeline = {par.tensor * data * par.pipeline} "
-                f"must equal count = {self.count} (or, without data, tensor x expert x "
-                f"pipeline = {par.tensor * par.expert * par.pipeline})"
-            )
-        if (par.tensor * data) % par.expert != 0:
-            raise ValueError(
-                f"parallelism.expert = {par.expert} must divide tensor x data = {par.tensor * data}"
-            )
+        check_degrees(self.parallelism, self.count, "")
         return self
+
+
+def check_degrees(par: ParallelismIn | None, count: int, where: str) -> None:
+    """Raise ValueError (naming `where`, the object's dotted path, if given) unless `par`'s
+    degrees multiply to `count` and `expert` divides tensor x data."""
+    if par is None or par.is_older_form(count):
+        return
+    at = f"{where}." if where else ""
+    data = par.data or 1
+    if par.tensor * data * par.pipeline != count:
+        raise ValueError(
+            f"{at}parallelism tensor x data x pipeline = {par.tensor * data * par.pipeline} "
+            f"must equal {at}count = {count} (or, without data, tensor x expert x "
+            f"pipeline = {par.tensor * par.expert * par.pipeline})"
+        )
+    if (par.tensor * data) % par.expert != 0:
+        raise ValueError(
+            f"{at}parallelism.expert = {par.expert} must divide tensor x data = {par.tensor * data}"
+        )
 
 
 class PrecisionIn(BaseModel):
@@ -130,6 +136,36 @@ class PrecisionIn(BaseModel):
     kv_cache: DTypeName | None = None
 
 
+class PrefillWorkerIn(BaseModel):
+    """Disaggregated serving's prefill worker: `count` GPUs of the request's GPU type laid
+    out as `parallelism` says (same rules as `hardware`; by default tensor = count), computing
+    `batch_size` prompts per pass, the request's among them; `workers_per_decode_worker` such
+    workers share the prompts of one decode worker (2: two prefill workers per decode worker;
+    0.5: one for two), which sets how long a prompt waits for one."""
+
+    model_config = example({"count": 8, "parallelism": {"tensor": 8}, "batch_size": 1})
+
+    count: Degree = 1
+    parallelism: ParallelismIn | None = None
+    batch_size: Annotated[StrictInt, Field(ge=1, le=4096)] = 1
+    workers_per_decode_worker: Annotated[FiniteFloat | StrictInt, Field(gt=0, le=1024)] = 1.0
+
+    @model_validator(mode="after")
+    def _degrees_multiply_to_count(self) -> Self:
+        check_degrees(self.parallelism, self.count, "serving.disaggregated.prefill")
+        return self
+
+
+class DisaggregatedIn(BaseModel):
+    """Prefill and decode on separate workers: `hardware` (and `serving.concurrent_sequences`)
+    describe the decode worker, `prefill` the worker that computes the prompt; the prompt's KV
+    cache is handed from one to the other."""
+
+    model_config = example({"prefill": {"count": 8, "parallelism": {"tensor": 8}}})
+
+    prefill: PrefillWorkerIn
+
+
 class ServingIn(BaseModel):
     """How the model is served: fused attention, the engine whose fitted profile applies
     (`vllm`, `sglang`, `trtllm`, and the older vLLM profiles `vllm-v1`: vLLM >= 0.8, the
@@ -137,7 +173,8 @@ class ServingIn(BaseModel):
     own measurement harness runs) at `engine_version` (a version never measured takes
     the nearest profile and wider intervals, with a warning), and the sequences running
     on the replica while this request runs, its own included (`concurrent_sequences`, at least
-    `batch_size`; omitted: a static batch of the request's own sequences alone)."""
+    `batch_size`; omitted: a static batch of the request's own sequences alone); with
+    `disaggregated`, those run on the decode worker and the prompt on its prefill worker."""
 
     model_config = example({"flash_attention": True, "engine": "vllm-v1"})
 
@@ -147,6 +184,7 @@ class ServingIn(BaseModel):
     )
     engine_version: Annotated[str, Field(min_length=1, max_length=50)] | None = None
     concurrent_sequences: Annotated[StrictInt, Field(ge=1, le=1_000_000)] | None = None
+    disaggregated: DisaggregatedIn | None = None
 
 
 class DatacenterIn(BaseModel):
