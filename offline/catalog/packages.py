@@ -16,6 +16,7 @@ PINNED = {
     "llm-analysis": "0.2.2",
     "llama-models": "0.3.0",
     "maxtext": "0.2.5",
+    "nemo-toolkit": "2.7.3",
 }
 # Packages whose wheels declare a newer Python than the build's: fetched as for that Python (no
 # dependencies, nothing run; only their files are read).

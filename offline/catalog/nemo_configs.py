@@ -1,0 +1,145 @@
+"""NVIDIA NeMo's model configs (nemo-toolkit, `nemo/collections/llm/gpt/model/`), read from the
+source text, never imported (the package pulls in torch and Megatron):
+
+- the Hugging Face config.json files NeMo copies into `llama_nemotron_config.py`, each as a
+  string under a comment naming the file (`# Config copy from https://huggingface.co/<repo>/
+  blob/main/config.json`): verbatim;
+- the Nemotron-H dataclasses of `ssm.py` (`NemotronHConfig8B`, `NemotronNano9Bv2`, ...), each
+  paired with the repo its exporter loads for that class (`if type(source) == <class>:
+  model_path = ... "<repo>"`), their Megatron fields written as NemotronHConfig keys.
+
+What the Nemotron-H dataclasses leave to Megatron-core's defaults, and how each is filled:
+`kv_channels` unset is hidden / heads (TransformerConfig), `mamba_num_heads` unset is
+expand x hidden / `mamba_head_dim` with MambaMixer's expand 2, the convolution is MambaMixer's
+4 taps; the MLP is squared ReLU (`activation_func`: relu(x) ** 2) without biases
+(`add_bias_linear` False), the embeddings untied (`share_embeddings_and_output_weights` False)
+and the weights bf16 (`params_dtype`)."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from offline.catalog.packages import label
+from offline.catalog.published import PublishedConfig
+
+PACKAGE = "nemo-toolkit"
+_FOLDER = "nemo/collections/llm/gpt/model"
+_COPIES = f"{_FOLDER}/llama_nemotron_config.py"
+_SSM = f"{_FOLDER}/ssm.py"
+_COPY = re.compile(
+    r"# Config copy from https://huggingface\.co/([\w.-]+/[\w.-]+)/blob/main/config\.json\n"
+    r"(\w+) = \"\"\"(.*?)\"\"\"",
+    re.DOTALL,
+)
+# the exporter's choice of repo per dataclass (NemotronH's HF exporter `config` property)
+_EXPORTED = re.compile(
+    r"type\(source\) == (\w+):\s*\n\s*model_path = [^\n]*?else \"([\w.-]+/[\w.-]+)\""
+)
+# Megatron-core defaults the dataclasses rely on (see the module docstring)
+MAMBA_EXPAND = 2
+MAMBA_CONV_KERNEL = 4
+# Names give the size within 8 %, as for genz-llm; a dense hybrid states no active size.
+NAME_CHECK = (0.08, 0.0)
+DTYPE_NOTE = "nemo-toolkit's SSMConfig params_dtype: bf16"
+
+
+def config_copies(root: Path) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    """(repo id, variable name, config.json) for each copy in llama_nemotron_config.py."""
+    text = (root / _COPIES).read_text(encoding="utf-8")
+    for repo_id, name, body in _COPY.findall(text):
+        yield repo_id, name, json.loads(body)
+
+
+def dataclass_fields(path: Path) -> dict[str, dict[str, Any]]:
+    """Each class of `path` -> its literal field defaults, those of its bases in the same file
+    first (a subclass's own fields win); fields whose default is not a literal are left out."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    own: dict[str, dict[str, Any]] = {}
+    bases: dict[str, list[str]] = {}
+    for node in tree.body:
+        if not isinstance(node, ast.ClassDef):
+            continue
+        bases[node.name] = [b.id for b in node.bases if isinstance(b, ast.Name)]
+        fields: dict[str, Any] = {}
+        for item in node.body:
+            if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                try:
+                    fields[item.target.id] = ast.literal_eval(item.value) if item.value else None
+                except ValueError:
+                    continue
+        own[node.name] = fields
+
+    def resolved(name: str) -> dict[str, Any]:
+        merged: dict[str, Any] = {}
+        for base in bases.get(name, []):
+            if base in own:
+                merged |= resolved(base)
+        return merged | own[name]
+
+    return {name: resolved(name) for name in own}
+
+
+def exported_repos(path: Path) -> dict[str, str]:
+    """Dataclass name -> the Hugging Face repo NeMo's exporter pairs it with."""
+    return dict(_EXPORTED.findall(path.read_text(encoding="utf-8")))
+
+
+def nemotron_h_config(f: dict[str, Any]) -> dict[str, Any]:
+    """A Nemotron-H dataclass's fields as the NemotronHConfig config.json keys."""
+    hidden, heads = f["hidden_size"], f["num_attention_heads"]
+    mamba_head_dim = f["mamba_head_dim"]
+    return {
+        "model_type": "nemotron_h",
+        "hybrid_override_pattern": f["hybrid_override_pattern"],
+        "num_hidden_layers": f["num_layers"],
+        "hidden_size": hidden,
+        "intermediate_size": f["ffn_hidden_size"],
+        "num_attention_heads": heads,
+        "num_key_value_heads": f["num_query_groups"],
+        "head_dim": f.get("kv_channels") or hidden // heads,
+        "vocab_size": f["vocab_size"],
+        "max_position_embeddings": f["seq_length"],
+        "mamba_num_heads": f.get("mamba_num_heads") or MAMBA_EXPAND * hidden // mamba_head_dim,
+        "mamba_head_dim": mamba_head_dim,
+        "n_groups": f["mamba_num_groups"],
+        "ssm_state_size": f["mamba_state_dim"],
+        "conv_kernel": MAMBA_CONV_KERNEL,
+        "expand": MAMBA_EXPAND,
+        "mlp_hidden_act": "relu2",
+        "mlp_bias": f["add_bias_linear"],
+        "use_bias": f["add_bias_linear"],
+        "layer_norm_epsilon": f["layernorm_epsilon"],
+        "tie_word_embeddings": f["share_embeddings_and_output_weights"],
+        "torch_dtype": "bfloat16",
+    }
+
+
+def nemo_configs(root: Path, siblings: dict[str, str] | None = None) -> Iterator[PublishedConfig]:
+    """The config.json copies, then the Nemotron-H dataclasses in the exporter's order.
+    `siblings` maps a repo to a catalogued checkpoint of the same architecture (a base model's
+    post-trained release), whose shape its figures must give."""
+    for repo_id, name, config in config_copies(root):
+        source = f"{label(PACKAGE)}: {_COPIES} {name} (config.json verbatim, the comment names it)"
+        yield PublishedConfig(repo_id, config, source, verbatim=True)
+    fields = dataclass_fields(root / _SSM)
+    for name, repo_id in exported_repos(root / _SSM).items():
+        source = (
+            f"{label(PACKAGE)}: {_SSM} {name} (its exporter's repo; Megatron fields written as "
+            "nemotron_h config.json keys)"
+        )
+        yield PublishedConfig(
+            repo_id, nemotron_h_config(fields[name]), source, False, (DTYPE_NOTE,), NAME_CHECK,
+            sibling=(siblings or {}).get(repo_id),
+        )  # fmt: skip
+
+
+# The post-trained releases of NeMo's Nemotron Nano 2 bases, hand-made entries.
+NANO_V2_SIBLINGS = {
+    "nvidia/NVIDIA-Nemotron-Nano-9B-v2-Base": "nvidia/NVIDIA-Nemotron-Nano-9B-v2",
+    "nvidia/NVIDIA-Nemotron-Nano-12B-v2-Base": "nvidia/NVIDIA-Nemotron-Nano-12B-v2",
+}
