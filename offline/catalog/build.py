@@ -24,7 +24,7 @@ from offline.catalog.litgpt_configs import litgpt_configs
 from offline.catalog.llama_models_configs import llama_models_configs
 from offline.catalog.llm_analysis_configs import llm_analysis_configs
 from offline.catalog.maxtext_configs import maxtext_configs
-from offline.catalog.nemo_configs import NANO_V2_SIBLINGS, nemo_configs
+from offline.catalog.nemo_configs import SIBLINGS, nemo_configs
 from offline.catalog.packages import PINNED
 from offline.catalog.published import PublishedConfig
 from offline.catalog.vendored_configs import vendored_configs
@@ -45,7 +45,7 @@ def published_configs(packages: Mapping[str, Path]) -> Iterable[PublishedConfig]
     yield from llama_models_configs(packages["llama-models"])
     yield from llm_analysis_configs(packages["llm-analysis"])
     yield from genz_configs(packages["genz-llm"])
-    yield from nemo_configs(packages["nemo-toolkit"], NANO_V2_SIBLINGS)
+    yield from nemo_configs(packages["nemo-toolkit"], SIBLINGS)
 
 
 def disagrees_with_name(entry: Mapping[str, Any], tolerance: float, smallest: float) -> bool:

@@ -6,7 +6,11 @@ source text, never imported (the package pulls in torch and Megatron):
   blob/main/config.json`): verbatim;
 - the Nemotron-H dataclasses of `ssm.py` (`NemotronHConfig8B`, `NemotronNano9Bv2`, ...), each
   paired with the repo its exporter loads for that class (`if type(source) == <class>:
-  model_path = ... "<repo>"`), their Megatron fields written as NemotronHConfig keys.
+  model_path = ... "<repo>"`), their Megatron fields written as NemotronHConfig keys;
+- `gemma3.py`'s Gemma3Config1B, which the recipe `recipes/gemma3_1b.py` fine-tunes from
+  google/gemma-3-1b-pt (RECIPE_REPOS), written as Gemma3TextConfig keys: `window_size`, the
+  (local, global) `interleaved_attn_pattern` and `rotary_base`, tied embeddings as the class
+  states; its GeLU as transformers' gelu_pytorch_tanh.
 
 What the Nemotron-H dataclasses leave to Megatron-core's defaults, and how each is filled:
 `kv_channels` unset is hidden / heads (TransformerConfig), `mamba_num_heads` unset is
@@ -31,6 +35,11 @@ PACKAGE = "nemo-toolkit"
 _FOLDER = "nemo/collections/llm/gpt/model"
 _COPIES = f"{_FOLDER}/llama_nemotron_config.py"
 _SSM = f"{_FOLDER}/ssm.py"
+_GEMMA3 = f"{_FOLDER}/gemma3.py"
+# dataclass -> (the recipe that pairs it with a repo, the repo); the build checks the recipe
+# names both
+RECIPE_REPOS = {"Gemma3Config1B": ("nemo/collections/llm/recipes/gemma3_1b.py",
+                                   "google/gemma-3-1b-pt")}  # fmt: skip
 _COPY = re.compile(
     r"# Config copy from https://huggingface\.co/([\w.-]+/[\w.-]+)/blob/main/config\.json\n"
     r"(\w+) = \"\"\"(.*?)\"\"\"",
@@ -45,7 +54,7 @@ MAMBA_EXPAND = 2
 MAMBA_CONV_KERNEL = 4
 # Names give the size within 8 %, as for genz-llm; a dense hybrid states no active size.
 NAME_CHECK = (0.08, 0.0)
-DTYPE_NOTE = "nemo-toolkit's SSMConfig params_dtype: bf16"
+DTYPE_NOTE = "nemo-toolkit's configs train in bf16 (SSMConfig params_dtype, Gemma3Config1B bf16)"
 
 
 def config_copies(root: Path) -> Iterator[tuple[str, str, dict[str, Any]]]:
@@ -119,6 +128,42 @@ def nemotron_h_config(f: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def gemma3_config(f: dict[str, Any]) -> dict[str, Any]:
+    """A Gemma 3 dataclass's fields as the Gemma3TextConfig config.json keys."""
+    local, global_ = f["interleaved_attn_pattern"]
+    rope_local, rope_global = f["rotary_base"]
+    return {
+        "model_type": "gemma3_text",
+        "num_hidden_layers": f["num_layers"],
+        "hidden_size": f["hidden_size"],
+        "intermediate_size": f["ffn_hidden_size"],
+        "num_attention_heads": f["num_attention_heads"],
+        "num_key_value_heads": f["num_query_groups"],
+        "head_dim": f["kv_channels"],
+        "vocab_size": f["vocab_size"],
+        "max_position_embeddings": f["seq_length"],
+        "sliding_window": f["window_size"],
+        "sliding_window_pattern": local + global_,
+        "rope_theta": rope_global,
+        "rope_local_base_freq": rope_local,
+        "rms_norm_eps": f["layernorm_epsilon"],
+        "hidden_activation": "gelu_pytorch_tanh",
+        "tie_word_embeddings": f["share_embeddings_and_output_weights"],
+        "torch_dtype": "bfloat16",
+    }
+
+
+def recipe_configs(root: Path) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    """(repo id, dataclass, Gemma3TextConfig keys) for each RECIPE_REPOS entry, whose recipe
+    must name both the dataclass and the repo."""
+    fields = dataclass_fields(root / _GEMMA3)
+    for name, (recipe, repo_id) in RECIPE_REPOS.items():
+        text = (root / recipe).read_text(encoding="utf-8")
+        if name not in text or f'"{repo_id}"' not in text:
+            raise ValueError(f"{recipe} no longer pairs {name} with {repo_id}")
+        yield repo_id, name, gemma3_config(fields[name])
+
+
 def nemo_configs(root: Path, siblings: dict[str, str] | None = None) -> Iterator[PublishedConfig]:
     """The config.json copies, then the Nemotron-H dataclasses in the exporter's order.
     `siblings` maps a repo to a catalogued checkpoint of the same architecture (a base model's
@@ -136,10 +181,20 @@ def nemo_configs(root: Path, siblings: dict[str, str] | None = None) -> Iterator
             repo_id, nemotron_h_config(fields[name]), source, False, (DTYPE_NOTE,), NAME_CHECK,
             sibling=(siblings or {}).get(repo_id),
         )  # fmt: skip
+    for repo_id, name, config in recipe_configs(root):
+        source = (
+            f"{label(PACKAGE)}: {_GEMMA3} {name} (the repo {RECIPE_REPOS[name][0]} fine-tunes; "
+            "Megatron fields written as gemma3_text config.json keys)"
+        )
+        yield PublishedConfig(
+            repo_id, config, source, False, (DTYPE_NOTE,), NAME_CHECK,
+            sibling=(siblings or {}).get(repo_id),
+        )  # fmt: skip
 
 
-# The post-trained releases of NeMo's Nemotron Nano 2 bases, hand-made entries.
-NANO_V2_SIBLINGS = {
+# The post-trained releases of the bases NeMo names, catalogued: their shape is the base's.
+SIBLINGS = {
     "nvidia/NVIDIA-Nemotron-Nano-9B-v2-Base": "nvidia/NVIDIA-Nemotron-Nano-9B-v2",
     "nvidia/NVIDIA-Nemotron-Nano-12B-v2-Base": "nvidia/NVIDIA-Nemotron-Nano-12B-v2",
+    "google/gemma-3-1b-pt": "google/gemma-3-1b-it",
 }

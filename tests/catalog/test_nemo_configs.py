@@ -12,6 +12,7 @@ from offline.catalog.nemo_configs import (
     config_copies,
     dataclass_fields,
     exported_repos,
+    gemma3_config,
     nemo_configs,
     nemotron_h_config,
 )
@@ -112,12 +113,67 @@ NEMOTRON_H_8B = {
 }  # fmt: skip
 
 
+GEMMA3_SAMPLE = """
+@dataclass
+class Gemma3Config(GPTConfig):
+    seq_length: int = 131_072
+    vocab_size: int = 262_208  # Gemma3 1B model has smaller embedding table
+    rotary_base: tuple = (10_000, 1_000_000)  # (local, global)
+    share_embeddings_and_output_weights: bool = True
+    layernorm_epsilon: float = 1e-6
+    window_size: tuple = 512  # local
+    interleaved_attn_pattern: tuple = (5, 1)  # (local, global)
+    activation_func: Callable = torch.nn.functional.gelu
+
+
+@dataclass
+class Gemma3Config1B(Gemma3Config):
+    num_layers: int = 26
+    hidden_size: int = 1152
+    num_attention_heads: int = 4
+    num_query_groups: int = 1
+    kv_channels: int = 256
+    ffn_hidden_size: int = 6912
+    window_size: int = 512
+    seq_length: int = 32768
+    vocab_size: int = 262_144
+"""
+RECIPE_SAMPLE = """
+from nemo.collections.llm.gpt.model.gemma3 import Gemma3Config1B, Gemma3Model
+    resume_path: str = "google/gemma-3-1b-pt",
+"""
+# Gemma3Config1B by hand: 5 sliding layers to 1 global (pattern 6), window 512, RoPE bases
+# 1e4 (local) and 1e6 (global), the 1B's own 262144-token vocabulary, tied.
+GEMMA3_1B = {
+    "model_type": "gemma3_text", "num_hidden_layers": 26, "hidden_size": 1152,
+    "intermediate_size": 6912, "num_attention_heads": 4, "num_key_value_heads": 1,
+    "head_dim": 256, "vocab_size": 262144, "max_position_embeddings": 32768,
+    "sliding_window": 512, "sliding_window_pattern": 6, "rope_theta": 1_000_000,
+    "rope_local_base_freq": 10_000, "rms_norm_eps": 1e-6,
+    "hidden_activation": "gelu_pytorch_tanh", "tie_word_embeddings": True,
+    "torch_dtype": "bfloat16",
+}  # fmt: skip
+
+
 def _sample(tmp_path: Path) -> Path:
     folder = tmp_path / "nemo/collections/llm/gpt/model"
     folder.mkdir(parents=True)
     (folder / "ssm.py").write_text(SSM_SAMPLE, encoding="utf-8")
     (folder / "llama_nemotron_config.py").write_text(COPIES_SAMPLE, encoding="utf-8")
+    (folder / "gemma3.py").write_text(GEMMA3_SAMPLE, encoding="utf-8")
+    recipes = tmp_path / "nemo/collections/llm/recipes"
+    recipes.mkdir(parents=True)
+    (recipes / "gemma3_1b.py").write_text(RECIPE_SAMPLE, encoding="utf-8")
     return tmp_path
+
+
+def test_gemma3_1b_as_gemma3_text_keys(tmp_path: Path) -> None:
+    fields = dataclass_fields(_sample(tmp_path) / "nemo/collections/llm/gpt/model/gemma3.py")
+    assert gemma3_config(fields["Gemma3Config1B"]) == GEMMA3_1B
+    # 26 x (1152 x (4 + 2) x 256 + 4 x 256 x 1152 + 3 x 1152 x 6912) + 262144 x 1152 (tied)
+    assert 26 * (1152 * 6 * 256 + 4 * 256 * 1152 + 3 * 1152 * 6912) + 262144 * 1152 == 999_751_680
+    gemma = load_model_catalog().get("google/gemma-3-1b-pt").raw
+    assert gemma["parameters"] == 999_751_680
 
 
 def test_dataclass_fields_follow_the_bases_and_skip_what_is_not_literal(tmp_path: Path) -> None:
@@ -139,7 +195,8 @@ def test_the_exporter_names_each_classs_repo_and_the_copies_their_file(tmp_path:
     ]
     repos = [(p.repo_id, p.verbatim) for p in nemo_configs(root)]
     assert repos == [("org/model-1B", True), ("nvidia/Nemotron-H-8B-Base-8K", False),
-                     ("nvidia/Nemotron-H-56B-Base-8K", False)]  # fmt: skip
+                     ("nvidia/Nemotron-H-56B-Base-8K", False),
+                     ("google/gemma-3-1b-pt", False)]  # fmt: skip
 
 
 def test_nemo_56b_figures_read_as_nvidias_published_config_json(tmp_path: Path) -> None:
