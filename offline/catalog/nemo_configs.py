@@ -23,11 +23,13 @@ from __future__ import annotations
 
 import ast
 import json
+import operator
 import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from offline.catalog.genz_configs import _OPERATORS
 from offline.catalog.packages import label
 from offline.catalog.published import PublishedConfig
 
@@ -57,6 +59,16 @@ NAME_CHECK = (0.08, 0.0)
 DTYPE_NOTE = "nemo-toolkit's configs train in bf16 (SSMConfig params_dtype, Gemma3Config1B bf16)"
 
 
+_ARITHMETIC = {**_OPERATORS, ast.Div: operator.truediv}
+
+
+def _value(node: ast.expr) -> Any:
+    """A literal, or arithmetic on literals (`16384 / 5120`)."""
+    if isinstance(node, ast.BinOp) and type(node.op) in _ARITHMETIC:
+        return _ARITHMETIC[type(node.op)](_value(node.left), _value(node.right))
+    return ast.literal_eval(node)
+
+
 def config_copies(root: Path) -> Iterator[tuple[str, str, dict[str, Any]]]:
     """(repo id, variable name, config.json) for each copy in llama_nemotron_config.py."""
     text = (root / _COPIES).read_text(encoding="utf-8")
@@ -65,8 +77,9 @@ def config_copies(root: Path) -> Iterator[tuple[str, str, dict[str, Any]]]:
 
 
 def dataclass_fields(path: Path) -> dict[str, dict[str, Any]]:
-    """Each class of `path` -> its literal field defaults, those of its bases in the same file
-    first (a subclass's own fields win); fields whose default is not a literal are left out."""
+    """Each class of `path` -> its literal field defaults (arithmetic on literals evaluated),
+    those of its bases in the same file first (a subclass's own fields win); fields whose
+    default is not a literal are left out."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     own: dict[str, dict[str, Any]] = {}
     bases: dict[str, list[str]] = {}
@@ -78,7 +91,7 @@ def dataclass_fields(path: Path) -> dict[str, dict[str, Any]]:
         for item in node.body:
             if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
                 try:
-                    fields[item.target.id] = ast.literal_eval(item.value) if item.value else None
+                    fields[item.target.id] = _value(item.value) if item.value else None
                 except ValueError:
                     continue
         own[node.name] = fields
