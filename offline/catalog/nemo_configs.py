@@ -10,7 +10,14 @@ source text, never imported (the package pulls in torch and Megatron):
 - `gemma3.py`'s Gemma3Config1B, which the recipe `recipes/gemma3_1b.py` fine-tunes from
   google/gemma-3-1b-pt (RECIPE_REPOS), written as Gemma3TextConfig keys: `window_size`, the
   (local, global) `interleaved_attn_pattern` and `rotary_base`, tied embeddings as the class
-  states; its GeLU as transformers' gelu_pytorch_tanh.
+  states; its GeLU as transformers' gelu_pytorch_tanh;
+- the Qwen2-VL / Qwen2.5-VL dataclasses of `nemo/collections/vlm/qwen2vl/model/qwen2vl.py`,
+  whose `language_transformer_config` is one of `qwen2.py`'s Qwen2 configs: Qwen2VLConfig2B
+  with the repo its recipe `vlm/recipes/qwen2vl_2b.py` names, the Qwen2.5-VL ones with the repo
+  `vlm/inference/base.py` loads for their projector's `hidden_size` (the text decoder's width);
+  the decoder written flat, as Qwen2-VL's config.json has it (q/k/v biases, SwiGLU); NeMo's
+  `seq_length` there is its training length (4096 for the 3B), not the checkpoint's context:
+  left out, so the class default (32768) stands.
 
 What the Nemotron-H dataclasses leave to Megatron-core's defaults, and how each is filled:
 `kv_channels` unset is hidden / heads (TransformerConfig), `mamba_num_heads` unset is
@@ -38,6 +45,16 @@ _FOLDER = "nemo/collections/llm/gpt/model"
 _COPIES = f"{_FOLDER}/llama_nemotron_config.py"
 _SSM = f"{_FOLDER}/ssm.py"
 _GEMMA3 = f"{_FOLDER}/gemma3.py"
+_QWEN2 = f"{_FOLDER}/qwen2.py"
+_QWEN_VL = "nemo/collections/vlm/qwen2vl/model/qwen2vl.py"
+_VL_INFERENCE = "nemo/collections/vlm/inference/base.py"
+_VL_RECIPES = {"Qwen2VLConfig2B": "nemo/collections/vlm/recipes/qwen2vl_2b.py"}
+_LANGUAGE = re.compile(
+    r"language_transformer_config: \w+ = field\(\s*default_factory=lambda: (\w+\([^)]*\))\s*\)"
+)
+_PROJECTOR = re.compile(r'projector_type="mcore_mlp", input_size=\d+, hidden_size=(\d+)')
+_BY_WIDTH = re.compile(r'hidden_size == (\d+):\s*\n\s*model_id = "([\w.-]+/[\w.-]+)"')
+_RECIPE_REPO = re.compile(r'HF_MODEL_NAME = "([\w.-]+/[\w.-]+)"')
 # dataclass -> (the recipe that pairs it with a repo, the repo); the build checks the recipe
 # names both
 RECIPE_REPOS = {"Gemma3Config1B": ("nemo/collections/llm/recipes/gemma3_1b.py",
@@ -56,7 +73,10 @@ MAMBA_EXPAND = 2
 MAMBA_CONV_KERNEL = 4
 # Names give the size within 8 %, as for genz-llm; a dense hybrid states no active size.
 NAME_CHECK = (0.08, 0.0)
-DTYPE_NOTE = "nemo-toolkit's configs train in bf16 (SSMConfig params_dtype, Gemma3Config1B bf16)"
+# a VL name counts its vision encoder too (0.4-0.7B), the text decoder alone is counted: 15 %,
+# as llama-models' vision SKUs
+VL_NAME_CHECK = (0.15, 0.0)
+DTYPE_NOTE = "nemo-toolkit records no checkpoint dtype: bf16 assumed (its configs' training dtype)"
 
 
 _ARITHMETIC = {**_OPERATORS, ast.Div: operator.truediv}
@@ -177,6 +197,52 @@ def recipe_configs(root: Path) -> Iterator[tuple[str, str, dict[str, Any]]]:
         yield repo_id, name, gemma3_config(fields[name])
 
 
+def qwen2_vl_config(f: dict[str, Any], model_type: str) -> dict[str, Any]:
+    """A NeMo Qwen2 config's fields as a Qwen2-VL config.json's (flat) text keys."""
+    return {
+        "model_type": model_type,
+        "num_hidden_layers": f["num_layers"],
+        "hidden_size": f["hidden_size"],
+        "intermediate_size": f["ffn_hidden_size"],
+        "num_attention_heads": f["num_attention_heads"],
+        "num_key_value_heads": f["num_query_groups"],
+        "vocab_size": f["vocab_size"],
+        "rms_norm_eps": f["layernorm_epsilon"],
+        "rope_theta": f["rotary_base"],
+        "hidden_act": "silu",
+        "tie_word_embeddings": f["share_embeddings_and_output_weights"],
+        "torch_dtype": "bfloat16",
+    }
+
+
+def qwen_vl_configs(root: Path) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    """(repo id, dataclass, config.json) of each Qwen VL dataclass a recipe or the inference
+    module pairs with a repo."""
+    text_fields = dataclass_fields(root / _QWEN2)
+    by_width = dict(_BY_WIDTH.findall((root / _VL_INFERENCE).read_text(encoding="utf-8")))
+    tree = ast.parse((root / _QWEN_VL).read_text(encoding="utf-8"))
+    source = (root / _QWEN_VL).read_text(encoding="utf-8")
+    for node in tree.body:
+        if not isinstance(node, ast.ClassDef) or not node.name.startswith("Qwen2"):
+            continue
+        body = ast.get_source_segment(source, node) or ""
+        language, projector = _LANGUAGE.search(body), _PROJECTOR.search(body)
+        if language is None:
+            continue
+        repo_id = by_width.get(projector.group(1)) if projector else None
+        if node.name in _VL_RECIPES:
+            found = _RECIPE_REPO.search((root / _VL_RECIPES[node.name]).read_text("utf-8"))
+            repo_id = found.group(1) if found else None
+        if repo_id is None:
+            continue
+        call = ast.parse(language.group(1), mode="eval").body
+        assert isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
+        overrides = {str(k.arg): _value(k.value) for k in call.keywords}
+        fields = text_fields[call.func.id] | overrides
+        model_type = "qwen2_5_vl" if node.name.startswith("Qwen25") else "qwen2_vl"
+        yield repo_id, f"{node.name} ({language.group(1)})", qwen2_vl_config(fields, model_type)
+
+
 def nemo_configs(root: Path, siblings: dict[str, str] | None = None) -> Iterator[PublishedConfig]:
     """The config.json copies, then the Nemotron-H dataclasses in the exporter's order.
     `siblings` maps a repo to a catalogued checkpoint of the same architecture (a base model's
@@ -203,6 +269,12 @@ def nemo_configs(root: Path, siblings: dict[str, str] | None = None) -> Iterator
             repo_id, config, source, False, (DTYPE_NOTE,), NAME_CHECK,
             sibling=(siblings or {}).get(repo_id),
         )  # fmt: skip
+    for repo_id, name, config in qwen_vl_configs(root):
+        source = (
+            f"{label(PACKAGE)}: {_QWEN_VL} {name}, {_QWEN2} (Megatron fields written as "
+            f"{config['model_type']} config.json keys)"
+        )
+        yield PublishedConfig(repo_id, config, source, False, (DTYPE_NOTE,), VL_NAME_CHECK)
 
 
 # The post-trained releases of the bases NeMo names, catalogued: their shape is the base's.

@@ -164,6 +164,11 @@ def _sample(tmp_path: Path) -> Path:
     recipes = tmp_path / "nemo/collections/llm/recipes"
     recipes.mkdir(parents=True)
     (recipes / "gemma3_1b.py").write_text(RECIPE_SAMPLE, encoding="utf-8")
+    # no Qwen VL dataclass here (tests/catalog/test_nemo_vl_configs.py reads them)
+    (folder / "qwen2.py").write_text("", encoding="utf-8")
+    for name in ("qwen2vl/model/qwen2vl.py", "inference/base.py"):
+        (tmp_path / "nemo/collections/vlm" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "nemo/collections/vlm" / name).write_text("", encoding="utf-8")
     return tmp_path
 
 
