@@ -1,8 +1,8 @@
 """The catalogue document: the hand-made entries as they are, then one entry per published
 config whose repo id no earlier entry names (aiconfigurator-core first and the config.json files
-vendored in offline/catalog/published_configs next: both verbatim; then litgpt, llm-analysis and
-genz-llm, whose own fields are written as config.json keys), sorted by family and id so that a
-rebuild writes the same file."""
+vendored in offline/catalog/published_configs next: both verbatim; then litgpt, llm-analysis,
+genz-llm, nemo-toolkit and ibm-fms, whose own fields are written as config.json keys), sorted by
+family and id so that a rebuild writes the same file."""
 
 from __future__ import annotations
 
@@ -19,11 +19,13 @@ from offline.catalog.entries import (
     catalogue_entry,
     name_sizes,
 )
+from offline.catalog.fms_configs import fms_configs
 from offline.catalog.genz_configs import genz_configs
 from offline.catalog.litgpt_configs import litgpt_configs
 from offline.catalog.llama_models_configs import llama_models_configs
 from offline.catalog.llm_analysis_configs import llm_analysis_configs
 from offline.catalog.maxtext_configs import maxtext_configs
+from offline.catalog.nemo_configs import SIBLINGS, nemo_configs
 from offline.catalog.packages import PINNED
 from offline.catalog.published import PublishedConfig
 from offline.catalog.vendored_configs import vendored_configs
@@ -44,6 +46,8 @@ def published_configs(packages: Mapping[str, Path]) -> Iterable[PublishedConfig]
     yield from llama_models_configs(packages["llama-models"])
     yield from llm_analysis_configs(packages["llm-analysis"])
     yield from genz_configs(packages["genz-llm"])
+    yield from nemo_configs(packages["nemo-toolkit"], SIBLINGS)
+    yield from fms_configs(packages["ibm-fms"])
 
 
 def disagrees_with_name(entry: Mapping[str, Any], tolerance: float, smallest: float) -> bool:

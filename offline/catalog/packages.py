@@ -13,9 +13,11 @@ PINNED = {
     "aiconfigurator-core": "0.12.0",
     "litgpt": "0.5.13",
     "genz-llm": "0.0.16",
+    "ibm-fms": "1.13.1",
     "llm-analysis": "0.2.2",
     "llama-models": "0.3.0",
     "maxtext": "0.2.5",
+    "nemo-toolkit": "2.7.3",
 }
 # Packages whose wheels declare a newer Python than the build's: fetched as for that Python (no
 # dependencies, nothing run; only their files are read).

@@ -341,7 +341,9 @@ def count_parameters(
 
     mats = 3 if a["mlp"] == "gated" else 2
     moe_layers = a["num_moe_layers"]
-    total += (n_layers - moe_layers) * mats * h * a["intermediate_size"]
+    # NAS blocks without an FFN (Nemotron-Ultra-253B's no_op FFNs) hold none
+    dense_layers = n_layers - moe_layers - a.get("num_mlp_free_layers", 0)
+    total += dense_layers * mats * h * a["intermediate_size"]
     if moe_layers:
         routed = a["experts_per_token"] if active else a["num_experts"]
         per_layer = routed * mats * h * a["moe_intermediate_size"] + h * a["num_experts"]
