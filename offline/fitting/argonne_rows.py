@@ -2,10 +2,16 @@
 no AMD measurement entered any fit.
 
 The MI250 is priced from its catalogue entry (service/catalog/data/gpus.json: one entry per
-card, both GCDs), tensor parallelism over the cards.
+card, both GCDs), tensor parallelism over the cards: as the service prices a request for
+`Num of Hardware` MI250s. (vLLM itself ran one worker per GCD, tensor parallel 2 per card: the
+benchmark's run-throughput-bench.sh passes --tensor-parallel-size 4 and 8 for the 2- and
+4-card rows; the service has no per-GCD entry, see docs/design/intervals.md.)
 A row is a static batch of `Batch Size` sequences of `Input Output Length` prompt and output
-tokens on `Num of Hardware` cards; its `Latency` (whole batch, s) is compared with `total_s`.
-vLLM on ROCm in 2024 ran the V0 engine: the rows are priced with the vllm-v0 profile.
+tokens; its `Latency` (the mean wall time of one `llm.generate` over the batch, s) is compared
+with `total_s`. The runs used vLLM v0.6.1 with --dtype float16 (the benchmark's
+vLLM/MI250/README.MD and script, argonne-lcf/LLM-Inference-Bench): the request names that
+release and precision, and the service prices it with the profile of the nearest measured
+release (vllm-v0, 0.5.4).
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from service.schemas.estimate_request import EstimateRequest
 
 ARGONNE_CSV = "argonne-mi250/argonne_mi250_vllm.csv"
 SOURCE = "argonne-mi250"
+VLLM_RELEASE = "0.6.1"
 
 
 def argonne_held_out(data_dir: Path) -> tuple[list[HeldOutRow], Counter[str]]:
@@ -37,7 +44,7 @@ def argonne_held_out(data_dir: Path) -> tuple[list[HeldOutRow], Counter[str]]:
             continue
         family = estimator.model_family(row["Model"])
         predicted = float(result.document.as_dict()["latency"]["total_s"])
-        case = ("MI250", "vllm-v0", "bf16", family)
+        case = ("MI250", f"vllm=={VLLM_RELEASE}", "fp16", family)
         ref = f"{ARGONNE_CSV}:{line}"
         measured = float(row["Latency"])
         rows.append(HeldOutRow("vendor", "AMD", "total", SOURCE, ref, measured, predicted, *case))
@@ -55,7 +62,7 @@ def _request(row: dict[str, str]) -> EstimateRequest:
                 "output_tokens": length,
             },
             "hardware": {"gpu": "MI250", "count": cards},
-            "precision": {"weights": "bf16"},
-            "serving": {"engine": "vllm-v0"},
+            "precision": {"weights": "fp16"},
+            "serving": {"engine": "vllm", "engine_version": VLLM_RELEASE},
         }
     )

@@ -13,7 +13,8 @@ So each level's bounds are fitted under a `Rule` (the quantile among SCORE_QUANT
 the scores are mirrored about the family median, whether the bounds hold the family level's)
 chosen by inner folds: with three groups or more by leaving each group out (`group_rule`); with
 one or two, on the cells with more groups, fitted on that many and covering another
-(`few_group_rules`: the level's own cells first, then the quantity's, then all); with no rows of
+(`few_group_rules`: the level's own cells first, then the quantity's, then all; learnt on
+other quantities' cells, never above the nominal quantile); with no rows of
 its own, taking a narrower level's, on pairs of levels (`borrowing_rules`). In each, the rule
 whose held-out share is closest to the nominal. In the nested check all of it is chosen without
 the row's group.

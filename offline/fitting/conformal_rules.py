@@ -239,7 +239,12 @@ def few_group_rules(
     groups with MIN_ROWS rows or more (rows of a fit without bounds count as outside); a
     cell's share pools its folds' rows, cells weigh equally. The floor is the family level's
     bounds refitted without the group left out, at the family rule `group_rule` chooses (the
-    nominal one where the family has fewer groups). With `borrowing_rules`' too."""
+    nominal one where the family has fewer groups). The rules keyed ("@L", G) and ("", G)
+    pool other quantities' cells, phases whose groups may lie near or far apart (one family's
+    wide TTFT residuals hold another's, a static prefill's do not): their quantile is never
+    above the nominal, so a level's other phases widen a few-group fit but never narrow it
+    below its own rows' nominal bounds; (Q, G), learnt on the same quantity, may. With
+    `borrowing_rules`' too."""
     cells: dict[tuple[str, str], dict[str, list[HeldOutRow]]] = {}
     for r in rows:
         cells.setdefault((r.level, r.quantity), {}).setdefault(r.group, []).append(r)
@@ -249,6 +254,7 @@ def few_group_rules(
         if level == "family"
     }
     rules = candidate_rules("engine")
+    widening = [r for r in rules if r.lower_q <= lower_q]
     family = FamilyScores(rows)
     chosen: dict[tuple[str, int], Rule] = {}
     for size in range(1, MIN_GROUPS_TO_CHOOSE):
@@ -274,7 +280,9 @@ def few_group_rules(
                         shares.setdefault(key, {}).setdefault(rule, []).append(share)
         for key, by_rule in shares.items():
             means = {r: float(np.mean(v)) for r, v in by_rule.items()}
-            best = _best(means, rules, upper_q - lower_q)
+            # learnt on other quantities' cells (the level's, every one's): only widening
+            own_quantity = not key.startswith("@") and key != ""
+            best = _best(means, rules if own_quantity else widening, upper_q - lower_q)
             if best is not None:
                 chosen[(key, size)] = best
     return {**chosen, **borrowing_rules(rows, lower_q, upper_q)}

@@ -112,8 +112,11 @@ def test_a_one_group_fits_quantile_is_learnt_on_the_cells_with_more_groups() -> 
     # median, each group's scores are its own set again: the same shares, listed later.
     rows = two_shifted_groups()
     few = few_group_rules(rows, 0.1, 0.9)
-    assert few[("tpot", 1)] == few[("", 1)] == Rule(0.15)  # tpot's cells, every quantity's
-    assert few[("@family", 1)] == Rule(0.15)  # the family level's cells
+    assert few[("tpot", 1)] == Rule(0.15)  # learnt on tpot's own cells
+    # Learnt on the level's cells or every quantity's (other phases, where one group's
+    # residuals may hold another's for reasons of their own), a rule only widens: the
+    # candidates stop at the nominal 0.1, whose 34/40 is the nearest to 32/40.
+    assert few[("@family", 1)].lower_q == few[("", 1)].lower_q == 0.1
     assert ("tpot", 2) not in few  # no cell has three groups: fit_level takes the nominal
 
 

@@ -85,7 +85,10 @@ def test_an_argonne_run_is_a_static_batch_on_mi250_cards() -> None:
     assert (request.workload.batch_size, request.workload.prompt_tokens) == (8, 256)
     assert request.workload.output_tokens == 256
     assert (request.hardware.gpu, request.hardware.count) == ("MI250", 2)
-    assert request.serving is not None and request.serving.engine == "vllm-v0"
+    # vLLM v0.6.1, float16 (the benchmark's MI250 README and script)
+    assert request.serving is not None and request.serving.engine == "vllm"
+    assert request.serving.engine_version == "0.6.1"
+    assert request.precision is not None and request.precision.weights == "fp16"
     mi250 = load_gpu_catalog().get("MI250")
     assert mi250.raw["vendor"] == "AMD"
     assert mi250.spec.memory_bandwidth_bytes_per_s == pytest.approx(3.2768e12)
