@@ -34,7 +34,7 @@ Q30_2507 = "Qwen/Qwen3-30B-A3B-Instruct-2507"
          None),
         ("google/gemma-2-9b-it-GGUF", "google/gemma-2-9b-it", None),
         # different models whose names share a prefix with a catalogued one
-        ("Qwen/Qwen3-Coder-30B-A3B-Instruct", None, None),
+        ("Qwen/Qwen3-Coder-Next", None, None),
         ("mistralai/Mistral-7B-Instruct-v0.4", None, None),
         ("Qwen/Qwen3-30B", None, None),
     ],
@@ -57,6 +57,9 @@ def test_a_catalogued_id_is_no_variant() -> None:
     # DeepSeek-V3.1 shares V3's prefix but is catalogued itself, not read as V3
     record, variant = load_model_catalog().find("deepseek-ai/DeepSeek-V3.1")
     assert record.id == "deepseek-ai/DeepSeek-V3.1" and variant is None
+    # Qwen3-Coder-30B-A3B-Instruct shares Qwen3-30B-A3B's shape but is its own entry
+    record, variant = load_model_catalog().find("Qwen/Qwen3-Coder-30B-A3B-Instruct")
+    assert record.id == "Qwen/Qwen3-Coder-30B-A3B-Instruct" and variant is None
 
 
 @pytest.mark.parametrize(
