@@ -35,7 +35,13 @@ def fingerprint(payload: Any, *, finite: bool = False) -> str:
         except TypeError:  # not a JSON type: the json module's `default=str` writes it
             pass
         else:
-            if text.isascii() and not any(part in text for part in _MAY_DIFFER):
+            escaped, small_float, small_fixed = _MAY_DIFFER
+            if (
+                text.isascii()
+                and escaped not in text
+                and small_float not in text
+                and small_fixed not in text
+            ):
                 return hashlib.sha256(text).hexdigest()
     return hashlib.sha256(_CANONICAL.encode(payload).encode("utf-8")).hexdigest()
 
