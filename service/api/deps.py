@@ -105,7 +105,7 @@ async def known_principal(keys: KeyStore, token: str | None) -> Principal | None
     if token is None:
         open_mode = keys.cached_open_mode()
         if open_mode is NEEDS_DATABASE:
-            open_mode = await run_in_threadpool(keys.open_mode)
+            open_mode = await keys.open_mode_read()
         return DEV_PRINCIPAL if open_mode else None
     principal = keys.cached_authenticate(token)
     if principal is NEEDS_DATABASE:

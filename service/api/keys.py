@@ -15,6 +15,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from service.db.engine import Database
 from service.db.repositories import ApiKeyRepository
+from service.quotes.shared_read import SharedRead
 
 logger = logging.getLogger(__name__)
 
@@ -117,6 +118,8 @@ class KeyStore:
         self._any_key: bool | None = None
         self._checked_at = 0.0
         self._lock = threading.Lock()
+        # The event loop's read of `open_mode`, one at a time for the requests that find it due.
+        self.open_mode_read = SharedRead(self.open_mode, mode_ttl_s)
 
     def open_mode(self) -> bool:
         """True while no key was ever created (and keys are not required): single-tenant dev."""

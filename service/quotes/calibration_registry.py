@@ -48,6 +48,11 @@ class CalibrationRegistry:
         self.refresh()
         return self._tenants.get(tenant, self._global)
 
+    @property
+    def generation(self) -> int:
+        """Bumped by each `invalidate`: a read begun under an older one may predate a change."""
+        return self._generation
+
     def fresh(self) -> bool:
         """Whether `for_tenant` would answer from memory now (no database read)."""
         loaded_at = self._loaded_at

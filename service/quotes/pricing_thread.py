@@ -6,6 +6,11 @@ prices); but many threads pricing at once would only take turns on the GIL. One 
 one list at a time with `Estimator.price`, which evaluates all of them, whatever their models and
 deployments, in one array pass: under load the waiting requests form larger lists, and each
 costs less. Each request is answered with its own result (or error), as if priced alone.
+
+The requests an event loop iteration adds are handed to the thread together, at the end of that
+iteration (as the quote sink hands over its groups): one queue put and one wake-up of the thread
+per iteration, and a pass that starts with all of them, not with the first while the loop is
+still parsing the others.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ logger = logging.getLogger(__name__)
 Priced = PricedRequest | ServiceError
 _Future = asyncio.Future[list[Priced]]
 _Outcome = list[Priced] | BaseException
-MAX_ITEMS_PER_PASS = 2000  # requests priced in one pass at most (two full batches)
+MAX_ITEMS_PER_PASS = 2000  # requests per pass (two full batches), give or take a hand-over
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,13 +51,19 @@ class _Job:
     loop: asyncio.AbstractEventLoop
 
 
+def _request_count(jobs: list[_Job]) -> int:
+    return sum(len(job.requests) for job in jobs)
+
+
 class PricingThread:
     """Prices requests on one thread (see the module doc); `start` before use, `stop` after."""
 
     def __init__(self, estimator: Estimator) -> None:
         self.estimator = estimator
         self.passes = 0  # pricing passes so far, for tests and diagnostics
-        self._queue: queue.SimpleQueue[_Job | object] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[list[_Job] | object] = queue.SimpleQueue()
+        # Per event loop, the jobs queued in its current iteration (see _hand_over).
+        self._outboxes: dict[asyncio.AbstractEventLoop, list[_Job]] = {}
         self._thread = threading.Thread(target=self._run, name="pricing", daemon=True)
 
     def start(self) -> None:
@@ -79,18 +90,25 @@ class PricingThread:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[list[Priced]] = loop.create_future()
         models = registered or [None] * len(requests)
-        self._queue.put(_Job(requests, models, verbose, calibration, future, loop))
+        job = _Job(requests, models, verbose, calibration, future, loop)
+        outbox = self._outboxes.get(loop)
+        if outbox is None:
+            self._outboxes[loop] = [job]
+            loop.call_soon(self._hand_over, loop)
+        else:
+            outbox.append(job)
         return await future
+
+    def _hand_over(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._queue.put(self._outboxes.pop(loop))
 
     def _run(self) -> None:
         while True:
             first = self._queue.get()
-            if not isinstance(first, _Job):
+            if not isinstance(first, list):
                 return  # STOP
-            jobs, stop = take_waiting(
-                self._queue, first, lambda job: len(job.requests), MAX_ITEMS_PER_PASS
-            )
-            self._price(jobs)
+            handed, stop = take_waiting(self._queue, first, _request_count, MAX_ITEMS_PER_PASS)
+            self._price([job for jobs in handed for job in jobs])
             if stop:
                 return
 

@@ -32,6 +32,7 @@ from service.quotes.idempotency import InFlightGuard, fingerprint
 from service.quotes.model_registry import Registered, registered_for
 from service.quotes.pricing_thread import PricingThread
 from service.quotes.quote_sink import QuoteSink
+from service.quotes.shared_read import SharedRead
 from service.schemas.estimate_request import EstimateRequest
 from service.schemas.estimate_response import EstimateResponse
 
@@ -103,7 +104,11 @@ def request_json(request: EstimateRequest, *, exclude_none: bool = False) -> dic
 
 
 def request_fingerprint(request: EstimateRequest, verbose: bool) -> str:
-    return fingerprint({"request": request_json(request), "verbose": verbose})
+    """The fingerprint an Idempotency-Key's request is stored and compared with. The request's
+    floats are all refused as NaN or Infinity, except in a config.json (`architecture`), whose
+    extra members may hold anything."""
+    payload = {"request": request_json(request), "verbose": verbose}
+    return fingerprint(payload, finite=request.architecture is None)
 
 
 class QuoteService:
@@ -124,6 +129,13 @@ class QuoteService:
         self.guard = guard
         self.metrics = metrics
         self.calibrations = calibrations
+        # One calibration read at a time when they are due, shared by the requests that find
+        # them due meanwhile.
+        self._calibration_read: SharedRead[None] | None = None
+        if calibrations is not None:
+            self._calibration_read = SharedRead(
+                calibrations.refresh, calibrations.refresh_s, lambda: calibrations.generation
+            )
         self._in_progress = 0  # requests of this process inside `quote` (priced, stored or waiting)
 
     async def quote(
@@ -144,8 +156,9 @@ class QuoteService:
         timings = timings if timings is not None else QuoteTimings()
         self._in_progress += 1
         try:
-            if self.calibrations is not None and not self.calibrations.fresh():
-                await run_in_threadpool(self.calibrations.refresh)
+            calibrations, read = self.calibrations, self._calibration_read
+            if calibrations is not None and read is not None and not calibrations.fresh():
+                await read()
             if idempotency_key is None:
                 return await self._quote(items, tenant, verbose, timings)
             (item,) = items

@@ -73,3 +73,28 @@ def test_the_new_fields_change_the_fingerprint_when_they_are_used() -> None:
     assert len(prints) == 4
     assert request_json(cached)["workload"]["cached_prompt_tokens"] == 256
     assert request_json(running)["serving"]["concurrent_sequences"] == 64
+
+
+def _json_module_fingerprint(request: EstimateRequest, verbose: bool) -> str:
+    """The fingerprint as the json module writes the canonical text (as it was first stored)."""
+    payload = {"request": request_json(request), "verbose": verbose}
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_the_fingerprint_is_the_json_modules_whatever_the_values() -> None:
+    """Written by orjson where it can be: the same text as the json module's for plain ASCII,
+    and the json module's own where they would differ (small floats, escapes, non-ASCII)."""
+    bodies = [
+        BODY,
+        {**BODY, "datacenter": {"region": "FR", "pue": 1.08, "utilisation": 0.5}},
+        {**BODY, "metadata": {"tiny": 1e-05, "small": 0.00012, "big": 1e17, "n": 2**40}},
+        {**BODY, "metadata": {"team": "Zürich", "quote": 'say "hi"\\n', "tab": "a\tb"}},
+        {**BODY, "metadata": {"emoji": "\U0001f600", "e-mail": "a@b.c", "zeros": "0.00001"}},
+    ]
+    for body in bodies:
+        request = EstimateRequest.model_validate(body)
+        for verbose in (False, True):
+            assert request_fingerprint(request, verbose) == _json_module_fingerprint(
+                request, verbose
+            )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -110,3 +111,28 @@ def test_a_request_whose_caller_left_is_not_priced() -> None:
 
     asyncio.run(run())
     assert estimator.passes == [[1], [3]]
+
+
+def test_the_requests_of_one_loop_iteration_start_one_pass_together() -> None:
+    """With the thread idle, the requests one event loop iteration adds are handed over at its
+    end, together: the thread does not start a pass with the first while the loop adds the
+    others (which would then wait for a second pass)."""
+    estimator = RecordingEstimator()
+    estimator.release.set()
+
+    async def run() -> list[Any]:
+        pricer = PricingThread(estimator)  # type: ignore[arg-type]
+        pricer.start()
+
+        async def caller(prompt: int) -> Any:
+            time.sleep(0.02)  # parsing its body, say: the GIL is free, the thread could run
+            return await pricer.price([request(prompt)])
+
+        try:
+            # Each task's first step (up to its `price` call) runs in the same iteration.
+            return list(await asyncio.gather(*(caller(p) for p in (5, 6, 7))))
+        finally:
+            pricer.stop()
+
+    assert asyncio.run(run()) == [[5], [6], [7]]
+    assert estimator.passes == [[5, 6, 7]]
