@@ -189,6 +189,15 @@ class PassPlans:
         attention_layers: [N, A] their executions per forward pass (0 on padding).
         (With one context, the per-kernel arrays have one row that every row broadcasts.)
         pieces: pieces a decode range is cut into: 2 when any kernel slides, else 1.
+        unit_matrices: per context, (2 x BASIS, 6 x width) its terms' seconds per unit: the
+            five units' rows, then the network row's collective step latency, each padded
+            to `width` kernels (service.core.phase: one product gives a phase's unit times).
+        line_index: [N, A, 2 x pieces, 5] where each attention kernel's lines (key_lines'
+            order) are in a row's flattened (6 units, width) unit times.
+        row_index: [N, 1] each row's number.
+        launch_s: [2, N, 1] each phase's kernel launch time [s].
+        power_columns: [N, 1] views of the rows' group, idle and TDP power [W] and compute,
+            memory and network power weights (kernel energy broadcasts them over kernels).
     """
 
     contexts: tuple[PricingContext, ...]
@@ -203,6 +212,11 @@ class PassPlans:
     sliding: BoolArray
     attention_layers: FloatArray
     pieces: int
+    unit_matrices: tuple[FloatArray, ...]
+    line_index: IntArray
+    row_index: IntArray
+    launch_s: FloatArray
+    power_columns: tuple[FloatArray, ...]
 
     @property
     def count(self) -> int:
@@ -243,11 +257,22 @@ class PassPlans:
             sliding = np.stack([p.sliding for p in padded])[context]
             attention_layers = np.stack([p.attention_layers for p in padded])[context]
         pieces = 2 if any(p.sliding.any() for p in padded) else 1
+        rows = ContextRows.of(contexts, context)
+        columns = np.stack(
+            [
+                rows.group,
+                rows.idle_w,
+                rows.tdp_w,
+                rows.power_compute,
+                rows.power_memory,
+                rows.power_network,
+            ]
+        )[:, :, None]
         return cls(
             contexts=tuple(contexts),
             context=context,
             members=members,
-            rows=ContextRows.of(contexts, context),
+            rows=rows,
             width=width,
             layers=layers,
             attention=attention,
@@ -256,12 +281,23 @@ class PassPlans:
             sliding=sliding,
             attention_layers=attention_layers,
             pieces=pieces,
+            unit_matrices=tuple(p.unit_matrix for p in padded),
+            line_index=LINE_UNITS[pieces] * width + attention[..., None, None],
+            row_index=np.arange(context.shape[0])[:, None],
+            launch_s=np.stack([rows.prefill_launch_s, rows.decode_launch_s])[:, :, None],
+            power_columns=tuple(columns),
         )
 
 
 # Of the five units' lines, those the compute limb's top is over: the first three, the first
 # repeated to keep five (a repeated line does not move the top).
 COMPUTE_LINES = np.array([0, 1, 2, 0, 0])
+# By pieces (1 or 2): which unit each of a kernel's lines is, per piece, then per piece for the
+# compute limb.
+LINE_UNITS = {
+    pieces: np.array([[0, 1, 2, 3, 4]] * pieces + [list(COMPUTE_LINES)] * pieces)
+    for pieces in (1, 2)
+}
 
 
 def _key_lines(per_key: FloatArray, pieces: int) -> FloatArray:
@@ -282,7 +318,8 @@ def _one_context(context: PricingContext, count: int) -> PassPlans:
     per_kernel = (plans.layers, plans.attention, plans.per_key, plans.key_lines, plans.sliding)
     rows = (getattr(plans.rows, column.name) for column in fields(ContextRows))
     rows = (column for column in rows if isinstance(column, np.ndarray))
-    for array in (plans.context, *per_kernel, plans.attention_layers, *rows):
+    derived = (plans.line_index, plans.row_index, plans.launch_s, *plans.power_columns)
+    for array in (plans.context, *per_kernel, plans.attention_layers, *rows, *derived):
         array.setflags(write=False)
     return plans
 
@@ -297,10 +334,17 @@ class _PaddedPlan:
     per_key: FloatArray
     sliding: BoolArray
     attention_layers: FloatArray
+    unit_matrix: FloatArray  # PassPlans.unit_matrices' of this plan
 
 
 @lru_cache(maxsize=1024)
 def _padded(plan: CostPlan, width: int, count: int) -> _PaddedPlan:
+    kernels, terms = len(plan.nodes), plan.unit_major_seconds.shape[1]
+    units = np.zeros((6, width, terms))
+    units[:5, :kernels] = plan.unit_major_seconds.reshape(5, kernels, terms)
+    units[5, :kernels] = plan.latency_seconds
+    unit_matrix = np.ascontiguousarray(units.reshape(6 * width, terms).T)
+    unit_matrix.setflags(write=False)
     layers = np.zeros(width)
     layers[: len(plan.nodes)] = plan.layers
     index, keys, slides = _attention_lines(plan)
@@ -311,7 +355,7 @@ def _padded(plan: CostPlan, width: int, count: int) -> _PaddedPlan:
     attention_layers = np.zeros(count)
     attention[:a], per_key[:a], sliding[:a] = index, keys, slides
     attention_layers[:a] = plan.layers[index]
-    return _PaddedPlan(layers, attention, per_key, sliding, attention_layers)
+    return _PaddedPlan(layers, attention, per_key, sliding, attention_layers, unit_matrix)
 
 
 @lru_cache(maxsize=1024)

@@ -19,12 +19,6 @@ from service.core.roofline import drawn_j
 from service.core.terms import WorkloadTerms
 
 FloatArray = npt.NDArray[np.float64]
-# By pieces (1 or 2): which unit each of a kernel's lines is, per piece, then per piece for the
-# compute limb (service.core.pass_plans.COMPUTE_LINES).
-_LINE_UNITS = {
-    pieces: np.array([[0, 1, 2, 3, 4]] * pieces + [list(COMPUTE_LINES)] * pieces)
-    for pieces in (1, 2)
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,42 +41,41 @@ def phase_arrays(plans: PassPlans, terms: WorkloadTerms) -> PhaseArrays:
     """Per-kernel totals of both phases of every row of `terms` ([2, N, plans.width]; zero on
     the padding)."""
     both = terms.both  # [2, N, 2 x BASIS]
-    n, width, rows = plans.count, plans.width, plans.rows
-    # Each context's unit seconds in one matrix product; padded kernels stay 0.
-    unit = np.zeros((2, n, 5, width))
-    latency = np.zeros((2, n, width))
-    for c, members in plans.groups():
-        plan = plans.contexts[c].plan
-        kernels = len(plan.nodes)
-        own = both[:, members]
-        unit[:, members, :, :kernels] = (own @ plan.unit_major_seconds.T).reshape(2, -1, 5, kernels)
-        latency[:, members, :kernels] = own @ plan.latency_seconds.T
-    unit = unit.transpose(0, 1, 3, 2)  # [2, N, K, units]
+    n, width = plans.count, plans.width
+    # Each context's unit seconds, and its network row's step latency, in one matrix product
+    # (plans.unit_matrices: padded kernels stay 0): [2, N, 6 x width].
+    if len(plans.unit_matrices) == 1:
+        flat = both @ plans.unit_matrices[0]
+    else:
+        flat = np.empty((2, n, 6 * width))
+        for c, members in plans.groups():
+            flat[:, members] = both[:, members] @ plans.unit_matrices[c]
+    unit = flat.reshape(2, n, 6, width)  # [2, N, units + latency, K]
     scale = terms.steps[..., None] * plans.layers * terms.repeats[:, None]  # [2, N, K]
     # The four limbs and the energy in one array (filled in place): time, compute, memory,
     # network [s], GPU energy [J].
     stacked = np.empty((5, *scale.shape))
     limbs = stacked[:4]
     time_s, compute_s, memory_s, network_s, gpu_j = stacked
-    np.maximum.reduce(unit, axis=3, out=time_s)
-    time_s[0] += rows.prefill_launch_s[:, None]
-    time_s[1] += rows.decode_launch_s[:, None]
-    np.maximum.reduce(unit[..., :3], axis=3, out=compute_s)
-    memory_s[...] = unit[..., 3]
+    np.maximum.reduce(unit[:, :, :5], axis=2, out=time_s)
+    time_s += plans.launch_s
+    np.maximum.reduce(unit[:, :, :3], axis=2, out=compute_s)
+    memory_s[...] = unit[:, :, 3]
     # Link-busy time only: collective step latency is in time_s, not in the power share.
-    np.subtract(unit[..., 4], latency, out=network_s)
+    np.subtract(unit[:, :, 4], unit[:, :, 5], out=network_s)
     limbs *= scale
     decode = limbs[:, 1]  # [4, N, K]
-    at = np.arange(n)[:, None]
-    decode_s = _decode_attention_s(plans, terms, unit[1], at)
+    at = plans.row_index
+    decode_s = _decode_attention_s(plans, terms, flat[1], at)
     decode[:, at, plans.attention] = decode_s * plans.attention_layers * terms.repeats[:, None]
     # Every GPU of the group draws it; the request's share of it (service.core.steady_state).
+    group, idle_w, tdp_w, *weights = plans.power_columns
     np.multiply(
-        rows.group[:, None],
+        group,
         drawn_j(
-            rows.idle_w[:, None],
-            rows.tdp_w[:, None],
-            (rows.power_compute[:, None], rows.power_memory[:, None], rows.power_network[:, None]),
+            idle_w,
+            tdp_w,
+            (weights[0], weights[1], weights[2]),
             time_s,
             compute_s,
             memory_s,
@@ -100,17 +93,16 @@ def _decode_attention_s(
     """[4, N, A] (time, compute, memory, network) seconds of each row's attention kernels over
     decode, per layer, all in the same few array operations.
 
-    `decode_unit` [N, kernels, units]: one decode step's unit times without the context's
-    part (`at`: [N, 1] the row numbers). A unit's time at context c is that plus c times its
+    `decode_unit` [N, 6 x kernels]: one decode step's unit times without the context's part,
+    flattened (units, kernels) as PassPlans.line_index reads them (`at`: [N, 1] the row
+    numbers). A unit's time at context c is that plus c times its
     seconds per key; a sliding kernel's context stops growing at the window, so its range is
     cut there into a growing piece and a flat one (for a full-attention kernel the flat piece
     is empty)."""
     pieces = plans.pieces
     # [N, A, 2 x pieces, 5]: per piece, each unit's line (then the compute limb's), in one
     # gather of each kernel's unit times and one product of its slopes.
-    lines_a = decode_unit[
-        at[..., None, None], plans.attention[..., None, None], _LINE_UNITS[pieces]
-    ]
+    lines_a = decode_unit[at[..., None, None], plans.line_index]
     lines_b = terms.batch[:, None, None, None] * plans.key_lines
     n, kernels = lines_a.shape[0], lines_a.shape[1]
     first, last = terms.first, terms.last  # [N]
