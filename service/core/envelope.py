@@ -85,9 +85,11 @@ def _one_line_on_top(
 ) -> FloatArray | None:
     """The sum when, in every row [N, lines], the line highest at `first` is also highest at
     `last` (a convex maximum that touches one line at both ends is that line); else None."""
-    rows = np.arange(intercepts.shape[0])
+    lines = intercepts.shape[1]
+    # Each row's top line at `first`, as an index into the flattened [N, lines] arrays.
     top = (intercepts + slopes * first[:, None]).argmax(axis=1)
+    top += np.arange(0, lines * top.shape[0], lines)
     at_last = intercepts + slopes * last[:, None]
-    if not (at_last[rows, top] >= np.maximum.reduce(at_last, axis=1)).all():
+    if not (at_last.take(top) >= np.maximum.reduce(at_last, axis=1)).all():
         return None
-    return sum_affine_many(intercepts[rows, top], slopes[rows, top], first, last)
+    return sum_affine_many(intercepts.take(top), slopes.take(top), first, last)

@@ -182,9 +182,9 @@ class PassPlans:
         layers: [N, width] executions of each kernel per forward pass (0 on padding).
         attention: [N, A] each row's context-dependent kernels (padding: the spare column).
         per_key: [N, A, 5 units] their seconds per sequence and context key.
-        key_lines: [N, A, 2 x pieces, 5] the slopes (per sequence) of the lines whose tops
-            decode sums (service.core.phase): per piece, then per piece for the compute limb;
-            a flat piece's are 0.
+        key_lines: [N, A, 4 limbs x pieces, 5] the slopes (per sequence) of the lines whose
+            tops decode sums (service.core.phase): per limb (LIMB_LINES), per piece; a flat
+            piece's are 0.
         sliding: [N, A] whether each attends over the sliding window.
         attention_layers: [N, A] their executions per forward pass (0 on padding).
         (With one context, the per-kernel arrays have one row that every row broadcasts.)
@@ -192,7 +192,7 @@ class PassPlans:
         unit_matrices: per context, (2 x BASIS, 6 x width) its terms' seconds per unit: the
             five units' rows, then the network row's collective step latency, each padded
             to `width` kernels (service.core.phase: one product gives a phase's unit times).
-        line_index: [N, A, 2 x pieces, 5] where each attention kernel's lines (key_lines'
+        line_index: [N, A, 4 limbs x pieces, 5] where each attention kernel's lines (key_lines'
             order) are in a row's flattened (6 units, width) unit times.
         row_index: [N, 1] each row's number.
         launch_s: [2, N, 1] each phase's kernel launch time [s].
@@ -289,23 +289,19 @@ class PassPlans:
         )
 
 
-# Of the five units' lines, those the compute limb's top is over: the first three, the first
-# repeated to keep five (a repeated line does not move the top).
-COMPUTE_LINES = np.array([0, 1, 2, 0, 0])
-# By pieces (1 or 2): which unit each of a kernel's lines is, per piece, then per piece for the
-# compute limb.
-LINE_UNITS = {
-    pieces: np.array([[0, 1, 2, 3, 4]] * pieces + [list(COMPUTE_LINES)] * pieces)
-    for pieces in (1, 2)
-}
+# The lines whose top each limb of an attention kernel sums over decode, of its five units'
+# lines: time (all five), compute (the first three, the first repeated to keep five: a repeated
+# line does not move the top), memory, network (one line each, repeated).
+LIMB_LINES = np.array([[0, 1, 2, 3, 4], [0, 1, 2, 0, 0], [3] * 5, [4] * 5])
+# By pieces (1 or 2): which unit each of a kernel's lines is, per limb, per piece.
+LINE_UNITS = {pieces: np.repeat(LIMB_LINES, pieces, axis=0) for pieces in (1, 2)}
 
 
 def _key_lines(per_key: FloatArray, pieces: int) -> FloatArray:
-    """PassPlans.key_lines of `per_key` [R, A, 5]: the growing piece's slopes are its seconds
-    per key, a flat piece's 0; then the same for the compute limb's lines."""
-    lines = np.zeros((*per_key.shape[:2], 2 * pieces, 5))
-    lines[:, :, 0] = per_key
-    lines[:, :, pieces:] = lines[:, :, :pieces][..., COMPUTE_LINES]
+    """PassPlans.key_lines of `per_key` [R, A, 5]: per limb (LIMB_LINES), per piece, the
+    slopes of its lines: the growing piece's are its seconds per key, a flat piece's 0."""
+    lines = np.zeros((*per_key.shape[:2], 4 * pieces, 5))
+    lines[:, :, ::pieces] = per_key[..., LIMB_LINES]
     return lines
 
 

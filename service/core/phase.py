@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from service.core.envelope import sum_affine_many, sum_max_affine_many
-from service.core.pass_plans import COMPUTE_LINES, PassPlans
+from service.core.envelope import sum_max_affine_many
+from service.core.pass_plans import LIMB_LINES, PassPlans
 from service.core.roofline import drawn_j
 from service.core.terms import WorkloadTerms
 
@@ -100,41 +100,30 @@ def _decode_attention_s(
     cut there into a growing piece and a flat one (for a full-attention kernel the flat piece
     is empty)."""
     pieces = plans.pieces
-    # [N, A, 2 x pieces, 5]: per piece, each unit's line (then the compute limb's), in one
+    # [N, A, 4 limbs x pieces, 5]: per limb (time, compute, memory, network:
+    # service.core.pass_plans.LIMB_LINES), per piece, the lines whose top it sums, in one
     # gather of each kernel's unit times and one product of its slopes.
     lines_a = decode_unit[at[..., None, None], plans.line_index]
     lines_b = terms.batch[:, None, None, None] * plans.key_lines
     n, kernels = lines_a.shape[0], lines_a.shape[1]
     first, last = terms.first, terms.last  # [N]
     if pieces == 1:  # no sliding kernel: one growing piece each, over the whole range
-        lo = np.repeat(first, 2 * kernels)
-        hi = np.repeat(last, 2 * kernels)
+        lo = np.repeat(first, 4 * kernels)
+        hi = np.repeat(last, 4 * kernels)
         ranges = (first[:, None, None], last[:, None, None])  # [N, 1, pieces]
     else:
         a, b = lines_a[:, :, 0], lines_b[:, :, 0]
         cap = np.where(plans.sliding, plans.rows.window[:, None], last[:, None])  # [N, A]
         lines_a[:, :, 1] = a + cap[..., None] * b
-        lines_a[:, :, 3] = lines_a[:, :, 1][..., COMPUTE_LINES]
-        lo, hi = np.empty((n, kernels, 4)), np.empty((n, kernels, 4))
+        lines_a[:, :, 1::2] = lines_a[:, :, 1][..., LIMB_LINES]  # every limb's flat piece
+        lo, hi = np.empty((n, kernels, 2)), np.empty((n, kernels, 2))
         lo[..., 0], lo[..., 1] = first[:, None], np.maximum(first[:, None], cap + 1.0)
         hi[..., 0], hi[..., 1] = np.minimum(last[:, None], cap), last[:, None]
-        lo[..., 2:], hi[..., 2:] = lo[..., :2], hi[..., :2]  # the compute limb's: the same
-        ranges = (lo[..., :2], hi[..., :2])
-        lo, hi = lo.ravel(), hi.ravel()
-    tops = sum_max_affine_many(lines_a.reshape(-1, 5), lines_b.reshape(-1, 5), lo, hi).reshape(
-        n, kernels, 2 * pieces
-    )
+        ranges = (lo, hi)
+        lo, hi = np.tile(lo, 4).ravel(), np.tile(hi, 4).ravel()  # every limb's: the same
+    tops = sum_max_affine_many(lines_a.reshape(-1, 5), lines_b.reshape(-1, 5), lo, hi)
     lo, hi = ranges
     count = np.maximum(hi - lo + 1.0, 0.0)
-    limbs = np.add.reduce(
-        sum_affine_many(
-            lines_a[:, :, :pieces, 3:], lines_b[:, :, :pieces, 3:], lo[..., None], hi[..., None]
-        ),
-        axis=2,
-    )  # [N, A, (memory, network)]
-    seconds = np.empty((4, n, kernels))
-    launch_s = plans.rows.decode_launch_s[:, None]
-    seconds[0] = np.add.reduce(tops[..., :pieces], axis=2) + launch_s * np.add.reduce(count, axis=2)
-    seconds[1] = np.add.reduce(tops[..., pieces:], axis=2)
-    seconds[2], seconds[3] = limbs[..., 0], limbs[..., 1]
+    seconds = np.add.reduce(tops.reshape(n, kernels, 4, pieces), axis=3).transpose(2, 0, 1)
+    seconds[0] += plans.launch_s[1] * np.add.reduce(count, axis=2)
     return seconds
