@@ -231,8 +231,7 @@ def price_workloads(
     )
     terms = workload_terms(rows, mix, prompt, output, schedule.waves)
     arrays = phase_arrays(plans, terms)
-    kernel_s = np.add.reduce(arrays.time_s, axis=2)  # [2, N]
-    kernel_j = np.add.reduce(arrays.gpu_j, axis=2)
+    kernel_s, kernel_j = np.add.reduce(arrays.stacked[::4], axis=3)  # time, energy: [2, N]
     overhead_s, sequences_s, wait_s = _host_seconds(rows, mix)
     overhead_s *= schedule.waves
     overhead_j = overhead_gpu_j(
@@ -241,7 +240,7 @@ def price_workloads(
     # other pipeline stages idle meanwhile
     phase_j = kernel_j + rows.idle_waiting_w * kernel_s * mix.share + overhead_j * mix.share
     phase_s = kernel_s + overhead_s
-    if mix.continuous.any():  # a continuous batch's request waits first (static: no wait)
+    if mix.any_continuous:  # a continuous batch's request waits first (static: no wait)
         _conserve_prefill_j(phase_j, kernel_j, arrays.gpu_j, prompt_to_decode_energy(mix, output))
         prefill_pass_s = phase_s[0] / mix.steps[0]
         phase_s[0] += mix.waiting * _mean_pass_s(phase_s, mix.steps)
@@ -260,7 +259,7 @@ def price_workloads(
         arrays=arrays,
         terms=terms,
         kv_cache_bytes=schedule.kv_cache_bytes,
-        decode_steps=schedule.waves * (output - 1.0),
+        decode_steps=schedule.waves * mix.steps[1],  # output - 1
         schedule=schedule,
     )
 
@@ -298,6 +297,10 @@ def _host_seconds(rows: ContextRows, mix: PassMix) -> tuple[FloatArray, FloatArr
     overhead_s = decode_overhead_s(rows, running, steps)  # [2, N]
     sequences_s = per_sequence_s(rows, running, steps)
     wait_s = worker_wait_s(rows, steps)
+    if not mix.any_continuous:  # every prefill static: the wheres below, without them
+        overhead_s[0] = rows.prefill_overhead_s
+        sequences_s[0] = wait_s[0] = 0.0
+        return overhead_s, sequences_s, wait_s
     overhead_s[0] = np.where(continuous, overhead_s[0], rows.prefill_overhead_s)
     sequences_s[0] = np.where(continuous, sequences_s[0], 0.0)
     wait_s[0] = np.where(continuous, wait_s[0], 0.0)

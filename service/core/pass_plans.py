@@ -103,6 +103,7 @@ class ContextRows:
     all_flash: bool = True
     any_window: bool = False
     any_moe: bool = False
+    all_tiled: bool = False  # every row's GEMM tile has more than one row
 
     @classmethod
     def of(cls, contexts: Sequence[PricingContext], context: IntArray) -> ContextRows:
@@ -113,6 +114,7 @@ class ContextRows:
             all_flash=bool((rows.flash > 0).all()),
             any_window=bool(rows.has_window.any()),
             any_moe=bool(rows.moe.any()),
+            all_tiled=bool((rows.tile_m > 1).all()),
         )
 
 

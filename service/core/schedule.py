@@ -88,22 +88,28 @@ def kv_schedule(
         kv = np.where(continuous, runs * mean_bytes, per_wave * full_bytes)
     else:
         runs, kv = per_wave, per_wave * full_bytes
-    notes = tuple(
-        _note(b, c, w, r, cont, free)
-        for b, c, w, r, cont, free in zip(
-            batch.tolist(),
-            running.tolist(),
-            waves.tolist(),
-            runs.tolist(),
-            continuous.tolist(),
-            (
-                free_bytes
-                if isinstance(free_bytes, np.ndarray)
-                else np.full_like(batch, free_bytes)
-            ).tolist(),
-            strict=True,
+    # A note where the schedule differs from what was asked (see _note); most have none.
+    noted = waves > 1
+    if mixed:
+        noted |= continuous & (runs < running)
+    notes: tuple[str, ...] = ("",) * batch.shape[0]
+    if noted.any():
+        notes = tuple(
+            _note(b, c, w, r, cont, free)
+            for b, c, w, r, cont, free in zip(
+                batch.tolist(),
+                running.tolist(),
+                waves.tolist(),
+                runs.tolist(),
+                continuous.tolist(),
+                (
+                    free_bytes
+                    if isinstance(free_bytes, np.ndarray)
+                    else np.full_like(batch, free_bytes)
+                ).tolist(),
+                strict=True,
+            )
         )
-    )
     return KvSchedule(per_wave, runs, waves, kv, full_bytes, notes)
 
 

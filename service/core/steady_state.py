@@ -79,6 +79,7 @@ class PassMix:
             (0 in a static batch) [passes].
         wave_passes: [N] prefill passes (of the request's prefill phase's size) of the prompts
             ahead of the request when it arrives in a wave (0 in a static batch) [passes].
+        any_continuous: whether any workload is continuous (else their branches are skipped).
     """
 
     prefilling: FloatArray
@@ -91,6 +92,7 @@ class PassMix:
     continuous: BoolArray
     waiting: FloatArray
     wave_passes: FloatArray
+    any_continuous: bool = True
 
 
 def computed_prompt_tokens(prompt: FloatArray, cached: FloatArray) -> FloatArray:
@@ -191,4 +193,5 @@ def _static_mix(
         continuous=static,
         waiting=np.zeros(n),
         wave_passes=np.zeros(n),
+        any_continuous=False,
     )

@@ -95,11 +95,14 @@ def capped_sum(first: FloatArray, last: FloatArray, window: FloatArray | int) ->
     return result
 
 
-def padded_rows_many(rows: FloatArray, tile_m: FloatArray) -> FloatArray:
+def padded_rows_many(rows: FloatArray, tile_m: FloatArray, all_tiled: bool = False) -> FloatArray:
     """`rows` rounded up to whole tiles of `tile_m` rows (one tile height per row, broadcast;
-    a tile of 1 row pads nothing)."""
-    padded: FloatArray = np.where(tile_m > 1, np.ceil(rows / tile_m) * tile_m, rows)
-    return padded
+    a tile of 1 row pads nothing; `all_tiled`: every tile has more than one row)."""
+    padded: FloatArray = np.ceil(rows / tile_m) * tile_m
+    if all_tiled:
+        return padded
+    result: FloatArray = np.where(tile_m > 1, padded, rows)
+    return result
 
 
 def expert_terms_many(
@@ -111,7 +114,7 @@ def expert_terms_many(
     k, experts = rows.experts_per_token, rows.num_experts
     assignments = tokens * k / rows.expert
     touched = np.maximum(expected_touched_experts(tokens, experts, k) / rows.expert, 1e-12)
-    padded = touched * padded_rows_many(assignments / touched, rows.tile_m)
+    padded = touched * padded_rows_many(assignments / touched, rows.tile_m, rows.all_tiled)
     touched = touched * rows.moe
     return assignments, padded, touched
 
@@ -202,7 +205,7 @@ def workload_terms(
     padded[...] = basis
     # GEMM rows of both phases padded to the tile at once: tokens, logit rows, and MLA's
     # kv_b_proj rows (prefill's decompressed keys, decode's absorbed tokens).
-    padded[..., _TILED] = padded_rows_many(basis[..., _TILED], rows.tile_m[:, None])
+    padded[..., _TILED] = padded_rows_many(basis[..., _TILED], rows.tile_m[:, None], rows.all_tiled)
     for phase, padded_experts in enumerate(expert_padded):
         padded[phase, :, _EXPERT_ROWS] = padded_experts
     return WorkloadTerms(
