@@ -23,6 +23,14 @@ def _pairs(lines: int) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
     return first_i, second_i
 
 
+@lru_cache(maxsize=64)
+def _row_starts(rows: int, lines: int) -> npt.NDArray[np.intp]:
+    """Where each of `rows` rows of `lines` values starts in their flattened array."""
+    starts = np.arange(0, rows * lines, lines)
+    starts.setflags(write=False)
+    return starts
+
+
 def sum_affine_many(
     intercept: FloatArray | float, slope: FloatArray | float, first: FloatArray, last: FloatArray
 ) -> FloatArray:
@@ -88,7 +96,7 @@ def _one_line_on_top(
     lines = intercepts.shape[1]
     # Each row's top line at `first`, as an index into the flattened [N, lines] arrays.
     top = (intercepts + slopes * first[:, None]).argmax(axis=1)
-    top += np.arange(0, lines * top.shape[0], lines)
+    top += _row_starts(top.shape[0], lines)
     at_last = intercepts + slopes * last[:, None]
     if not (at_last.take(top) >= np.maximum.reduce(at_last, axis=1)).all():
         return None

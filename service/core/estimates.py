@@ -206,10 +206,11 @@ def price_workloads(
     ).reshape(-1, 5)
     batch, prompt, output, cached, asked = values.T
     continuous = asked > 0
+    any_continuous = bool(continuous.any())
     # One sequence's KV cache at its longest and on average over its life, in one evaluation.
     tokens = np.empty((2, batch.shape[0]))
     tokens[0], tokens[1] = prompt + output, prompt + (output - 1.0) / 2.0
-    full_bytes, mean_bytes = kv_cache_bytes_many(rows, np.ones(batch.shape[0]), tokens)
+    full_bytes, mean_bytes = kv_cache_bytes_many(rows, 1.0, tokens)
     schedule = kv_schedule(
         batch,
         asked,
@@ -218,6 +219,7 @@ def price_workloads(
         mean_bytes,
         rows.free_bytes,
         limited=check_memory,
+        any_continuous=any_continuous,
     )
     mix = pass_mix(
         schedule.batch,
@@ -228,6 +230,7 @@ def price_workloads(
         continuous,
         rows.prefill_budget_tokens,
         rows.data,
+        any_continuous=any_continuous,
     )
     terms = workload_terms(rows, mix, prompt, output, schedule.waves)
     arrays = phase_arrays(plans, terms)

@@ -30,6 +30,9 @@ _SLIDING_SPAN = np.array(
     [_COLUMN[f"{q}_sliding"] + half for half in (0, len(BASIS)) for q in ("pairs", "keys")]
 )
 _EXPERT_ROWS = _COLUMN["expert_rows"]
+_DECODE_CONTEXT = slice(_COLUMN["pairs_decode"], _COLUMN["keys_decode"] + 1)
+assert _DECODE_CONTEXT.stop - _DECODE_CONTEXT.start == 2
+assert BASIS[3:6] == ("pairs_full", "keys_full", "new_full")
 # The columns whose rows are GEMM rows, padded to the tile in the padded half.
 _TILED = np.array([_COLUMN[name] for name in ("tokens", "logit_rows", "keys_full", "new_decode")])
 
@@ -178,8 +181,9 @@ def workload_terms(
     baked[0] = d[0] * mix.mean_context
     basis[..., 0] = 1.0
     basis[..., 1], basis[..., 2] = tokens, d + p
-    basis[..., 3], basis[..., 4], basis[..., 5] = p * full, p * prompt, p * new
-    basis[..., _COLUMN["pairs_decode"]] = basis[..., _COLUMN["keys_decode"]] = baked
+    # pairs, keys read and new keys of the prompts (the full terms), in one product
+    np.multiply(p[..., None], np.array((full, prompt, new)).T, out=basis[..., 3:6])
+    basis[..., _DECODE_CONTEXT] = baked[..., None]  # pairs and keys read
     basis[..., _COLUMN["new_decode"]] = d
     # Sliding terms: with a window, its capped spans; without, only decode's new keys (their
     # writes are the decode tokens whichever layer writes them).
