@@ -191,9 +191,10 @@ class PassPlans:
         attention_layers: [N, A] their executions per forward pass (0 on padding).
         (With one context, the per-kernel arrays have one row that every row broadcasts.)
         pieces: pieces a decode range is cut into: 2 when any kernel slides, else 1.
-        unit_matrices: per context, (2 x BASIS, 6 x width) its terms' seconds per unit: the
-            five units' rows, then the network row's collective step latency, each padded
-            to `width` kernels (service.core.phase: one product gives a phase's unit times).
+        unit_matrices: per context, (2 x BASIS, 6 x width) its terms' seconds per unit (a
+            transposed view): the five units' rows, then the network row's collective step
+            latency, each padded to `width` kernels (service.core.phase: for a small pass of
+            one context, one product gives both phases' unit times).
         line_index: [N, A, 4 limbs x pieces, 5] where each attention kernel's lines (key_lines'
             order) are in a row's flattened (6 units, width) unit times.
         row_index: [N, 1] each row's number.
@@ -341,7 +342,9 @@ def _padded(plan: CostPlan, width: int, count: int) -> _PaddedPlan:
     units = np.zeros((6, width, terms))
     units[:5, :kernels] = plan.unit_major_seconds.reshape(5, kernels, terms)
     units[5, :kernels] = plan.latency_seconds
-    unit_matrix = np.ascontiguousarray(units.reshape(6 * width, terms).T)
+    # Kept (6 x width, terms) and read transposed, as the plan's own matrices are: a product
+    # with the transposed view runs faster under a threaded BLAS than with its copy.
+    unit_matrix = units.reshape(6 * width, terms).T
     unit_matrix.setflags(write=False)
     layers = np.zeros(width)
     layers[: len(plan.nodes)] = plan.layers

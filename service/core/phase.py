@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from service.core.envelope import sum_max_affine_many
-from service.core.pass_plans import LIMB_LINES, PassPlans
+from service.core.pass_plans import LIMB_LINES, SMALL_PASS, PassPlans
 from service.core.roofline import drawn_j
 from service.core.terms import WorkloadTerms
 
@@ -42,14 +42,23 @@ def phase_arrays(plans: PassPlans, terms: WorkloadTerms) -> PhaseArrays:
     the padding)."""
     both = terms.both  # [2, N, 2 x BASIS]
     n, width = plans.count, plans.width
-    # Each context's unit seconds, and its network row's step latency, in one matrix product
-    # (plans.unit_matrices: padded kernels stay 0): [2, N, 6 x width].
-    if len(plans.unit_matrices) == 1:
+    # Each context's unit seconds, and its network row's step latency ([2, N, 6 x width],
+    # padded kernels 0): a small pass of one context in one matrix product with the padded
+    # matrix; a larger one per context with the plan's own (products of the padded width
+    # cross into a threaded BLAS, slower on a busy machine).
+    if len(plans.unit_matrices) == 1 and n <= SMALL_PASS:
         flat = both @ plans.unit_matrices[0]
     else:
-        flat = np.empty((2, n, 6 * width))
+        flat = np.zeros((2, n, 6 * width))
+        blocks = flat.reshape(2, n, 6, width)
         for c, members in plans.groups():
-            flat[:, members] = both[:, members] @ plans.unit_matrices[c]
+            plan = plans.contexts[c].plan
+            kernels = len(plan.nodes)
+            own = both[:, members]
+            blocks[:, members, :5, :kernels] = (own @ plan.unit_major_seconds.T).reshape(
+                2, -1, 5, kernels
+            )
+            blocks[:, members, 5, :kernels] = own @ plan.latency_seconds.T
     unit = flat.reshape(2, n, 6, width)  # [2, N, units + latency, K]
     scale = terms.steps[..., None] * plans.layers * terms.repeats[:, None]  # [2, N, K]
     # The four limbs and the energy in one array (filled in place): time, compute, memory,
