@@ -133,6 +133,8 @@ def _decode_attention_s(
     tops = sum_max_affine_many(lines_a.reshape(-1, 5), lines_b.reshape(-1, 5), lo, hi)
     lo, hi = ranges
     count = np.maximum(hi - lo + 1.0, 0.0)
-    seconds = np.add.reduce(tops.reshape(n, kernels, 4, pieces), axis=3).transpose(2, 0, 1)
+    seconds: FloatArray = np.add.reduce(tops.reshape(n, kernels, 4, pieces), axis=3).transpose(
+        2, 0, 1
+    )
     seconds[0] += plans.launch_s[1] * np.add.reduce(count, axis=2)
     return seconds
