@@ -23,6 +23,14 @@ def _pairs(lines: int) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
     return first_i, second_i
 
 
+@lru_cache(maxsize=64)
+def _row_starts(rows: int, lines: int) -> npt.NDArray[np.intp]:
+    """Where each of `rows` rows of `lines` values starts in their flattened array."""
+    starts = np.arange(0, rows * lines, lines)
+    starts.setflags(write=False)
+    return starts
+
+
 def sum_affine_many(
     intercept: FloatArray | float, slope: FloatArray | float, first: FloatArray, last: FloatArray
 ) -> FloatArray:
@@ -47,11 +55,28 @@ def sum_max_affine_many(
     every row r.
 
     `intercepts` and `slopes` are [rows, lines]; `first` and `last` [rows] integer-valued; an
-    empty range (last < first) sums to 0.
+    empty range (last < first) sums to 0. Rows whose top line at `first` is also on top at
+    `last` are that line's sum; only the others are cut at their lines' crossings.
     """
-    common = _one_line_on_top(intercepts, slopes, first, last)
-    if common is not None:
-        return common
+    lines = intercepts.shape[1]
+    # Each row's top line at `first`, as an index into the flattened [N, lines] arrays.
+    top = (intercepts + slopes * first[:, None]).argmax(axis=1)
+    top += _row_starts(top.shape[0], lines)
+    at_last = intercepts + slopes * last[:, None]
+    # A convex maximum that touches one line at both ends is that line.
+    on_top = at_last.take(top) >= np.maximum.reduce(at_last, axis=1)
+    result = sum_affine_many(intercepts.take(top), slopes.take(top), first, last)
+    if not on_top.all():
+        cut = np.flatnonzero(~on_top)
+        result[cut] = _sum_by_segments(intercepts[cut], slopes[cut], first[cut], last[cut])
+    return result
+
+
+def _sum_by_segments(
+    intercepts: FloatArray, slopes: FloatArray, first: FloatArray, last: FloatArray
+) -> FloatArray:
+    """sum_max_affine_many of rows [rows, lines], each range cut at every crossing of two of
+    its lines inside it: on each segment one line is on top, summed as an arithmetic series."""
     first_i, second_i = _pairs(intercepts.shape[1])
     low = first[:, None]
     high = np.maximum(last + 1.0, first)[:, None]  # an empty range: every cut at `first`
@@ -78,16 +103,3 @@ def sum_max_affine_many(
     series = intercepts[rows, top] * count + slopes[rows, top] * (lo + hi) * count / 2.0
     result: FloatArray = series.sum(axis=1)
     return result
-
-
-def _one_line_on_top(
-    intercepts: FloatArray, slopes: FloatArray, first: FloatArray, last: FloatArray
-) -> FloatArray | None:
-    """The sum when, in every row [N, lines], the line highest at `first` is also highest at
-    `last` (a convex maximum that touches one line at both ends is that line); else None."""
-    rows = np.arange(intercepts.shape[0])
-    top = (intercepts + slopes * first[:, None]).argmax(axis=1)
-    at_last = intercepts + slopes * last[:, None]
-    if not (at_last[rows, top] >= np.maximum.reduce(at_last, axis=1)).all():
-        return None
-    return sum_affine_many(intercepts[rows, top], slopes[rows, top], first, last)

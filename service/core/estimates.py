@@ -210,10 +210,11 @@ def price_workloads(
     decode_only = decode_worker > 0  # its own running sequences when none are given
     asked = np.where(decode_only & (asked == 0), batch, asked)
     continuous = asked > 0
+    any_continuous = bool(continuous.any())
     # One sequence's KV cache at its longest and on average over its life, in one evaluation.
     tokens = np.empty((2, batch.shape[0]))
     tokens[0], tokens[1] = prompt + output, prompt + (output - 1.0) / 2.0
-    full_bytes, mean_bytes = kv_cache_bytes_many(rows, np.ones(batch.shape[0]), tokens)
+    full_bytes, mean_bytes = kv_cache_bytes_many(rows, 1.0, tokens)
     schedule = kv_schedule(
         batch,
         asked,
@@ -222,6 +223,7 @@ def price_workloads(
         mean_bytes,
         rows.free_bytes,
         limited=check_memory,
+        any_continuous=any_continuous,
     )
     mix = pass_mix(
         schedule.batch,
@@ -232,12 +234,12 @@ def price_workloads(
         continuous & ~decode_only,
         rows.prefill_budget_tokens,
         rows.data,
+        any_continuous=any_continuous,
     )
     mix = decode_worker_mix(mix, schedule.batch, schedule.running, decode_only)
     terms = workload_terms(rows, mix, prompt, output, schedule.waves)
     arrays = phase_arrays(plans, terms)
-    kernel_s = np.add.reduce(arrays.time_s, axis=2)  # [2, N]
-    kernel_j = np.add.reduce(arrays.gpu_j, axis=2)
+    kernel_s, kernel_j = np.add.reduce(arrays.stacked[::4], axis=3)  # time, energy: [2, N]
     overhead_s, sequences_s, wait_s = _host_seconds(rows, mix)
     overhead_s *= schedule.waves
     overhead_j = overhead_gpu_j(
@@ -246,7 +248,7 @@ def price_workloads(
     # other pipeline stages idle meanwhile
     phase_j = kernel_j + rows.idle_waiting_w * kernel_s * mix.share + overhead_j * mix.share
     phase_s = kernel_s + overhead_s
-    if mix.continuous.any():  # a continuous batch's request waits first (static: no wait)
+    if mix.any_continuous:  # a continuous batch's request waits first (static: no wait)
         _conserve_prefill_j(phase_j, kernel_j, arrays.gpu_j, prompt_to_decode_energy(mix, output))
         prefill_pass_s = phase_s[0] / mix.steps[0]
         phase_s[0] += mix.waiting * _mean_pass_s(phase_s, mix.steps)
@@ -265,7 +267,7 @@ def price_workloads(
         arrays=arrays,
         terms=terms,
         kv_cache_bytes=schedule.kv_cache_bytes,
-        decode_steps=schedule.waves * (output - 1.0),
+        decode_steps=schedule.waves * mix.steps[1],  # output - 1
         schedule=schedule,
     )
 
@@ -303,6 +305,10 @@ def _host_seconds(rows: ContextRows, mix: PassMix) -> tuple[FloatArray, FloatArr
     overhead_s = decode_overhead_s(rows, running, steps)  # [2, N]
     sequences_s = per_sequence_s(rows, running, steps)
     wait_s = worker_wait_s(rows, steps)
+    if not mix.any_continuous:  # every prefill static: the wheres below, without them
+        overhead_s[0] = rows.prefill_overhead_s
+        sequences_s[0] = wait_s[0] = 0.0
+        return overhead_s, sequences_s, wait_s
     overhead_s[0] = np.where(continuous, overhead_s[0], rows.prefill_overhead_s)
     sequences_s[0] = np.where(continuous, sequences_s[0], 0.0)
     wait_s[0] = np.where(continuous, wait_s[0], 0.0)

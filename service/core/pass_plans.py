@@ -103,6 +103,7 @@ class ContextRows:
     all_flash: bool = True
     any_window: bool = False
     any_moe: bool = False
+    all_tiled: bool = False  # every row's GEMM tile has more than one row
 
     @classmethod
     def of(cls, contexts: Sequence[PricingContext], context: IntArray) -> ContextRows:
@@ -113,6 +114,7 @@ class ContextRows:
             all_flash=bool((rows.flash > 0).all()),
             any_window=bool(rows.has_window.any()),
             any_moe=bool(rows.moe.any()),
+            all_tiled=bool((rows.tile_m > 1).all()),
         )
 
 
@@ -182,13 +184,23 @@ class PassPlans:
         layers: [N, width] executions of each kernel per forward pass (0 on padding).
         attention: [N, A] each row's context-dependent kernels (padding: the spare column).
         per_key: [N, A, 5 units] their seconds per sequence and context key.
-        key_lines: [N, A, 2 x pieces, 5] the slopes (per sequence) of the lines whose tops
-            decode sums (service.core.phase): per piece, then per piece for the compute limb;
-            a flat piece's are 0.
+        key_lines: [N, A, 4 limbs x pieces, 5] the slopes (per sequence) of the lines whose
+            tops decode sums (service.core.phase): per limb (LIMB_LINES), per piece; a flat
+            piece's are 0.
         sliding: [N, A] whether each attends over the sliding window.
         attention_layers: [N, A] their executions per forward pass (0 on padding).
         (With one context, the per-kernel arrays have one row that every row broadcasts.)
         pieces: pieces a decode range is cut into: 2 when any kernel slides, else 1.
+        unit_matrices: per context, (2 x BASIS, 6 x width) its terms' seconds per unit (a
+            transposed view): the five units' rows, then the network row's collective step
+            latency, each padded to `width` kernels (service.core.phase: for a small pass of
+            one context, one product gives both phases' unit times).
+        line_index: [N, A, 4 limbs x pieces, 5] where each attention kernel's lines (key_lines'
+            order) are in a row's flattened (6 units, width) unit times.
+        row_index: [N, 1] each row's number.
+        launch_s: [2, N, 1] each phase's kernel launch time [s].
+        power_columns: [N, 1] views of the rows' group, idle and TDP power [W] and compute,
+            memory and network power weights (kernel energy broadcasts them over kernels).
     """
 
     contexts: tuple[PricingContext, ...]
@@ -203,6 +215,11 @@ class PassPlans:
     sliding: BoolArray
     attention_layers: FloatArray
     pieces: int
+    unit_matrices: tuple[FloatArray, ...]
+    line_index: IntArray
+    row_index: IntArray
+    launch_s: FloatArray
+    power_columns: tuple[FloatArray, ...]
 
     @property
     def count(self) -> int:
@@ -243,11 +260,22 @@ class PassPlans:
             sliding = np.stack([p.sliding for p in padded])[context]
             attention_layers = np.stack([p.attention_layers for p in padded])[context]
         pieces = 2 if any(p.sliding.any() for p in padded) else 1
+        rows = ContextRows.of(contexts, context)
+        columns = np.stack(
+            [
+                rows.group,
+                rows.idle_w,
+                rows.tdp_w,
+                rows.power_compute,
+                rows.power_memory,
+                rows.power_network,
+            ]
+        )[:, :, None]
         return cls(
             contexts=tuple(contexts),
             context=context,
             members=members,
-            rows=ContextRows.of(contexts, context),
+            rows=rows,
             width=width,
             layers=layers,
             attention=attention,
@@ -256,20 +284,27 @@ class PassPlans:
             sliding=sliding,
             attention_layers=attention_layers,
             pieces=pieces,
+            unit_matrices=tuple(p.unit_matrix for p in padded),
+            line_index=LINE_UNITS[pieces] * width + attention[..., None, None],
+            row_index=np.arange(context.shape[0])[:, None],
+            launch_s=np.stack([rows.prefill_launch_s, rows.decode_launch_s])[:, :, None],
+            power_columns=tuple(columns),
         )
 
 
-# Of the five units' lines, those the compute limb's top is over: the first three, the first
-# repeated to keep five (a repeated line does not move the top).
-COMPUTE_LINES = np.array([0, 1, 2, 0, 0])
+# The lines whose top each limb of an attention kernel sums over decode, of its five units'
+# lines: time (all five), compute (the first three, the first repeated to keep five: a repeated
+# line does not move the top), memory, network (one line each, repeated).
+LIMB_LINES = np.array([[0, 1, 2, 3, 4], [0, 1, 2, 0, 0], [3] * 5, [4] * 5])
+# By pieces (1 or 2): which unit each of a kernel's lines is, per limb, per piece.
+LINE_UNITS = {pieces: np.repeat(LIMB_LINES, pieces, axis=0) for pieces in (1, 2)}
 
 
 def _key_lines(per_key: FloatArray, pieces: int) -> FloatArray:
-    """PassPlans.key_lines of `per_key` [R, A, 5]: the growing piece's slopes are its seconds
-    per key, a flat piece's 0; then the same for the compute limb's lines."""
-    lines = np.zeros((*per_key.shape[:2], 2 * pieces, 5))
-    lines[:, :, 0] = per_key
-    lines[:, :, pieces:] = lines[:, :, :pieces][..., COMPUTE_LINES]
+    """PassPlans.key_lines of `per_key` [R, A, 5]: per limb (LIMB_LINES), per piece, the
+    slopes of its lines: the growing piece's are its seconds per key, a flat piece's 0."""
+    lines = np.zeros((*per_key.shape[:2], 4 * pieces, 5))
+    lines[:, :, ::pieces] = per_key[..., LIMB_LINES]
     return lines
 
 
@@ -282,7 +317,8 @@ def _one_context(context: PricingContext, count: int) -> PassPlans:
     per_kernel = (plans.layers, plans.attention, plans.per_key, plans.key_lines, plans.sliding)
     rows = (getattr(plans.rows, column.name) for column in fields(ContextRows))
     rows = (column for column in rows if isinstance(column, np.ndarray))
-    for array in (plans.context, *per_kernel, plans.attention_layers, *rows):
+    derived = (plans.line_index, plans.row_index, plans.launch_s, *plans.power_columns)
+    for array in (plans.context, *per_kernel, plans.attention_layers, *rows, *derived):
         array.setflags(write=False)
     return plans
 
@@ -297,10 +333,19 @@ class _PaddedPlan:
     per_key: FloatArray
     sliding: BoolArray
     attention_layers: FloatArray
+    unit_matrix: FloatArray  # PassPlans.unit_matrices' of this plan
 
 
 @lru_cache(maxsize=1024)
 def _padded(plan: CostPlan, width: int, count: int) -> _PaddedPlan:
+    kernels, terms = len(plan.nodes), plan.unit_major_seconds.shape[1]
+    units = np.zeros((6, width, terms))
+    units[:5, :kernels] = plan.unit_major_seconds.reshape(5, kernels, terms)
+    units[5, :kernels] = plan.latency_seconds
+    # Kept (6 x width, terms) and read transposed, as the plan's own matrices are: a product
+    # with the transposed view runs faster under a threaded BLAS than with its copy.
+    unit_matrix = units.reshape(6 * width, terms).T
+    unit_matrix.setflags(write=False)
     layers = np.zeros(width)
     layers[: len(plan.nodes)] = plan.layers
     index, keys, slides = _attention_lines(plan)
@@ -311,7 +356,7 @@ def _padded(plan: CostPlan, width: int, count: int) -> _PaddedPlan:
     attention_layers = np.zeros(count)
     attention[:a], per_key[:a], sliding[:a] = index, keys, slides
     attention_layers[:a] = plan.layers[index]
-    return _PaddedPlan(layers, attention, per_key, sliding, attention_layers)
+    return _PaddedPlan(layers, attention, per_key, sliding, attention_layers, unit_matrix)
 
 
 @lru_cache(maxsize=1024)

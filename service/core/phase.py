@@ -13,18 +13,12 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from service.core.envelope import sum_affine_many, sum_max_affine_many
-from service.core.pass_plans import COMPUTE_LINES, PassPlans
+from service.core.envelope import sum_max_affine_many
+from service.core.pass_plans import LIMB_LINES, SMALL_PASS, PassPlans
 from service.core.roofline import drawn_j
 from service.core.terms import WorkloadTerms
 
 FloatArray = npt.NDArray[np.float64]
-# By pieces (1 or 2): which unit each of a kernel's lines is, per piece, then per piece for the
-# compute limb (service.core.pass_plans.COMPUTE_LINES).
-_LINE_UNITS = {
-    pieces: np.array([[0, 1, 2, 3, 4]] * pieces + [list(COMPUTE_LINES)] * pieces)
-    for pieces in (1, 2)
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,42 +41,50 @@ def phase_arrays(plans: PassPlans, terms: WorkloadTerms) -> PhaseArrays:
     """Per-kernel totals of both phases of every row of `terms` ([2, N, plans.width]; zero on
     the padding)."""
     both = terms.both  # [2, N, 2 x BASIS]
-    n, width, rows = plans.count, plans.width, plans.rows
-    # Each context's unit seconds in one matrix product; padded kernels stay 0.
-    unit = np.zeros((2, n, 5, width))
-    latency = np.zeros((2, n, width))
-    for c, members in plans.groups():
-        plan = plans.contexts[c].plan
-        kernels = len(plan.nodes)
-        own = both[:, members]
-        unit[:, members, :, :kernels] = (own @ plan.unit_major_seconds.T).reshape(2, -1, 5, kernels)
-        latency[:, members, :kernels] = own @ plan.latency_seconds.T
-    unit = unit.transpose(0, 1, 3, 2)  # [2, N, K, units]
+    n, width = plans.count, plans.width
+    # Each context's unit seconds, and its network row's step latency ([2, N, 6 x width],
+    # padded kernels 0): a small pass of one context in one matrix product with the padded
+    # matrix; a larger one per context with the plan's own (products of the padded width
+    # cross into a threaded BLAS, slower on a busy machine).
+    if len(plans.unit_matrices) == 1 and n <= SMALL_PASS:
+        flat = both @ plans.unit_matrices[0]
+    else:
+        flat = np.zeros((2, n, 6 * width))
+        blocks = flat.reshape(2, n, 6, width)
+        for c, members in plans.groups():
+            plan = plans.contexts[c].plan
+            kernels = len(plan.nodes)
+            own = both[:, members]
+            blocks[:, members, :5, :kernels] = (own @ plan.unit_major_seconds.T).reshape(
+                2, -1, 5, kernels
+            )
+            blocks[:, members, 5, :kernels] = own @ plan.latency_seconds.T
+    unit = flat.reshape(2, n, 6, width)  # [2, N, units + latency, K]
     scale = terms.steps[..., None] * plans.layers * terms.repeats[:, None]  # [2, N, K]
     # The four limbs and the energy in one array (filled in place): time, compute, memory,
     # network [s], GPU energy [J].
     stacked = np.empty((5, *scale.shape))
     limbs = stacked[:4]
     time_s, compute_s, memory_s, network_s, gpu_j = stacked
-    np.maximum.reduce(unit, axis=3, out=time_s)
-    time_s[0] += rows.prefill_launch_s[:, None]
-    time_s[1] += rows.decode_launch_s[:, None]
-    np.maximum.reduce(unit[..., :3], axis=3, out=compute_s)
-    memory_s[...] = unit[..., 3]
+    np.maximum.reduce(unit[:, :, :5], axis=2, out=time_s)
+    time_s += plans.launch_s
+    np.maximum.reduce(unit[:, :, :3], axis=2, out=compute_s)
+    memory_s[...] = unit[:, :, 3]
     # Link-busy time only: collective step latency is in time_s, not in the power share.
-    np.subtract(unit[..., 4], latency, out=network_s)
+    np.subtract(unit[:, :, 4], unit[:, :, 5], out=network_s)
     limbs *= scale
     decode = limbs[:, 1]  # [4, N, K]
-    at = np.arange(n)[:, None]
-    decode_s = _decode_attention_s(plans, terms, unit[1], at)
+    at = plans.row_index
+    decode_s = _decode_attention_s(plans, terms, flat[1], at)
     decode[:, at, plans.attention] = decode_s * plans.attention_layers * terms.repeats[:, None]
     # Every GPU of the group draws it; the request's share of it (service.core.steady_state).
+    group, idle_w, tdp_w, *weights = plans.power_columns
     np.multiply(
-        rows.group[:, None],
+        group,
         drawn_j(
-            rows.idle_w[:, None],
-            rows.tdp_w[:, None],
-            (rows.power_compute[:, None], rows.power_memory[:, None], rows.power_network[:, None]),
+            idle_w,
+            tdp_w,
+            (weights[0], weights[1], weights[2]),
             time_s,
             compute_s,
             memory_s,
@@ -100,49 +102,39 @@ def _decode_attention_s(
     """[4, N, A] (time, compute, memory, network) seconds of each row's attention kernels over
     decode, per layer, all in the same few array operations.
 
-    `decode_unit` [N, kernels, units]: one decode step's unit times without the context's
-    part (`at`: [N, 1] the row numbers). A unit's time at context c is that plus c times its
+    `decode_unit` [N, 6 x kernels]: one decode step's unit times without the context's part,
+    flattened (units, kernels) as PassPlans.line_index reads them (`at`: [N, 1] the row
+    numbers). A unit's time at context c is that plus c times its
     seconds per key; a sliding kernel's context stops growing at the window, so its range is
     cut there into a growing piece and a flat one (for a full-attention kernel the flat piece
     is empty)."""
     pieces = plans.pieces
-    # [N, A, 2 x pieces, 5]: per piece, each unit's line (then the compute limb's), in one
+    # [N, A, 4 limbs x pieces, 5]: per limb (time, compute, memory, network:
+    # service.core.pass_plans.LIMB_LINES), per piece, the lines whose top it sums, in one
     # gather of each kernel's unit times and one product of its slopes.
-    lines_a = decode_unit[
-        at[..., None, None], plans.attention[..., None, None], _LINE_UNITS[pieces]
-    ]
+    lines_a = decode_unit[at[..., None, None], plans.line_index]
     lines_b = terms.batch[:, None, None, None] * plans.key_lines
     n, kernels = lines_a.shape[0], lines_a.shape[1]
     first, last = terms.first, terms.last  # [N]
     if pieces == 1:  # no sliding kernel: one growing piece each, over the whole range
-        lo = np.repeat(first, 2 * kernels)
-        hi = np.repeat(last, 2 * kernels)
+        lo = np.repeat(first, 4 * kernels)
+        hi = np.repeat(last, 4 * kernels)
         ranges = (first[:, None, None], last[:, None, None])  # [N, 1, pieces]
     else:
         a, b = lines_a[:, :, 0], lines_b[:, :, 0]
         cap = np.where(plans.sliding, plans.rows.window[:, None], last[:, None])  # [N, A]
         lines_a[:, :, 1] = a + cap[..., None] * b
-        lines_a[:, :, 3] = lines_a[:, :, 1][..., COMPUTE_LINES]
-        lo, hi = np.empty((n, kernels, 4)), np.empty((n, kernels, 4))
+        lines_a[:, :, 1::2] = lines_a[:, :, 1][..., LIMB_LINES]  # every limb's flat piece
+        lo, hi = np.empty((n, kernels, 2)), np.empty((n, kernels, 2))
         lo[..., 0], lo[..., 1] = first[:, None], np.maximum(first[:, None], cap + 1.0)
         hi[..., 0], hi[..., 1] = np.minimum(last[:, None], cap), last[:, None]
-        lo[..., 2:], hi[..., 2:] = lo[..., :2], hi[..., :2]  # the compute limb's: the same
-        ranges = (lo[..., :2], hi[..., :2])
-        lo, hi = lo.ravel(), hi.ravel()
-    tops = sum_max_affine_many(lines_a.reshape(-1, 5), lines_b.reshape(-1, 5), lo, hi).reshape(
-        n, kernels, 2 * pieces
-    )
+        ranges = (lo, hi)
+        lo, hi = np.tile(lo, 4).ravel(), np.tile(hi, 4).ravel()  # every limb's: the same
+    tops = sum_max_affine_many(lines_a.reshape(-1, 5), lines_b.reshape(-1, 5), lo, hi)
     lo, hi = ranges
     count = np.maximum(hi - lo + 1.0, 0.0)
-    limbs = np.add.reduce(
-        sum_affine_many(
-            lines_a[:, :, :pieces, 3:], lines_b[:, :, :pieces, 3:], lo[..., None], hi[..., None]
-        ),
-        axis=2,
-    )  # [N, A, (memory, network)]
-    seconds = np.empty((4, n, kernels))
-    launch_s = plans.rows.decode_launch_s[:, None]
-    seconds[0] = np.add.reduce(tops[..., :pieces], axis=2) + launch_s * np.add.reduce(count, axis=2)
-    seconds[1] = np.add.reduce(tops[..., pieces:], axis=2)
-    seconds[2], seconds[3] = limbs[..., 0], limbs[..., 1]
+    seconds: FloatArray = np.add.reduce(tops.reshape(n, kernels, 4, pieces), axis=3).transpose(
+        2, 0, 1
+    )
+    seconds[0] += plans.launch_s[1] * np.add.reduce(count, axis=2)
     return seconds

@@ -64,14 +64,16 @@ def kv_schedule(
     free_bytes: FloatArray | float,
     *,
     limited: bool,
+    any_continuous: bool | None = None,
 ) -> KvSchedule:
     """The schedule of workloads of `batch` sequences (`running` in a continuous batch where
     `continuous`), whose sequences' KV cache per GPU is `full_bytes` at their longest and
     `mean_bytes` on average over their life, with `free_bytes` per GPU beside the weights
     (each [N]; one free size may serve all).
-    `limited` False: memory unlimited (everything at once)."""
+    `limited` False: memory unlimited (everything at once). `any_continuous`: whether any
+    row is continuous, when the caller knows it."""
     # Without a continuous row, the continuous branches (and their wheres) are not computed.
-    mixed = bool(continuous.any())
+    mixed = bool(continuous.any()) if any_continuous is None else any_continuous
     if limited:
         runs = np.minimum(batch, np.floor(free_bytes / full_bytes))
         if mixed:
@@ -88,22 +90,28 @@ def kv_schedule(
         kv = np.where(continuous, runs * mean_bytes, per_wave * full_bytes)
     else:
         runs, kv = per_wave, per_wave * full_bytes
-    notes = tuple(
-        _note(b, c, w, r, cont, free)
-        for b, c, w, r, cont, free in zip(
-            batch.tolist(),
-            running.tolist(),
-            waves.tolist(),
-            runs.tolist(),
-            continuous.tolist(),
-            (
-                free_bytes
-                if isinstance(free_bytes, np.ndarray)
-                else np.full_like(batch, free_bytes)
-            ).tolist(),
-            strict=True,
+    # A note where the schedule differs from what was asked (see _note); most have none.
+    noted = waves > 1
+    if mixed:
+        noted |= continuous & (runs < running)
+    notes: tuple[str, ...] = ("",) * batch.shape[0]
+    if noted.any():
+        notes = tuple(
+            _note(b, c, w, r, cont, free)
+            for b, c, w, r, cont, free in zip(
+                batch.tolist(),
+                running.tolist(),
+                waves.tolist(),
+                runs.tolist(),
+                continuous.tolist(),
+                (
+                    free_bytes
+                    if isinstance(free_bytes, np.ndarray)
+                    else np.full_like(batch, free_bytes)
+                ).tolist(),
+                strict=True,
+            )
         )
-    )
     return KvSchedule(per_wave, runs, waves, kv, full_bytes, notes)
 
 
@@ -127,7 +135,9 @@ def _note(
     return ""
 
 
-def kv_cache_bytes_many(rows: ContextRows, batch: FloatArray, tokens: FloatArray) -> FloatArray:
+def kv_cache_bytes_many(
+    rows: ContextRows, batch: FloatArray | float, tokens: FloatArray
+) -> FloatArray:
     """memory.kv_cache_bytes_per_gpu of workloads of `batch` sequences of `tokens` tokens, each
     of its row's model and deployment [B] (`tokens` [N], or [..., N] for several lengths):
     attention layers' KV (sliding ones' capped at the window), then recurrent layers' state (0

@@ -79,6 +79,7 @@ class PassMix:
             (0 in a static batch) [passes].
         wave_passes: [N] prefill passes (of the request's prefill phase's size) of the prompts
             ahead of the request when it arrives in a wave (0 in a static batch) [passes].
+        any_continuous: whether any workload is continuous (else their branches are skipped).
     """
 
     prefilling: FloatArray
@@ -91,6 +92,7 @@ class PassMix:
     continuous: BoolArray
     waiting: FloatArray
     wave_passes: FloatArray
+    any_continuous: bool = True
 
 
 def computed_prompt_tokens(prompt: FloatArray, cached: FloatArray) -> FloatArray:
@@ -109,14 +111,17 @@ def pass_mix(
     continuous: BoolArray,
     budget: float | FloatArray = np.inf,
     replicas: float | FloatArray = 1,
+    *,
+    any_continuous: bool | None = None,
 ) -> PassMix:
     """The passes of workloads of `batch` sequences each (per wave), `running` sequences in a
     continuous batch where `continuous` (else ignored), at most `budget` tokens per pass of
     each of `replicas` attention-data-parallel schedulers (each runs 1 / replicas of the
-    sequences; the request's prompt is one replica's) [N each]."""
+    sequences; the request's prompt is one replica's) [N each]. `any_continuous`: whether any
+    row is continuous, when the caller knows it."""
     new = computed_prompt_tokens(prompt, cached)
     decode_steps = output - 1.0
-    if not continuous.any():
+    if not (continuous.any() if any_continuous is None else any_continuous):
         return _static_mix(batch, prompt, output, new, continuous)
     prefilling = np.empty((2, batch.shape[0]))
     decoding = np.empty(prefilling.shape)
@@ -180,15 +185,18 @@ def _static_mix(
     prefilling[0] = decoding[1] = batch  # the batch's prompts in one pass; all of it decoding
     steps = np.empty((2, n))
     steps[0], steps[1] = 1.0, output - 1.0
+    share = np.empty((2, n))
+    share.fill(1.0)  # the request causes every joule (np.ones, without its Python-level cost)
     return PassMix(
         prefilling=prefilling,
         decoding=decoding,
         mean_context=prompt + output / 2.0,
         steps=steps,
-        share=np.ones((2, n)),
+        share=share,
         running=batch.copy(),
         new_tokens=new,
         continuous=static,
         waiting=np.zeros(n),
         wave_passes=np.zeros(n),
+        any_continuous=False,
     )

@@ -30,6 +30,9 @@ _SLIDING_SPAN = np.array(
     [_COLUMN[f"{q}_sliding"] + half for half in (0, len(BASIS)) for q in ("pairs", "keys")]
 )
 _EXPERT_ROWS = _COLUMN["expert_rows"]
+_DECODE_CONTEXT = slice(_COLUMN["pairs_decode"], _COLUMN["keys_decode"] + 1)
+assert _DECODE_CONTEXT.stop - _DECODE_CONTEXT.start == 2
+assert BASIS[3:6] == ("pairs_full", "keys_full", "new_full")
 # The columns whose rows are GEMM rows, padded to the tile in the padded half.
 _TILED = np.array([_COLUMN[name] for name in ("tokens", "logit_rows", "keys_full", "new_decode")])
 
@@ -95,11 +98,14 @@ def capped_sum(first: FloatArray, last: FloatArray, window: FloatArray | int) ->
     return result
 
 
-def padded_rows_many(rows: FloatArray, tile_m: FloatArray) -> FloatArray:
+def padded_rows_many(rows: FloatArray, tile_m: FloatArray, all_tiled: bool = False) -> FloatArray:
     """`rows` rounded up to whole tiles of `tile_m` rows (one tile height per row, broadcast;
-    a tile of 1 row pads nothing)."""
-    padded: FloatArray = np.where(tile_m > 1, np.ceil(rows / tile_m) * tile_m, rows)
-    return padded
+    a tile of 1 row pads nothing; `all_tiled`: every tile has more than one row)."""
+    padded: FloatArray = np.ceil(rows / tile_m) * tile_m
+    if all_tiled:
+        return padded
+    result: FloatArray = np.where(tile_m > 1, padded, rows)
+    return result
 
 
 def expert_terms_many(
@@ -111,7 +117,7 @@ def expert_terms_many(
     k, experts = rows.experts_per_token, rows.num_experts
     assignments = tokens * k / rows.expert
     touched = np.maximum(expected_touched_experts(tokens, experts, k) / rows.expert, 1e-12)
-    padded = touched * padded_rows_many(assignments / touched, rows.tile_m)
+    padded = touched * padded_rows_many(assignments / touched, rows.tile_m, rows.all_tiled)
     touched = touched * rows.moe
     return assignments, padded, touched
 
@@ -175,8 +181,9 @@ def workload_terms(
     baked[0] = d[0] * mix.mean_context
     basis[..., 0] = 1.0
     basis[..., 1], basis[..., 2] = tokens, d + p
-    basis[..., 3], basis[..., 4], basis[..., 5] = p * full, p * prompt, p * new
-    basis[..., _COLUMN["pairs_decode"]] = basis[..., _COLUMN["keys_decode"]] = baked
+    # pairs, keys read and new keys of the prompts (the full terms), in one product
+    np.multiply(p[..., None], np.array((full, prompt, new)).T, out=basis[..., 3:6])
+    basis[..., _DECODE_CONTEXT] = baked[..., None]  # pairs and keys read
     basis[..., _COLUMN["new_decode"]] = d
     # Sliding terms: with a window, its capped spans; without, only decode's new keys (their
     # writes are the decode tokens whichever layer writes them).
@@ -202,7 +209,7 @@ def workload_terms(
     padded[...] = basis
     # GEMM rows of both phases padded to the tile at once: tokens, logit rows, and MLA's
     # kv_b_proj rows (prefill's decompressed keys, decode's absorbed tokens).
-    padded[..., _TILED] = padded_rows_many(basis[..., _TILED], rows.tile_m[:, None])
+    padded[..., _TILED] = padded_rows_many(basis[..., _TILED], rows.tile_m[:, None], rows.all_tiled)
     for phase, padded_experts in enumerate(expert_padded):
         padded[phase, :, _EXPERT_ROWS] = padded_experts
     return WorkloadTerms(

@@ -82,6 +82,8 @@ def quote_document(
     factor_set, rates = carbon_priced_parts(resolved.carbon)
     held_s = latency.total_s if latency.held_s is None else latency.held_s
     carbon = request_carbon(gpu_j, held_s, resolved.carbon.factors, rates)
+    lower, upper = evidence.lower_quantile, evidence.upper_quantile
+    # Every member written in the schema's order (in_schema_order checks it).
     energy_members = {
         "gpu_j": energy.gpu_j,
         "gpu_j_low": gpu_j_low,
@@ -91,17 +93,31 @@ def quote_document(
         "facility_j": carbon.facility_j.value,
         "prefill_gpu_j": energy.prefill_gpu_j,
         "decode_gpu_j": energy.decode_gpu_j,
-        "interval_lower_quantile": evidence.lower_quantile,
-        "interval_upper_quantile": evidence.upper_quantile,
+        "interval_lower_quantile": lower,
+        "interval_upper_quantile": upper,
         "calibration_factor": calibrated.factor,
     }
+    prefill_s, decode_s = latency.prefill_s, latency.decode_s
+    tpot_s, total_s = latency.time_per_output_token_s, latency.total_s
+    prefill_low, prefill_high = bounds(prefill_s, intervals["prefill"])
+    decode_low, decode_high = bounds(decode_s, intervals["tpot"])
+    tpot_low, tpot_high = bounds(tpot_s, intervals["tpot"])
+    total_low, total_high = bounds(total_s, intervals["total"])
     times = {
-        **_bounded("prefill_s", latency.prefill_s, evidence, "prefill"),
-        **_bounded("decode_s", latency.decode_s, evidence, "tpot"),
-        **_bounded("time_per_output_token_s", latency.time_per_output_token_s, evidence, "tpot"),
-        **_bounded("total_s", latency.total_s, evidence, "total"),
-        "interval_lower_quantile": evidence.lower_quantile,
-        "interval_upper_quantile": evidence.upper_quantile,
+        "prefill_s": prefill_s,
+        "prefill_s_low": prefill_low,
+        "prefill_s_high": prefill_high,
+        "decode_s": decode_s,
+        "decode_s_low": decode_low,
+        "decode_s_high": decode_high,
+        "time_per_output_token_s": tpot_s,
+        "time_per_output_token_s_low": tpot_low,
+        "time_per_output_token_s_high": tpot_high,
+        "total_s": total_s,
+        "total_s_low": total_low,
+        "total_s_high": total_high,
+        "interval_lower_quantile": lower,
+        "interval_upper_quantile": upper,
     }
     members = in_schema_order(
         _DOCUMENT_FIELDS,
@@ -114,10 +130,10 @@ def quote_document(
             "energy": in_schema_order(_ENERGY_FIELDS, energy_members),
             "latency": in_schema_order(_LATENCY_FIELDS, times),
             "carbon": in_schema_order(_CARBON_FIELDS, carbon_members(resolved.carbon, carbon)),
-            "validation": evidence.validation,
             "breakdown": None
             if breakdown is None
             else _breakdown(resolved, breakdown, latency, energy),
+            "validation": evidence.validation,
             "warnings": [*latency.warnings, *resolved.notes],
         },
     )
@@ -125,14 +141,11 @@ def quote_document(
     return QuoteDocument.written(text, priced_at, factor_set), carbon.total_g.value
 
 
-def _bounded(name: str, value: float, evidence: Evidence, quantity: str) -> dict[str, float]:
-    low, high = bounds(value, evidence.intervals[quantity])
-    return {name: value, f"{name}_low": low, f"{name}_high": high}
-
-
 def in_schema_order(fields: tuple[str, ...], values: dict[str, Any]) -> dict[str, Any]:
     """`values` as the schema's `fields`, in their order; a field without a value, or a value
     the schema has no field for, is a bug (KeyError, ValueError)."""
+    if tuple(values) == fields:  # written in the schema's order already
+        return values
     if len(values) != len(fields):
         unknown = sorted(set(values) - set(fields))
         raise ValueError(f"values without a field in the schema: {unknown}")

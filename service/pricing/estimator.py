@@ -196,7 +196,10 @@ class Estimator:
         if calibration is not None and calibration.model_version != self.model_version:
             calibration = None
         priced_at = datetime.now(UTC)
+        # Read as lists once: indexing an array per row costs more than the row's arithmetic.
         phase_s = estimates.phase_s.T.tolist()
+        decode_steps = estimates.decode_steps.tolist()  # all waves' decode passes
+        gpu_counts = estimates.plans.rows.held.tolist()
         moved = self._calibration_factors(calibration, estimates, priced_rows)
         for j, number in enumerate(estimates.positions):
             index = rows[number]
@@ -204,13 +207,13 @@ class Estimator:
                 continue
             request = priced_rows[j]
             prefill_s, decode_s = phase_s[j]
-            steps = float(estimates.decode_steps[j])  # all waves' decode passes
+            steps = decode_steps[j]
             latency = Latency(
                 prefill_s,
                 decode_s,
                 decode_s / steps if steps else 0.0,
                 prefill_s + decode_s,
-                estimates.gpu_count(j),
+                int(gpu_counts[j]),
                 request.workload.batch_size,
                 estimates.warnings_of(j),
             )
@@ -374,10 +377,12 @@ class Estimator:
                 logger.exception("learned regressor failed; answering with the roofline energy")
                 for request in resolved:
                     request.notes.append(REGRESSOR_FAILED_NOTE)
-        plans = estimates.plans
+        contexts = estimates.plans.contexts
         return [
-            roofline_energy(prefill_j, decode_j, plans.contexts[int(plans.context[j])].coefficients)
-            for j, (prefill_j, decode_j) in enumerate(estimates.phase_gpu_j.T.tolist())
+            roofline_energy(prefill_j, decode_j, contexts[c].coefficients)
+            for c, (prefill_j, decode_j) in zip(
+                estimates.plans.context.tolist(), estimates.phase_gpu_j.T.tolist(), strict=True
+            )
         ]
 
     def _calibration_factors(
