@@ -199,7 +199,6 @@ class Estimator:
         # Read as lists once: indexing an array per row costs more than the row's arithmetic.
         phase_s = estimates.phase_s.T.tolist()
         decode_steps = estimates.decode_steps.tolist()  # all waves' decode passes
-        gpu_counts = estimates.plans.rows.held.tolist()
         moved = self._calibration_factors(calibration, estimates, priced_rows)
         for j, number in enumerate(estimates.positions):
             index = rows[number]
@@ -213,7 +212,7 @@ class Estimator:
                 decode_s,
                 decode_s / steps if steps else 0.0,
                 prefill_s + decode_s,
-                int(gpu_counts[j]),
+                estimates.gpu_count(j),  # a disaggregated row holds both workers' GPUs
                 request.workload.batch_size,
                 estimates.warnings_of(j),
             )
