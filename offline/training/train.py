@@ -27,6 +27,7 @@ import torch
 
 from offline.fitting.datasets import DEFAULT_DATA_DIR, data_source_digests, load_azure_trace
 from offline.fitting.datasets_common import sha256_file
+from offline.fitting.request_inputs import ENGINE_OF_SOURCE
 from offline.training.dataset import TrainingRow, load_training_rows, log_measured
 from offline.training.export import MAX_ABS_DIFFERENCE, OPSET, max_abs_difference, onnx_bytes
 from offline.training.fit import TrainConfig, TrainedModel, Variant, train_ensemble
@@ -197,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"ONNX differs from torch by {difference:.2e} > {MAX_ABS_DIFFERENCE}")
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "energy_gnn.onnx").write_bytes(model_bytes)
-    document = metadata(args, model, model_bytes, config, interval, validation, len(rows))
+    document = metadata(args, model, model_bytes, config, interval, validation, rows)
     document["onnx_check"] = {"max_abs_difference": difference, "rows": len(rows)}
     (args.out / "energy_gnn.json").write_text(json.dumps(document, indent=1) + "\n", "utf-8")
     write_log(args.out / "energy_gnn_training.log", model, started)
@@ -382,7 +383,7 @@ def metadata(
     config: TrainConfig,
     interval: Interval,
     validation: dict[str, Any] | None,
-    row_count: int,
+    rows: list[TrainingRow],
 ) -> dict[str, Any]:
     coefficients = json.loads(COEFFICIENTS_PATH.read_text(encoding="utf-8"))
     return {
@@ -407,6 +408,7 @@ def metadata(
             "ensemble mean of members (output log_tpot_correction; none when time_weight is 0)",
             "grouped_validation": "bench/results/regressor_latency_head.md: this design "
             "(members, width, penalties, served target, time weight) by family, GPU and engine",
+            "time_head_engines": time_head_engines(rows, model),
         },
         "interval": {
             "lower_quantile": interval.lower_quantile,
@@ -420,10 +422,19 @@ def metadata(
             "version": coefficients["version"],
             "sha256": sha256_file(COEFFICIENTS_PATH),
         },
-        "training_rows": row_count,
+        "training_rows": len(rows),
         "data_sources": data_sources(args.data),
         "validation": validation,
     }
+
+
+def time_head_engines(rows: list[TrainingRow], model: TrainedModel) -> list[str]:
+    """The engine profiles of the training rows: the only ones the service applies the time
+    head to, since on an engine held out of training it raised the TPOT error
+    (`bench/results/regressor_latency_head.md`, engine out). Empty without a time head."""
+    if model.gnn.config.time_outputs == 0:
+        return []
+    return sorted({ENGINE_OF_SOURCE[r.source] for r in rows})
 
 
 def data_sources(data_dir: Path) -> dict[str, Any]:
