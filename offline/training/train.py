@@ -287,9 +287,11 @@ def _seeded(config: TrainConfig, variant: Variant) -> TrainConfig:
 
 def command(args: argparse.Namespace) -> str:
     """The command line that makes the shipped files with `args`' design choices."""
-    text = "python -m offline.training.train --data ../shared/data --out models/"
-    text += " --no-ablations" * args.no_ablations
-    return text + f" --time-weight {args.time_weight:g}"
+    ablations = " --no-ablations" if args.no_ablations else ""
+    return (
+        "python -m offline.training.train --data ../shared/data --out models/"
+        f"{ablations} --time-weight {args.time_weight:g}"
+    )
 
 
 def report_header(rows: list[TrainingRow], config: TrainConfig, args: argparse.Namespace) -> str:

@@ -37,7 +37,12 @@ from service.errors import ServiceError
 from service.pricing.calibration import ActiveCalibration, Factors, PhysicalTerms, physical_terms
 from service.pricing.continuous_energy import with_static_corrections
 from service.pricing.document import Calibrated, Latency, quote_document
-from service.pricing.energy import roofline_energy, scaled_energy, scaled_latency
+from service.pricing.energy import (
+    learned_latency,
+    roofline_energy,
+    scaled_energy,
+    scaled_latency,
+)
 from service.pricing.evidence import Case, Evidence, case_evidence
 from service.pricing.priced import PricedRequest, model_version
 from service.pricing.refusals import invalid_request
@@ -207,6 +212,9 @@ class Estimator:
                 request.workload.batch_size,
                 estimates.warnings_of(j),
             )
+            if self.regressor is not None:  # its time head, where trained (before calibration)
+                engines = self.regressor.time_head_engines
+                latency = learned_latency(latency, energies[j], request, engines)
             breakdown = estimates.item(j) if verbose else None
             factors, refit = None, moved[j]
             if calibration is not None and refit is not None:

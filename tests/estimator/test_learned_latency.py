@@ -1,0 +1,159 @@
+"""The regressor's time head corrects the latency of a quote on an engine it was trained on
+(service/pricing/energy.py learned_latency), and only there: time per output token = the
+analytical one x exp(head output), decode time with it, total = prefill + decode, their bounds
+the evidence level's ratios around the corrected values; on sglang (never in its training rows,
+where a held-out engine showed the correction hurts) the latency is the analytical quote's. The
+energy is corrected on both, as without a time head. Expected numbers come from the analytical
+cost model and the ONNX session run here by hand on the request's features."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+
+from service.catalog import load_engine_coefficients, load_gpu_catalog, load_model_catalog
+from service.catalog.intervals import load_intervals
+from service.core.estimate import estimate_request
+from service.core.workload import Deployment, Parallelism, Precision, Workload
+from service.pricing.continuous_energy import static_reading
+from service.pricing.estimator import Estimator
+from service.pricing.regressor.encoding import TIME_OUTPUT_NAME, model_inputs
+from service.pricing.regressor.features import Features, request_features
+from service.pricing.regressor.runtime import DEFAULT_MODEL_PATH, EnergyRegressor
+from service.schemas.estimate_request import EstimateRequest
+
+pytestmark = pytest.mark.skipif(
+    not DEFAULT_MODEL_PATH.is_file(), reason="no learned regressor shipped in models/"
+)
+MODEL = "meta-llama/Llama-3.1-8B-Instruct"
+BODY: dict[str, Any] = {
+    "model": MODEL,
+    "hardware": {"gpu": "H100-SXM5-80GB", "count": 2},
+    "workload": {"batch_size": 8, "prompt_tokens": 512, "output_tokens": 256},
+}
+RTOL = 1e-9
+
+
+@pytest.fixture(scope="module")
+def regressor() -> EnergyRegressor:
+    loaded = EnergyRegressor.load()
+    assert loaded.time_head, "the shipped model has a time-per-output-token head"
+    return loaded
+
+
+@pytest.fixture(scope="module")
+def learned(regressor: EnergyRegressor) -> Estimator:
+    return Estimator.from_catalogues(regressor=regressor)
+
+
+def quote(estimator: Estimator, body: dict[str, Any]) -> dict[str, Any]:
+    priced = estimator.estimate(EstimateRequest.model_validate(body), verbose=True)
+    document: dict[str, Any] = json.loads(priced.document.text())
+    return document
+
+
+def head_output(regressor: EnergyRegressor, workload: Workload, engine: str) -> float:
+    """The time head's output for `workload` of BODY's model on 2 H100s (TP 2), `engine`'s
+    coefficients, from the ONNX session itself."""
+    arch = load_model_catalog().get(MODEL).require_architecture()
+    deployment = Deployment(
+        load_gpu_catalog().get("H100-SXM5-80GB").spec, Parallelism(tensor=2), Precision()
+    )
+    coefficients = load_engine_coefficients()[engine]
+    features = request_features(arch, workload, deployment, coefficients)
+    inputs = model_inputs(Features.of_requests([features]), regressor.normalisation)
+    (out,) = regressor.session.run([TIME_OUTPUT_NAME], inputs)
+    return float(np.asarray(out)[0, 0])
+
+
+def analytical_latency(workload: Workload, engine: str) -> tuple[float, float, float]:
+    """Prefill and decode time and time per output token [s] of the cost model alone."""
+    arch = load_model_catalog().get(MODEL).require_architecture()
+    deployment = Deployment(
+        load_gpu_catalog().get("H100-SXM5-80GB").spec, Parallelism(tensor=2), Precision()
+    )
+    estimate = estimate_request(arch, workload, deployment, load_engine_coefficients()[engine])
+    return estimate.prefill.time_s, estimate.decode.time_s, estimate.time_per_output_token_s
+
+
+def assert_corrected(latency: dict[str, Any], analytical: tuple[float, ...], log_f: float) -> None:
+    prefill_s, decode_s, tpot_s = analytical
+    factor = math.exp(log_f)
+    assert latency["prefill_s"] == pytest.approx(prefill_s, rel=RTOL)
+    assert latency["decode_s"] == pytest.approx(decode_s * factor, rel=RTOL)
+    assert latency["time_per_output_token_s"] == pytest.approx(tpot_s * factor, rel=RTOL)
+    assert latency["total_s"] == pytest.approx(prefill_s + decode_s * factor, rel=RTOL)
+
+
+def test_vllm_latency_is_corrected_by_the_time_head(
+    regressor: EnergyRegressor, learned: Estimator
+) -> None:
+    """Default engine (vllm-v1, ML.ENERGY v3's vLLM 0.11.1, in the training rows)."""
+    workload = Workload(8, 512, 256)
+    log_f = head_output(regressor, workload, "vllm-v1")
+    assert abs(log_f) > 1e-4  # the head moves this quote: the test can tell
+    document = quote(learned, BODY)
+    latency = document["latency"]
+    assert_corrected(latency, analytical_latency(workload, "vllm-v1"), log_f)
+    # Bounds: the family level's ratios (widened to bracket the value) around the new values.
+    tpot = load_intervals().interval("family", "tpot")
+    for name in ("time_per_output_token_s", "decode_s"):
+        low, high = min(tpot.lower_ratio, 1.0), max(tpot.upper_ratio, 1.0)
+        assert latency[f"{name}_low"] == pytest.approx(latency[name] * low, rel=RTOL)
+        assert latency[f"{name}_high"] == pytest.approx(latency[name] * high, rel=RTOL)
+    total = load_intervals().interval("family", "total")
+    low = latency["total_s"] * min(total.lower_ratio, 1.0)
+    assert latency["total_s_low"] == pytest.approx(low, rel=RTOL)
+    assert any("regressor's time head, trained on vllm-v1" in w for w in document["warnings"])
+
+
+def test_continuous_vllm_quote_takes_its_static_readings_factor(
+    regressor: EnergyRegressor, learned: Estimator
+) -> None:
+    """vLLM 0.5.4 (profile vllm-v0) joining 64 running sequences: the head's output on the
+    static reading (a batch of the 64, memory unchecked) moves the continuous quote's TPOT."""
+    running = Workload(1, 512, 256, 0, 64)
+    body = {**BODY, "serving": {"engine": "vllm", "engine_version": "0.5.4"}}
+    body["serving"]["concurrent_sequences"] = 64
+    body["workload"] = {"batch_size": 1, "prompt_tokens": 512, "output_tokens": 256}
+    log_f = head_output(regressor, static_reading(running), "vllm-v0")
+    latency = quote(learned, body)["latency"]
+    assert_corrected(latency, analytical_latency(running, "vllm-v0"), log_f)
+
+
+def test_sglang_latency_stays_analytical_and_energy_is_corrected(learned: Estimator) -> None:
+    body = {**BODY, "serving": {"engine": "sglang"}}
+    document = quote(learned, body)
+    plain = quote(Estimator.from_catalogues(regressor=None), body)
+    for name in ("prefill_s", "decode_s", "time_per_output_token_s", "total_s", "total_s_high"):
+        assert document["latency"][name] == plain["latency"][name]
+    assert document["energy"]["gpu_j"] != pytest.approx(plain["energy"]["gpu_j"], rel=1e-6)
+    assert any("not sglang" in w for w in document["warnings"])
+    assert not any("time head" in w for w in document["warnings"])
+
+
+@pytest.mark.parametrize("engine", ["vllm-v1", "sglang"])
+def test_breakdown_adds_up_with_the_time_correction(learned: Estimator, engine: str) -> None:
+    """Per phase the rows sum to the quoted time and energy; the decode correction row holds
+    the time head's move (quoted - analytical decode time), the host row the analytical host
+    time."""
+    body = {**BODY, "serving": {"engine": engine}}
+    document = quote(learned, body)
+    _, analytical_decode_s, _ = analytical_latency(Workload(8, 512, 256), engine)
+    rows = document["breakdown"]["kernels"]
+    for phase in ("prefill", "decode"):
+        mine = [r for r in rows if r["phase"] == phase]
+        assert sum(r["time_s"] for r in mine) == pytest.approx(
+            document["latency"][f"{phase}_s"], rel=1e-9
+        )
+        assert sum(r["gpu_j"] for r in mine) == pytest.approx(
+            document["energy"][f"{phase}_gpu_j"], rel=1e-9
+        )
+    (correction,) = [r for r in rows if r["phase"] == "decode" and r["kind"] == "correction"]
+    moved = document["latency"]["decode_s"] - analytical_decode_s
+    assert correction["time_s"] == pytest.approx(moved, rel=1e-6, abs=1e-12)
+    assert (correction["time_s"] == 0.0) == (engine == "sglang")
