@@ -15,23 +15,23 @@ from typing import Any
 import numpy as np
 import pytest
 
-from service.catalog import load_engine_coefficients, load_gpu_catalog, load_model_catalog
+from service.catalog import load_engine_coefficients
 from service.catalog.intervals import load_intervals
 from service.core.estimate import estimate_request
-from service.core.workload import Deployment, Parallelism, Precision, Workload
+from service.core.workload import Workload
 from service.pricing.continuous_energy import static_reading
 from service.pricing.estimator import Estimator
 from service.pricing.regressor.encoding import TIME_OUTPUT_NAME, model_inputs
 from service.pricing.regressor.features import Features, request_features
 from service.pricing.regressor.runtime import DEFAULT_MODEL_PATH, EnergyRegressor
+from service.pricing.resolve import ResolvedRequest
 from service.schemas.estimate_request import EstimateRequest
 
 pytestmark = pytest.mark.skipif(
     not DEFAULT_MODEL_PATH.is_file(), reason="no learned regressor shipped in models/"
 )
-MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 BODY: dict[str, Any] = {
-    "model": MODEL,
+    "model": "meta-llama/Llama-3.1-8B-Instruct",
     "hardware": {"gpu": "H100-SXM5-80GB", "count": 2},
     "workload": {"batch_size": 8, "prompt_tokens": 512, "output_tokens": 256},
 }
@@ -56,27 +56,27 @@ def quote(estimator: Estimator, body: dict[str, Any]) -> dict[str, Any]:
     return document
 
 
-def head_output(regressor: EnergyRegressor, workload: Workload, engine: str) -> float:
-    """The time head's output for `workload` of BODY's model on 2 H100s (TP 2), `engine`'s
-    coefficients, from the ONNX session itself."""
-    arch = load_model_catalog().get(MODEL).require_architecture()
-    deployment = Deployment(
-        load_gpu_catalog().get("H100-SXM5-80GB").spec, Parallelism(tensor=2), Precision()
-    )
-    coefficients = load_engine_coefficients()[engine]
-    features = request_features(arch, workload, deployment, coefficients)
+def resolved(estimator: Estimator, body: dict[str, Any]) -> ResolvedRequest:
+    """The request as the service resolves it (architecture, deployment, workload, engine)."""
+    return estimator.resolve(EstimateRequest.model_validate(body))
+
+
+def head_output(regressor: EnergyRegressor, request: ResolvedRequest, workload: Workload) -> float:
+    """The time head's output for `workload` in `request`'s deployment, priced with its
+    engine's coefficients, from the ONNX session itself."""
+    coefficients = load_engine_coefficients()[request.engine]
+    features = request_features(request.architecture, workload, request.deployment, coefficients)
     inputs = model_inputs(Features.of_requests([features]), regressor.normalisation)
     (out,) = regressor.session.run([TIME_OUTPUT_NAME], inputs)
     return float(np.asarray(out)[0, 0])
 
 
-def analytical_latency(workload: Workload, engine: str) -> tuple[float, float, float]:
+def analytical_latency(request: ResolvedRequest) -> tuple[float, float, float]:
     """Prefill and decode time and time per output token [s] of the cost model alone."""
-    arch = load_model_catalog().get(MODEL).require_architecture()
-    deployment = Deployment(
-        load_gpu_catalog().get("H100-SXM5-80GB").spec, Parallelism(tensor=2), Precision()
+    coefficients = load_engine_coefficients()[request.engine]
+    estimate = estimate_request(
+        request.architecture, request.workload, request.deployment, coefficients
     )
-    estimate = estimate_request(arch, workload, deployment, load_engine_coefficients()[engine])
     return estimate.prefill.time_s, estimate.decode.time_s, estimate.time_per_output_token_s
 
 
@@ -93,12 +93,13 @@ def test_vllm_latency_is_corrected_by_the_time_head(
     regressor: EnergyRegressor, learned: Estimator
 ) -> None:
     """Default engine (vllm-v1, ML.ENERGY v3's vLLM 0.11.1, in the training rows)."""
-    workload = Workload(8, 512, 256)
-    log_f = head_output(regressor, workload, "vllm-v1")
+    request = resolved(learned, BODY)
+    assert request.engine == "vllm-v1"
+    log_f = head_output(regressor, request, request.workload)
     assert abs(log_f) > 1e-4  # the head moves this quote: the test can tell
     document = quote(learned, BODY)
     latency = document["latency"]
-    assert_corrected(latency, analytical_latency(workload, "vllm-v1"), log_f)
+    assert_corrected(latency, analytical_latency(request), log_f)
     # Bounds: the family level's ratios (widened to bracket the value) around the new values.
     tpot = load_intervals().interval("family", "tpot")
     for name in ("time_per_output_token_s", "decode_s"):
@@ -116,13 +117,14 @@ def test_continuous_vllm_quote_takes_its_static_readings_factor(
 ) -> None:
     """vLLM 0.5.4 (profile vllm-v0) joining 64 running sequences: the head's output on the
     static reading (a batch of the 64, memory unchecked) moves the continuous quote's TPOT."""
-    running = Workload(1, 512, 256, 0, 64)
-    body = {**BODY, "serving": {"engine": "vllm", "engine_version": "0.5.4"}}
-    body["serving"]["concurrent_sequences"] = 64
-    body["workload"] = {"batch_size": 1, "prompt_tokens": 512, "output_tokens": 256}
-    log_f = head_output(regressor, static_reading(running), "vllm-v0")
+    serving = {"engine": "vllm", "engine_version": "0.5.4", "concurrent_sequences": 64}
+    workload = {"batch_size": 1, "prompt_tokens": 512, "output_tokens": 256}
+    body = {**BODY, "serving": serving, "workload": workload}
+    request = resolved(learned, body)
+    assert (request.engine, request.workload.concurrent_sequences) == ("vllm-v0", 64)
+    log_f = head_output(regressor, request, static_reading(request.workload))
     latency = quote(learned, body)["latency"]
-    assert_corrected(latency, analytical_latency(running, "vllm-v0"), log_f)
+    assert_corrected(latency, analytical_latency(request), log_f)
 
 
 def test_sglang_latency_stays_analytical_and_energy_is_corrected(learned: Estimator) -> None:
@@ -143,7 +145,7 @@ def test_breakdown_adds_up_with_the_time_correction(learned: Estimator, engine: 
     time."""
     body = {**BODY, "serving": {"engine": engine}}
     document = quote(learned, body)
-    _, analytical_decode_s, _ = analytical_latency(Workload(8, 512, 256), engine)
+    _, analytical_decode_s, _ = analytical_latency(resolved(learned, body))
     rows = document["breakdown"]["kernels"]
     for phase in ("prefill", "decode"):
         mine = [r for r in rows if r["phase"] == phase]
