@@ -55,7 +55,9 @@ def learned_latency(
     times the regressor's `energy.tpot_factor`, where the request's engine is one the time head
     was trained on (`engines`: its profile, priced with its own measured version); elsewhere
     unchanged (on an engine held out of training the correction raised the error). Either way
-    a note in `resolved.notes` says which, when the regressor has a time head."""
+    a note in `resolved.notes` says which, when the regressor has a time head. Not called
+    where a calibration's refit moves the times (fitted to the analytical ones, it replaces
+    this correction)."""
     if not engines or energy.tpot_factor == 1.0:  # no time head, or the roofline answered
         return latency
     trained = ", ".join(sorted(engines))

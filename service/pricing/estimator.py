@@ -212,15 +212,16 @@ class Estimator:
                 request.workload.batch_size,
                 estimates.warnings_of(j),
             )
-            if self.regressor is not None:  # its time head, where trained (before calibration)
-                engines = self.regressor.time_head_engines
-                latency = learned_latency(latency, energies[j], request, engines)
             breakdown = estimates.item(j) if verbose else None
             factors, refit = None, moved[j]
             if calibration is not None and refit is not None:
                 gpu, family = request.gpu.id, self.family_of(request)
                 factors = calibration.corrections.with_family(refit, gpu, family)
                 latency = scaled_latency(latency, factors)
+            elif self.regressor is not None:  # its time head, where trained; a refit's times
+                # were fitted to the analytical ones (T(0)), so they replace it, never stack
+                engines = self.regressor.time_head_engines
+                latency = learned_latency(latency, energies[j], request, engines)
             evidence = contexts[number].evidence_of(request, self)
             results[index] = self._priced(
                 request, latency, energies[j], breakdown, calibration, factors, priced_at, evidence
