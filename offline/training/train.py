@@ -118,10 +118,9 @@ analytical estimate) were added with roofline 2026.11.6. On roofline 2026.11.6 (
 starcoder's 1.0; on roofline 2026.11.7 gemma's and phi's folds take 0.03, the other five 0.3."""
 PENALTY = min(INNER_MAPE_BY_PENALTY, key=lambda p: sum(INNER_MAPE_BY_PENALTY[p].values()))
 """The final model's penalty: the best mean over the outer folds (0.3)."""
-DEFAULTS = TrainConfig(correction_penalty=PENALTY, served_target=True)
-SHIPPED_TIME_WEIGHT = 1.0
-"""The shipped model's time weight (energy-gnn 2026.11.27.1 on): its TPOT head is the design
-that `offline.training.grouped --time-weight 1` validated by family, GPU and engine."""
+DEFAULTS = TrainConfig(correction_penalty=PENALTY, served_target=True, time_weight=1.0)
+"""The shipped design. Time weight 1 (energy-gnn 2026.11.27.1 on): a TPOT head, the design that
+`offline.training.grouped --time-weight 1` validated by family, GPU and engine."""
 
 
 def fold_penalty(family: str) -> float:
@@ -160,7 +159,7 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--time-weight",
         type=float,
-        default=SHIPPED_TIME_WEIGHT,
+        default=DEFAULTS.time_weight,
         help="weight of the time-per-output-token head's loss (0: no time head)",
     )
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
