@@ -19,6 +19,13 @@ from service.catalog import load_engine_coefficients
 from service.catalog.intervals import load_intervals
 from service.core.estimate import estimate_request
 from service.core.workload import Workload
+from service.pricing.calibration import (
+    PARAMETERS,
+    ActiveCalibration,
+    Corrections,
+    GpuFit,
+    HeldOutError,
+)
 from service.pricing.continuous_energy import static_reading
 from service.pricing.estimator import Estimator
 from service.pricing.regressor.encoding import TIME_OUTPUT_NAME, model_inputs
@@ -159,3 +166,22 @@ def test_breakdown_adds_up_with_the_time_correction(learned: Estimator, engine: 
     moved = document["latency"]["decode_s"] - analytical_decode_s
     assert correction["time_s"] == pytest.approx(moved, rel=1e-6, abs=1e-12)
     assert (correction["time_s"] == 0.0) == (engine == "sglang")
+
+
+def test_a_calibration_refit_replaces_the_time_correction(learned: Estimator) -> None:
+    """A refit of the quote's GPU and engine (host time x2) was fitted to the analytical times:
+    the calibrated latency is the analytical quote's calibrated one, the head's not stacked."""
+    theta = tuple(math.log(2.0) if p == "host_time" else 0.0 for p in PARAMETERS)
+    fit = GpuFit("H100-SXM5-80GB", "vllm-v1", 20, 20, theta, HeldOutError(), True, "")
+    pooled = Corrections.none(10.0).global_correction
+    corrections = Corrections(10.0, pooled, {}, {("H100-SXM5-80GB", "vllm-v1"): fit})
+    request = EstimateRequest.model_validate(BODY)
+    plain = Estimator.from_catalogues(regressor=None)
+    latencies = [
+        e.estimate(
+            request, calibration=ActiveCalibration("c_1", e.model_version, corrections)
+        ).response.latency
+        for e in (learned, plain)
+    ]
+    assert latencies[0] == latencies[1]
+    assert latencies[0].total_s > plain.estimate(request).response.latency.total_s
