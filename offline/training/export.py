@@ -13,7 +13,12 @@ import torch
 
 from offline.training.dataset import TrainingRow
 from offline.training.fit import TrainedModel, variant_features
-from service.pricing.regressor.encoding import INPUT_NAMES, OUTPUT_NAMES, request_inputs
+from service.pricing.regressor.encoding import (
+    INPUT_NAMES,
+    TIME_OUTPUT_NAME,
+    output_names,
+    request_inputs,
+)
 
 OPSET = 17
 MAX_ABS_DIFFERENCE = 1e-5
@@ -26,7 +31,13 @@ _DYNAMIC_AXES = {
     "log_analytical_j": {0: "batch"},
     "log_gpu_j": {0: "batch"},
     "log_phase_gpu_j": {0: "batch"},
+    TIME_OUTPUT_NAME: {0: "batch"},
 }
+
+
+def exported_outputs(model: TrainedModel) -> tuple[str, ...]:
+    """The ONNX outputs of `model`: the energy ones, then the time head's if it has one."""
+    return output_names(model.gnn.config.time_outputs > 0)
 
 
 def onnx_bytes(model: TrainedModel, example_rows: Sequence[TrainingRow]) -> bytes:
@@ -35,6 +46,7 @@ def onnx_bytes(model: TrainedModel, example_rows: Sequence[TrainingRow]) -> byte
         raise ValueError("only variants that see every feature of the encoder are served")
     inputs = request_inputs(variant_features(example_rows, model.variant), model.normalisation)
     args = tuple(torch.from_numpy(inputs[name]) for name in INPUT_NAMES)
+    names = {*INPUT_NAMES, *exported_outputs(model)}
     with tempfile.TemporaryDirectory() as scratch, warnings.catch_warnings():
         path = Path(scratch) / "energy_gnn.onnx"
         warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation notice
@@ -45,8 +57,8 @@ def onnx_bytes(model: TrainedModel, example_rows: Sequence[TrainingRow]) -> byte
             dynamo=False,
             opset_version=OPSET,
             input_names=list(INPUT_NAMES),
-            output_names=list(OUTPUT_NAMES),
-            dynamic_axes=_DYNAMIC_AXES,
+            output_names=list(exported_outputs(model)),
+            dynamic_axes={k: v for k, v in _DYNAMIC_AXES.items() if k in names},
             do_constant_folding=True,
         )
         return path.read_bytes()
@@ -55,13 +67,14 @@ def onnx_bytes(model: TrainedModel, example_rows: Sequence[TrainingRow]) -> byte
 def max_abs_difference(
     model: TrainedModel, onnx_model: bytes, rows: Sequence[TrainingRow]
 ) -> float:
-    """Largest |onnxruntime - torch| over both outputs for `rows` (one batch, padded)."""
+    """Largest |onnxruntime - torch| over every output (energy and, with a time head, the
+    time correction) for `rows` (one batch, padded)."""
     inputs = request_inputs(variant_features(rows, model.variant), model.normalisation)
     options = ort.SessionOptions()
     options.intra_op_num_threads = 1
     options.inter_op_num_threads = 1
     session = ort.InferenceSession(onnx_model, options, providers=["CPUExecutionProvider"])
-    onnx_out = session.run(list(OUTPUT_NAMES), inputs)
+    onnx_out = session.run(list(exported_outputs(model)), inputs)
     with torch.no_grad():
         torch_out = model.serving()(*(torch.from_numpy(inputs[n]) for n in INPUT_NAMES))
     return max(

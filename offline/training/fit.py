@@ -259,7 +259,7 @@ def predict_log_j(model: TrainedModel, rows: Sequence[TrainingRow]) -> FloatArra
     """The ensemble's log request energy [log J] for `rows`."""
     x = tensors(rows, model.normalisation, model.variant)
     with torch.no_grad():
-        log_j, _ = model.serving()(**x)
+        log_j = model.serving()(**x)[0]
     return np.asarray(log_j.numpy(), dtype=np.float64)
 
 

@@ -139,7 +139,9 @@ def log_request_j(log_phase_j: Tensor) -> Tensor:
 
 
 class ServingModel(nn.Module):
-    """The ensemble's mean log phase energy and the request's log energy (what ONNX exports)."""
+    """The ensemble's mean log phase energy and the request's log energy (what ONNX exports),
+    then, with a time head, the members' mean log-correction of the time per output token
+    [B, 1]."""
 
     def __init__(self, gnn: EnergyGNN) -> None:
         super().__init__()
@@ -152,11 +154,14 @@ class ServingModel(nn.Module):
         readout_weight: Tensor,
         global_x: Tensor,
         log_analytical_j: Tensor,
-    ) -> tuple[Tensor, Tensor]:
+    ) -> tuple[Tensor, ...]:
         out = self.gnn.corrections(node_x, adjacency, readout_weight, global_x)
-        correction = out.mean(dim=(1, 2))[:, : self.gnn.config.outputs]  # members' mean [B, O]
+        mean = out.mean(dim=(1, 2))  # members' mean [B, O + T]
+        correction = mean[:, : self.gnn.config.outputs]
         if self.gnn.config.direct:
             log_phase = correction + self.gnn.config.direct_offset
         else:
             log_phase = log_analytical_j + correction
-        return log_request_j(log_phase), log_phase
+        if self.gnn.config.time_outputs == 0:
+            return log_request_j(log_phase), log_phase
+        return log_request_j(log_phase), log_phase, mean[:, self.gnn.config.outputs :]

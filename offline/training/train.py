@@ -1,8 +1,10 @@
 """Train the GraphSAGE energy regressor on ML.ENERGY, validate it by leaving whole model families
 out (with baselines and ablations), and export it to ONNX with its metadata and report.
 
-    python -m offline.training.train --data ../shared/data --out models/
+    python -m offline.training.train --data ../shared/data --out models/ --time-weight 1
 
+With --time-weight > 0 the network also has a time-per-output-token head (a log-correction of
+the served analytical TPOT, its Huber loss times the weight), exported as a third output.
 Writes models/energy_gnn.onnx, models/energy_gnn.json (version, feature spec and its sha256,
 normalisation, interval, data sources with sha256, validation metrics),
 models/energy_gnn_validation.md + .png and models/energy_gnn_training.log.
@@ -25,6 +27,7 @@ import torch
 
 from offline.fitting.datasets import DEFAULT_DATA_DIR, data_source_digests, load_azure_trace
 from offline.fitting.datasets_common import sha256_file
+from offline.fitting.request_inputs import ENGINE_OF_SOURCE
 from offline.training.dataset import TrainingRow, load_training_rows, log_measured
 from offline.training.export import MAX_ABS_DIFFERENCE, OPSET, max_abs_difference, onnx_bytes
 from offline.training.fit import TrainConfig, TrainedModel, Variant, train_ensemble
@@ -43,13 +46,13 @@ from offline.training.validation import (
 from service.catalog import load_model_catalog
 from service.catalog.engines import COEFFICIENTS_PATH
 from service.core.memory import active_parameter_count
-from service.pricing.regressor.encoding import INPUT_NAMES, OUTPUT_NAMES
+from service.pricing.regressor.encoding import INPUT_NAMES, output_names
 from service.pricing.regressor.feature_spec import feature_spec, feature_spec_sha256
 from service.pricing.regressor.runtime import sha256_bytes
 
 logger = logging.getLogger("offline.training")
 
-VERSION = "energy-gnn 2026.11.26.2"
+VERSION = "energy-gnn 2026.11.27.1"
 CHOSEN = Variant("GNN", phase_split=True, roofline=True, direct=False, message_passing=True)
 SEED_VARIANTS = {"GNN, other seed": 1, "GNN, third seed": 2}
 """Seed offsets of the seed-noise rows: the chosen design re-drawn (initialisation, bootstraps,
@@ -115,7 +118,9 @@ analytical estimate) were added with roofline 2026.11.6. On roofline 2026.11.6 (
 starcoder's 1.0; on roofline 2026.11.7 gemma's and phi's folds take 0.03, the other five 0.3."""
 PENALTY = min(INNER_MAPE_BY_PENALTY, key=lambda p: sum(INNER_MAPE_BY_PENALTY[p].values()))
 """The final model's penalty: the best mean over the outer folds (0.3)."""
-DEFAULTS = TrainConfig(correction_penalty=PENALTY, served_target=True)
+DEFAULTS = TrainConfig(correction_penalty=PENALTY, served_target=True, time_weight=1.0)
+"""The shipped design. Time weight 1 (energy-gnn 2026.11.27.1 on): a TPOT head, the design that
+`offline.training.grouped --time-weight 1` validated by family, GPU and engine."""
 
 
 def fold_penalty(family: str) -> float:
@@ -151,6 +156,12 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--epochs", type=int, default=DEFAULTS.epochs)
     parser.add_argument("--members", type=int, default=DEFAULTS.members)
     parser.add_argument("--hidden", type=int, default=DEFAULTS.hidden)
+    parser.add_argument(
+        "--time-weight",
+        type=float,
+        default=DEFAULTS.time_weight,
+        help="weight of the time-per-output-token head's loss (0: no time head)",
+    )
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     return parser.parse_args(argv)
@@ -167,6 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         members=args.members,
         epochs=args.epochs,
         progress=not args.quiet,
+        time_weight=args.time_weight,
     )
     rows, skipped = load_training_rows(args.data, args.limit)
     logger.info("%d ML.ENERGY rows, %d left out", len(rows), len(skipped))
@@ -185,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"ONNX differs from torch by {difference:.2e} > {MAX_ABS_DIFFERENCE}")
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "energy_gnn.onnx").write_bytes(model_bytes)
-    document = metadata(args, model, model_bytes, config, interval, validation, len(rows))
+    document = metadata(args, model, model_bytes, config, interval, validation, rows)
     document["onnx_check"] = {"max_abs_difference": difference, "rows": len(rows)}
     (args.out / "energy_gnn.json").write_text(json.dumps(document, indent=1) + "\n", "utf-8")
     write_log(args.out / "energy_gnn_training.log", model, started)
@@ -244,7 +256,7 @@ def cross_validation(
         regressor=Method(CHOSEN.name, "GraphSAGE, log-correction per phase", regressor),
         ablations=ablations,
         interval=interval,
-        header=report_header(rows, config),
+        header=report_header(rows, config, args),
         notes=report_notes(args.fold_coefficients),
     )
     write_report(args.out / "energy_gnn_validation.md", inputs)
@@ -272,16 +284,27 @@ def _seeded(config: TrainConfig, variant: Variant) -> TrainConfig:
     return replace(config, seed=config.seed + SEED_VARIANTS.get(variant.name, 0))
 
 
-def report_header(rows: list[TrainingRow], config: TrainConfig) -> str:
+def command(args: argparse.Namespace) -> str:
+    """The command line that makes the shipped files with `args`' design choices."""
+    ablations = " --no-ablations" if args.no_ablations else ""
+    return (
+        "python -m offline.training.train --data ../shared/data --out models/"
+        f"{ablations} --time-weight {args.time_weight:g}"
+    )
+
+
+def report_header(rows: list[TrainingRow], config: TrainConfig, args: argparse.Namespace) -> str:
     families = sorted({r.family for r in rows})
     return (
-        f"Made by `python -m offline.training.train --data ../shared/data --out models/` "
+        f"Made by `{command(args)}` "
         f"({VERSION}, {datetime.now(UTC).isoformat(timespec='seconds')}). Every number is a "
         f"prediction for a row whose whole model family was left out of training "
         f"({len(families)} folds: {', '.join(families)}; {len(rows)} ML.ENERGY rows, energy per "
         f"request x batch = the request's GPU energy). Ensembles of {config.members} members, "
         f"hidden width {config.hidden}, early stopping on whole held-out models of the "
-        "training folds. Data: ML.ENERGY leaderboard v2 and v3 (Apache-2.0); focused-sampling "
+        f"training folds; time weight {config.time_weight:g} (a time-per-output-token head, "
+        "validated by family, GPU and engine in `bench/results/regressor_latency_head.md`). "
+        "Data: ML.ENERGY leaderboard v2 and v3 (Apache-2.0); focused-sampling "
         "priors from the model catalogue and the Azure LLM inference trace 2023 (CC-BY-4.0)."
     )
 
@@ -361,18 +384,18 @@ def metadata(
     config: TrainConfig,
     interval: Interval,
     validation: dict[str, Any] | None,
-    row_count: int,
+    rows: list[TrainingRow],
 ) -> dict[str, Any]:
     coefficients = json.loads(COEFFICIENTS_PATH.read_text(encoding="utf-8"))
     return {
         "model": "energy_gnn",
         "version": VERSION,
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "command": "python -m offline.training.train --data ../shared/data --out models/",
+        "command": command(args),
         "onnx_sha256": sha256_bytes(model_bytes),
         "onnx_opset": OPSET,
         "inputs": list(INPUT_NAMES),
-        "outputs": list(OUTPUT_NAMES),
+        "outputs": list(output_names(model.gnn.config.time_outputs > 0)),
         "feature_spec": feature_spec(),
         "feature_spec_sha256": feature_spec_sha256(),
         "normalisation": model.normalisation.as_dict(),
@@ -382,6 +405,11 @@ def metadata(
             "best_epochs": model.best_epochs,
             "target": "log GPU energy of the request [log J] = log-sum-exp over phases of "
             "(log analytical phase energy + learned correction); ensemble mean of members",
+            "time_target": "log(measured / served analytical time per output token), "
+            "ensemble mean of members (output log_tpot_correction; none when time_weight is 0)",
+            "grouped_validation": "bench/results/regressor_latency_head.md: this design "
+            "(members, width, penalties, served target, time weight) by family, GPU and engine",
+            "time_head_engines": time_head_engines(rows, model),
         },
         "interval": {
             "lower_quantile": interval.lower_quantile,
@@ -395,10 +423,19 @@ def metadata(
             "version": coefficients["version"],
             "sha256": sha256_file(COEFFICIENTS_PATH),
         },
-        "training_rows": row_count,
+        "training_rows": len(rows),
         "data_sources": data_sources(args.data),
         "validation": validation,
     }
+
+
+def time_head_engines(rows: list[TrainingRow], model: TrainedModel) -> list[str]:
+    """The engine profiles of the training rows: the only ones the service applies the time
+    head to, since on an engine held out of training it raised the TPOT error
+    (`bench/results/regressor_latency_head.md`, engine out). Empty without a time head."""
+    if model.gnn.config.time_outputs == 0:
+        return []
+    return sorted({ENGINE_OF_SOURCE[r.source] for r in rows})
 
 
 def data_sources(data_dir: Path) -> dict[str, Any]:

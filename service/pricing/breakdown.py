@@ -4,9 +4,9 @@ Per phase, the kernels' times and energies cover the GPU work the roofline price
 adds the engine's host-side time (scheduling, input preparation, the continuous batch's wait
 and prefill waves) and the energy the GPUs draw meanwhile (service.core.host_overhead), in
 disaggregated serving the KV hand-off between its workers (`kind` "kv_transfer", `bound`
-"network", its link in the kernel name, service.core.kv_transfer), and,
-when the learned regressor or a calibration answers, their correction of the phase energy.
-Each becomes one row (`kind` "host_overhead" or "correction", `bound` "host" or "learned"),
+"network", its link in the kernel name, service.core.kv_transfer), and, when the learned
+regressor or a calibration answers, their correction of the phase energy and time. Each becomes
+one row (`kind` "host_overhead" or "correction", `bound` "host" or "learned"),
 so that per phase the rows' `time_s` sum to the quoted phase time and their `gpu_j` to the
 quoted phase energy.
 """
@@ -51,9 +51,9 @@ def beyond_kernel_rows(
     quoted_s: tuple[float, float],
     quoted_j: tuple[float, float],
 ) -> list[KernelRowOut]:
-    """Per phase (prefill, decode): the host-overhead row (quoted phase time [s] and the
-    analytical phase energy [J] less the kernels'), then, where the quoted phase energy
-    `quoted_j` differs from the analytical one, the correction row."""
+    """Per phase (prefill, decode): the host-overhead row (the analytical phase time [s] and
+    energy [J] less the kernels'), then, where the quoted phase time `quoted_s` or energy
+    `quoted_j` differs from the analytical one, the correction row (quoted - analytical)."""
     rows = []
     for phase, time_s, gpu_j in zip(
         (estimate.prefill, estimate.decode), quoted_s, quoted_j, strict=True
@@ -76,10 +76,11 @@ def beyond_kernel_rows(
                 "host_overhead",
                 "host",
                 phase.steps,
-                time_s - kernel_s,
+                phase.time_s - kernel_s,
                 phase.gpu_j - kernel_j,
             )
         )
-        if gpu_j != phase.gpu_j:
-            rows.append(_row(phase, "correction", "learned", 0, 0.0, gpu_j - phase.gpu_j))
+        if gpu_j != phase.gpu_j or time_s != phase.time_s:
+            moved_s, moved_j = time_s - phase.time_s, gpu_j - phase.gpu_j
+            rows.append(_row(phase, "correction", "learned", 0, moved_s, moved_j))
     return rows

@@ -6,7 +6,9 @@ learned is a correction of the analytical energy of a replica in that state: a c
 is corrected by the factor the regressor gives the same replica read the old way (a static
 batch of the C running sequences, same prompt, cache hits and output, memory unchecked as in
 training), applied to the continuous estimate's own analytical energy, interval included. The
-phase split is the continuous estimate's own.
+phase split is the continuous estimate's own. The time head's factor is the static reading's
+too: it was trained as the static reading's correction of the continuous (served) time per
+output token.
 """
 
 from __future__ import annotations
@@ -74,4 +76,5 @@ def corrected_energy(
         decode_gpu_j=decode_gpu_j * factor,
         lower_quantile=static_prediction.lower_quantile,
         upper_quantile=static_prediction.upper_quantile,
+        tpot_factor=static_prediction.tpot_factor,
     )

@@ -38,7 +38,12 @@ from service.pricing.calibration import ActiveCalibration, Factors, PhysicalTerm
 from service.pricing.continuous_energy import with_static_corrections
 from service.pricing.disaggregated import split_energies, split_latency, with_split_serving
 from service.pricing.document import Calibrated, Latency, quote_document
-from service.pricing.energy import roofline_energy, scaled_energy, scaled_latency
+from service.pricing.energy import (
+    learned_latency,
+    roofline_energy,
+    scaled_energy,
+    scaled_latency,
+)
 from service.pricing.evidence import Case, Evidence, case_evidence
 from service.pricing.priced import PricedRequest, model_version
 from service.pricing.refusals import invalid_request
@@ -223,6 +228,10 @@ class Estimator:
                 gpu, family = request.gpu.id, self.family_of(request)
                 factors = calibration.corrections.with_family(refit, gpu, family)
                 latency = scaled_latency(latency, factors)
+            elif self.regressor is not None:  # its time head, where trained; a refit's times
+                # were fitted to the analytical ones (T(0)), so they replace it, never stack
+                engines = self.regressor.time_head_engines
+                latency = learned_latency(latency, energies[j], request, engines)
             evidence = contexts[number].evidence_of(request, self)
             results[index] = self._priced(
                 request, latency, energies[j], breakdown, calibration, factors, priced_at, evidence

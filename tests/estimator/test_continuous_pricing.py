@@ -73,7 +73,8 @@ def test_static_and_continuous_requests_priced_together_answer_as_alone(
         assert isinstance(result, PricedRequest)
         alone = learned.estimate(body).response
         assert math.isclose(result.response.energy.gpu_j, alone.energy.gpu_j, rel_tol=1e-5)
-        assert math.isclose(result.response.latency.total_s, alone.latency.total_s, rel_tol=1e-9)
+        # the time head's factor, like the energy, to the float32 rounding of its inputs
+        assert math.isclose(result.response.latency.total_s, alone.latency.total_s, rel_tol=1e-5)
 
 
 def test_the_measured_511_sequence_row_is_quoted(learned: Estimator) -> None:

@@ -13,7 +13,7 @@ from regressor_support import METADATA_PATH, MODEL_PATH, measurements, request_i
 from service.catalog import load_engine_coefficients, load_gpu_catalog, load_model_catalog
 from service.core.estimate import estimate_contexts, pricing_context
 from service.core.workload import Deployment, Parallelism, Precision, Workload
-from service.pricing.regressor.encoding import INPUT_NAMES, OUTPUT_NAMES
+from service.pricing.regressor.encoding import INPUT_NAMES, OUTPUT_NAMES, TIME_OUTPUT_NAME
 from service.pricing.regressor.feature_spec import feature_spec, feature_spec_sha256
 from service.pricing.regressor.features import (
     Features,
@@ -56,9 +56,20 @@ def test_committed_metadata_matches_this_codes_feature_spec() -> None:
     assert metadata["feature_spec_sha256"] == feature_spec_sha256()
     assert metadata["feature_spec"] == feature_spec()
     assert metadata["inputs"] == list(INPUT_NAMES)
-    assert metadata["outputs"] == list(OUTPUT_NAMES)
+    assert metadata["outputs"] == [*OUTPUT_NAMES, TIME_OUTPUT_NAME]  # a TPOT head
+    # applied only on the engines of its training rows: ML.ENERGY v2 and v3's vLLM
+    assert metadata["design"]["time_head_engines"] == ["vllm-v0", "vllm-v1"]
     for key in ("version", "normalisation", "interval", "data_sources", "validation"):
         assert metadata[key]
+
+
+def test_outputs_other_than_the_codes_are_refused(tmp_path: Path) -> None:
+    metadata = json.loads(METADATA_PATH.read_text(encoding="utf-8"))
+    metadata["outputs"] = [*OUTPUT_NAMES, "log_ttft_correction"]
+    tampered = tmp_path / "energy_gnn.json"
+    tampered.write_text(json.dumps(metadata), encoding="utf-8")
+    with pytest.raises(RegressorLoadError, match="outputs"):
+        EnergyRegressor.load(MODEL_PATH, tampered)
 
 
 def test_a_tampered_feature_spec_hash_is_refused(tmp_path: Path) -> None:
@@ -170,6 +181,8 @@ def test_a_batch_larger_than_one_inference_slice_answers_as_single_requests(
     for b, s in zip(batched, singles, strict=True):
         assert b.gpu_j == pytest.approx(s.gpu_j, rel=1e-5)
         assert b.prefill_gpu_j == pytest.approx(s.prefill_gpu_j, rel=1e-5)
+        assert b.tpot_factor == pytest.approx(s.tpot_factor, rel=1e-5)  # the time head's too
+    assert regressor.time_head and len({round(b.tpot_factor, 6) for b in batched}) > 1
 
 
 def test_the_session_keeps_no_memory_pattern_per_input_shape(

@@ -17,6 +17,16 @@ Float32Array = npt.NDArray[np.float32]
 
 INPUT_NAMES = ("node_x", "adjacency", "readout_weight", "global_x", "log_analytical_j")
 OUTPUT_NAMES = ("log_gpu_j", "log_phase_gpu_j")
+TIME_OUTPUT_NAME = "log_tpot_correction"
+"""The time head's output [B, 1]: log(measured / analytical served time per output token),
+the ensemble's mean; exported only by models trained with a time head (train --time-weight)."""
+
+
+def output_names(time_head: bool) -> tuple[str, ...]:
+    """The exported model's outputs: the energy ones, then the time head's when it has one."""
+    return (*OUTPUT_NAMES, TIME_OUTPUT_NAME) if time_head else OUTPUT_NAMES
+
+
 MIN_STD = 1e-6
 
 

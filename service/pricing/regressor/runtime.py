@@ -1,5 +1,9 @@
 """Serving the learned energy regressor with onnxruntime (no torch).
 
+A model trained with a time head (`train --time-weight`) also gives a log-correction of the
+served analytical time per output token; the metadata names the engine profiles it was trained
+on (`design.time_head_engines`), the only ones the estimator applies it to.
+
 Load once per process with explicit thread counts; the loader refuses a model whose feature
 specification differs from this code's (its features would be misread) and a model file whose
 bytes are not the ones its metadata describes.
@@ -16,7 +20,13 @@ from typing import Any
 import numpy as np
 import onnxruntime as ort
 
-from service.pricing.regressor.encoding import OUTPUT_NAMES, Normalisation, model_inputs
+from service.pricing.regressor.encoding import (
+    OUTPUT_NAMES,
+    TIME_OUTPUT_NAME,
+    Normalisation,
+    model_inputs,
+    output_names,
+)
 from service.pricing.regressor.feature_spec import feature_spec_sha256
 from service.pricing.regressor.features import Features
 
@@ -29,7 +39,6 @@ DEFAULT_METADATA_PATH = MODELS_DIR / "energy_gnn.json"
 # through memory; slices this size keep them in a core's L2 cache, where one call per slice
 # costs little (docs/history: the batch benchmark measured the gain).
 INFERENCE_SLICE = 64
-_OUTPUTS = list(OUTPUT_NAMES)
 
 
 class RegressorLoadError(RuntimeError):
@@ -42,6 +51,8 @@ class EnergyPrediction:
 
     `gpu_j_low`/`gpu_j_high` are `gpu_j` times the `lower_quantile`/`upper_quantile` of
     measured/predicted on model families held out of training; prefill + decode = gpu_j.
+    `tpot_factor` is exp of the time head's output, the learned factor on the served analytical
+    time per output token (1.0 from a model without a time head, and from the roofline).
     """
 
     gpu_j: float
@@ -51,6 +62,7 @@ class EnergyPrediction:
     decode_gpu_j: float
     lower_quantile: float
     upper_quantile: float
+    tpot_factor: float = 1.0
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -75,10 +87,16 @@ class EnergyRegressor:
         self.lower_quantile = float(interval["lower_quantile"])
         self.upper_quantile = float(interval["upper_quantile"])
         self.coefficients_version: str = metadata["coefficients"]["version"]
+        self.time_head = TIME_OUTPUT_NAME in metadata["outputs"]
+        self._outputs = list(output_names(self.time_head))
+        engines = metadata.get("design", {}).get("time_head_engines", ())
+        self.time_head_engines: frozenset[str] = frozenset(engines if self.time_head else ())
+        """Engine profiles the time head was trained on: its correction applies to these."""
 
     @property
     def session(self) -> ort.InferenceSession:
-        """The onnxruntime session (inputs: encoding.INPUT_NAMES, outputs: OUTPUT_NAMES)."""
+        """The onnxruntime session (inputs: encoding.INPUT_NAMES, outputs: OUTPUT_NAMES, then
+        TIME_OUTPUT_NAME with a time head)."""
         return self._session
 
     @classmethod
@@ -101,6 +119,11 @@ class EnergyRegressor:
         if feature_spec_sha256(metadata.get("feature_spec")) != expected:
             raise RegressorLoadError(
                 f"{metadata_path}: stored feature spec does not hash to its sha256"
+            )
+        if metadata.get("outputs") not in (list(output_names(False)), list(output_names(True))):
+            raise RegressorLoadError(
+                f"{metadata_path}: outputs {metadata.get('outputs')!r} are not "
+                f"{list(OUTPUT_NAMES)!r} (and {TIME_OUTPUT_NAME!r} with a time head)"
             )
         model_bytes = Path(model_path).read_bytes()
         if sha256_bytes(model_bytes) != metadata.get("onnx_sha256"):
@@ -127,25 +150,27 @@ class EnergyRegressor:
         inputs = model_inputs(features, self.normalisation)
         total = inputs["log_analytical_j"].shape[0]
         if total <= INFERENCE_SLICE:  # one call, as most requests need
-            log_gpu_j, log_phase = self._run(_OUTPUTS, inputs, None)
+            outputs = self._run(self._outputs, inputs, None)
         else:
-            outputs = [
-                self._run(_OUTPUTS, _rows(inputs, at, at + INFERENCE_SLICE), None)
+            slices = [
+                self._run(self._outputs, _rows(inputs, at, at + INFERENCE_SLICE), None)
                 for at in range(0, total, INFERENCE_SLICE)
             ]
-            log_gpu_j = np.concatenate([out[0] for out in outputs])
-            log_phase = np.concatenate([out[1] for out in outputs])
-        log_gpu_j = np.asarray(log_gpu_j, dtype=np.float64)
-        log_phase = np.asarray(log_phase, dtype=np.float64)
-        return self._predictions(log_gpu_j, log_phase)
+            outputs = [np.concatenate(out) for out in zip(*slices, strict=True)]
+        log_gpu_j, log_phase = (np.asarray(out, dtype=np.float64) for out in outputs[:2])
+        tpot = None if not self.time_head else np.asarray(outputs[2], dtype=np.float64)
+        return self._predictions(log_gpu_j, log_phase, tpot)
 
-    def _predictions(self, log_gpu_j: np.ndarray, log_phase: np.ndarray) -> list[EnergyPrediction]:
+    def _predictions(
+        self, log_gpu_j: np.ndarray, log_phase: np.ndarray, log_tpot: np.ndarray | None
+    ) -> list[EnergyPrediction]:
         """EnergyPredictions from the model's outputs. Plain float arithmetic: a handful of
         numpy calls on arrays of one row cost more than the numbers themselves (the single
         estimate's case), and a batch's thousand rows take well under a millisecond this way."""
         totals = np.exp(log_gpu_j.reshape(-1)).tolist()
         split = log_phase.ndim == 2 and log_phase.shape[1] >= 2
         phases = np.exp(log_phase[:, :2]).tolist() if split else None
+        tpot_factors = [1.0] * len(totals) if log_tpot is None else np.exp(log_tpot[:, 0]).tolist()
         low, high = self.low_ratio, self.high_ratio
         predictions = []
         for i, total in enumerate(totals):
@@ -164,6 +189,7 @@ class EnergyRegressor:
                     decode,
                     self.lower_quantile,
                     self.upper_quantile,
+                    tpot_factors[i],
                 )
             )
         return predictions
