@@ -48,6 +48,10 @@ def schemathesis_config(wfc_path: Path) -> dict[str, Any]:
     return {
         "seed": 20261122,
         "cache": {"enabled": False},  # no .schemathesis/ state carried from run to run
+        # A model id's path pattern makes Hypothesis discard most strings it draws; its check on
+        # how many it discards judges the generator, not the API, and tripped once in CI on a
+        # loaded machine (DELETE /v1/models/{model_id}) where the same seed passes otherwise.
+        "suppress-health-check": ["filter_too_much"],
         "auth": {"wfc": {"path": str(wfc_path), "peers": list(TENANTS)}},
         "generation": {"mode": "all", "max-examples": 10, "deterministic": True},
         "phases": {"stateful": {"max-steps": 40}},
