@@ -14,7 +14,9 @@ is computing other requests' prompts meanwhile.
 
 from __future__ import annotations
 
-from service.core.steady_state import RHO_MAX
+import numpy as np
+
+from service.core.steady_state import RHO_MAX, md1_wait_services
 
 
 def prefill_load(
@@ -31,4 +33,4 @@ def prefill_load(
 
 def prefill_wait_s(rho: float, pass_s: float) -> float:
     """Mean wait [s] of a prompt for a prefill worker at load `rho` with passes of `pass_s`."""
-    return rho / (2.0 * (1.0 - rho)) * pass_s
+    return float(md1_wait_services(np.asarray(rho))) * pass_s

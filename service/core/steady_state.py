@@ -61,6 +61,13 @@ RHO_MAX = 0.9
 keep up with the arrivals and the queue grows until fewer sequences run than asked."""
 
 
+def md1_wait_services(load: FloatArray) -> FloatArray:
+    """Mean wait before service of a deterministic single server with Poisson arrivals (M/D/1)
+    at `load` rho < 1, in service times: rho / (2 (1 - rho))."""
+    wait: FloatArray = load / (2.0 * (1.0 - load))
+    return wait
+
+
 @dataclass(frozen=True, slots=True)
 class PassMix:
     """Per phase (0 prefill, 1 decode) and workload, [2, N] unless said:
@@ -146,7 +153,7 @@ def pass_mix(
     steps[0] = np.where(continuous, chunks, 1.0)
     steps[1] = decode_steps
     load = np.minimum(arriving / replicas * new / left, RHO_MAX)
-    queued = load / (2.0 * (1.0 - load)) * new / left
+    queued = md1_wait_services(load) * new / left
     wave = running / replicas * new
     ahead = np.maximum(np.minimum(wave, (wave + budget) / 2.0) - batch * new, 0.0)
     per_pass = advancing / replicas + carried * new  # tokens of one of its prefill passes
