@@ -9,40 +9,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import orjson
-
 from service.errors import Conflict
 
 # json.dumps with these options would build this encoder anew for every fingerprint.
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)
 
-# Where orjson's compact, key-sorted text can differ from the json module's (which fingerprints
-# stored before were taken with): escaped or non-ASCII characters (the json module writes
-# \uXXXX), and floats below 1e-4 (json writes `1e-05`, orjson `0.00001` or `1e-5`).
-_MAY_DIFFER = (b"\\", b"e-", b"0.0000")
 
-
-def fingerprint(payload: Any, *, finite: bool = False) -> str:
-    """SHA-256 of `payload` as canonical JSON (sorted keys, no spaces), as the json module
-    writes it.
-
-    `finite`: the caller knows every float in `payload` is finite (its model refuses NaN and
-    Infinity, which orjson writes as null). The text is then written by orjson, several times
-    faster, and kept when it cannot differ from the json module's (see _MAY_DIFFER)."""
-    if finite:
-        try:
-            text = orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)
-        except TypeError:  # not a JSON type: the json module's `default=str` writes it
-            pass
-        else:
-            escaped, small_float, small_fixed = _MAY_DIFFER
-            if (
-                text.isascii()
-                and escaped not in text
-                and small_float not in text
-                and small_fixed not in text
-            ):
-                return hashlib.sha256(text).hexdigest()
+def fingerprint(payload: Any) -> str:
+    """SHA-256 of `payload` as canonical JSON (sorted keys, no spaces)."""
     return hashlib.sha256(_CANONICAL.encode(payload).encode("utf-8")).hexdigest()
 
 

@@ -104,11 +104,8 @@ def request_json(request: EstimateRequest, *, exclude_none: bool = False) -> dic
 
 
 def request_fingerprint(request: EstimateRequest, verbose: bool) -> str:
-    """The fingerprint an Idempotency-Key's request is stored and compared with. The request's
-    floats are all refused as NaN or Infinity, except in a config.json (`architecture`), whose
-    extra members may hold anything."""
-    payload = {"request": request_json(request), "verbose": verbose}
-    return fingerprint(payload, finite=request.architecture is None)
+    """The fingerprint an Idempotency-Key's request is stored and compared with."""
+    return fingerprint({"request": request_json(request), "verbose": verbose})
 
 
 class QuoteService:

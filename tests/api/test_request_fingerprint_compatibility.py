@@ -83,8 +83,8 @@ def _json_module_fingerprint(request: EstimateRequest, verbose: bool) -> str:
 
 
 def test_the_fingerprint_is_the_json_modules_whatever_the_values() -> None:
-    """Written by orjson where it can be: the same text as the json module's for plain ASCII,
-    and the json module's own where they would differ (small floats, escapes, non-ASCII)."""
+    """The canonical text is the json module's, as fingerprints were first stored, whatever the
+    values (small and large floats, escapes, non-ASCII)."""
     bodies = [
         BODY,
         {**BODY, "datacenter": {"region": "FR", "pue": 1.08, "utilisation": 0.5}},
