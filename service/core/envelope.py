@@ -51,24 +51,34 @@ def sum_of_integers(first: FloatArray, last: FloatArray) -> FloatArray:
 def sum_max_affine_many(
     intercepts: FloatArray, slopes: FloatArray, first: FloatArray, last: FloatArray
 ) -> FloatArray:
-    """Sum over integers c in [first, last] of max_u (intercepts[r, u] + slopes[r, u] c), for
-    every row r.
+    """Sum over integers c in [first, last] of max_u (intercepts[..., u] + slopes[..., u] c),
+    for every row (every index but the last).
 
-    `intercepts` and `slopes` are [rows, lines]; `first` and `last` [rows] integer-valued; an
-    empty range (last < first) sums to 0. Rows whose top line at `first` is also on top at
-    `last` are that line's sum; only the others are cut at their lines' crossings.
+    `intercepts` and `slopes` are [..., lines]; `first` and `last` integer-valued, of the
+    rows' shape or broadcasting to it (one range for many rows); an empty range
+    (last < first) sums to 0. Rows whose top line at `first` is also on top at `last` are
+    that line's sum, the mean of its ends times the count; only the others are cut at their
+    lines' crossings.
     """
-    lines = intercepts.shape[1]
-    # Each row's top line at `first`, as an index into the flattened [N, lines] arrays.
-    top = (intercepts + slopes * first[:, None]).argmax(axis=1)
+    shape, lines = intercepts.shape[:-1], intercepts.shape[-1]
+    # Every line at both ends, rows flattened ([rows, lines]; broadcast ranges made whole).
+    at_first = (intercepts + slopes * first[..., None]).reshape(-1, lines)
+    at_last = (intercepts + slopes * last[..., None]).reshape(-1, lines)
+    # Each row's top line at `first`, as an index into the flattened arrays.
+    top = at_first.argmax(axis=1)
     top += _row_starts(top.shape[0], lines)
-    at_last = intercepts + slopes * last[:, None]
+    top_last = at_last.take(top)
+    count = np.maximum(last - first + 1.0, 0.0)
     # A convex maximum that touches one line at both ends is that line.
-    on_top = at_last.take(top) >= np.maximum.reduce(at_last, axis=1)
-    result = sum_affine_many(intercepts.take(top), slopes.take(top), first, last)
+    result: FloatArray = ((at_first.take(top) + top_last).reshape(shape) * count) / 2.0
+    on_top = top_last >= np.maximum.reduce(at_last, axis=1)
     if not on_top.all():
         cut = np.flatnonzero(~on_top)
-        result[cut] = _sum_by_segments(intercepts[cut], slopes[cut], first[cut], last[cut])
+        flat = result.reshape(-1)  # a view: result is a fresh array of the rows' shape
+        ends = [np.broadcast_to(end, shape).reshape(-1)[cut] for end in (first, last)]
+        flat[cut] = _sum_by_segments(
+            intercepts.reshape(-1, lines)[cut], slopes.reshape(-1, lines)[cut], *ends
+        )
     return result
 
 

@@ -107,7 +107,7 @@ def estimate_contexts(
         # larger batch is scheduled (service.core.schedule).
         alone = priced.schedule.alone_bytes
         required = plans.rows.weight_bytes + alone
-        for j in np.flatnonzero(required > plans.rows.capacity_bytes).tolist():
+        for j in (required > plans.rows.capacity_bytes).nonzero()[0].tolist():
             ctx = plans.contexts[int(plans.context[j])]
             try:
                 check_fits(

@@ -199,7 +199,8 @@ def price_workloads(
                 w.prompt_tokens,
                 w.output_tokens,
                 w.cached_prompt_tokens,
-                w.concurrent_sequences or 0,
+                # a decode worker runs its own sequences when no running ones are given
+                w.concurrent_sequences or (w.batch_size if w.decode_only else 0),
                 w.decode_only,
             )
             for w in workloads
@@ -207,10 +208,11 @@ def price_workloads(
         dtype=np.float64,
     ).reshape(-1, 6)
     batch, prompt, output, cached, asked, decode_worker = values.T
-    decode_only = decode_worker > 0  # its own running sequences when none are given
-    asked = np.where(decode_only & (asked == 0), batch, asked)
     continuous = asked > 0
-    any_continuous = bool(continuous.any())
+    # Flags of the whole pass read from the workloads (cheaper than an array's any()).
+    any_decode_only = any(w.decode_only for w in workloads)
+    any_continuous = any_decode_only or any(w.concurrent_sequences for w in workloads)
+    decode_only = decode_worker > 0
     # One sequence's KV cache at its longest and on average over its life, in one evaluation.
     tokens = np.empty((2, batch.shape[0]))
     tokens[0], tokens[1] = prompt + output, prompt + (output - 1.0) / 2.0
@@ -231,12 +233,13 @@ def price_workloads(
         cached,
         output,
         schedule.running,
-        continuous & ~decode_only,
+        continuous & ~decode_only if any_decode_only else continuous,
         rows.prefill_budget_tokens,
         rows.data,
         any_continuous=any_continuous,
     )
-    mix = decode_worker_mix(mix, schedule.batch, schedule.running, decode_only)
+    if any_decode_only:
+        mix = decode_worker_mix(mix, schedule.batch, schedule.running, decode_only)
     terms = workload_terms(rows, mix, prompt, output, schedule.waves)
     arrays = phase_arrays(plans, terms)
     kernel_s, kernel_j = np.add.reduce(arrays.stacked[::4], axis=3)  # time, energy: [2, N]

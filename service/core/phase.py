@@ -66,9 +66,13 @@ def phase_arrays(plans: PassPlans, terms: WorkloadTerms) -> PhaseArrays:
     stacked = np.empty((5, *scale.shape))
     limbs = stacked[:4]
     time_s, compute_s, memory_s, network_s, gpu_j = stacked
-    np.maximum.reduce(unit[:, :, :5], axis=2, out=time_s)
+    # The slowest compute unit, then the slowest of it, memory and network: pairwise
+    # maxima (a reduction over the small units axis costs several of them).
+    np.maximum(unit[:, :, 0], unit[:, :, 1], out=compute_s)
+    np.maximum(compute_s, unit[:, :, 2], out=compute_s)
+    np.maximum(compute_s, unit[:, :, 3], out=time_s)
+    np.maximum(time_s, unit[:, :, 4], out=time_s)
     time_s += plans.launch_s
-    np.maximum.reduce(unit[:, :, :3], axis=2, out=compute_s)
     memory_s[...] = unit[:, :, 3]
     # Link-busy time only: collective step latency is in time_s, not in the power share.
     np.subtract(unit[:, :, 4], unit[:, :, 5], out=network_s)
@@ -109,7 +113,7 @@ def _decode_attention_s(
     cut there into a growing piece and a flat one (for a full-attention kernel the flat piece
     is empty)."""
     pieces = plans.pieces
-    # [N, A, 4 limbs x pieces, 5]: per limb (time, compute, memory, network:
+    # [N, A, 4 limbs, pieces, 5]: per limb (time, compute, memory, network:
     # service.core.pass_plans.LIMB_LINES), per piece, the lines whose top it sums, in one
     # gather of each kernel's unit times and one product of its slopes.
     lines_a = decode_unit[at[..., None, None], plans.line_index]
@@ -117,24 +121,18 @@ def _decode_attention_s(
     n, kernels = lines_a.shape[0], lines_a.shape[1]
     first, last = terms.first, terms.last  # [N]
     if pieces == 1:  # no sliding kernel: one growing piece each, over the whole range
-        lo = np.repeat(first, 4 * kernels)
-        hi = np.repeat(last, 4 * kernels)
-        ranges = (first[:, None, None], last[:, None, None])  # [N, 1, pieces]
+        lo, hi = first[:, None, None, None], last[:, None, None, None]  # [N, 1, 1, pieces]
     else:
         a, b = lines_a[:, :, 0], lines_b[:, :, 0]
         cap = np.where(plans.sliding, plans.rows.window[:, None], last[:, None])  # [N, A]
         lines_a[:, :, 1] = a + cap[..., None] * b
         lines_a[:, :, 1::2] = lines_a[:, :, 1][..., LIMB_LINES]  # every limb's flat piece
-        lo, hi = np.empty((n, kernels, 2)), np.empty((n, kernels, 2))
-        lo[..., 0], lo[..., 1] = first[:, None], np.maximum(first[:, None], cap + 1.0)
-        hi[..., 0], hi[..., 1] = np.minimum(last[:, None], cap), last[:, None]
-        ranges = (lo, hi)
-        lo, hi = np.tile(lo, 4).ravel(), np.tile(hi, 4).ravel()  # every limb's: the same
-    tops = sum_max_affine_many(lines_a.reshape(-1, 5), lines_b.reshape(-1, 5), lo, hi)
-    lo, hi = ranges
-    count = np.maximum(hi - lo + 1.0, 0.0)
-    seconds: FloatArray = np.add.reduce(tops.reshape(n, kernels, 4, pieces), axis=3).transpose(
-        2, 0, 1
-    )
-    seconds[0] += plans.launch_s[1] * np.add.reduce(count, axis=2)
+        lo, hi = np.empty((n, kernels, 1, 2)), np.empty((n, kernels, 1, 2))
+        lo[..., 0], lo[..., 1] = first[:, None, None], np.maximum(first[:, None], cap + 1.0)[..., None]
+        hi[..., 0], hi[..., 1] = np.minimum(last[:, None], cap)[..., None], last[:, None, None]
+    shape = (n, kernels, 4, pieces, 5)  # every limb's ranges: the same (broadcast)
+    tops = sum_max_affine_many(lines_a.reshape(shape), lines_b.reshape(shape), lo, hi)
+    count = np.maximum(hi - lo + 1.0, 0.0)  # [N, 1 or A, 1, pieces]
+    seconds: FloatArray = np.add.reduce(tops, axis=3).transpose(2, 0, 1)
+    seconds[0] += plans.launch_s[1] * np.add.reduce(count, axis=(2, 3))
     return seconds
