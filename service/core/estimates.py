@@ -15,12 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from service.core.decode_worker import decode_worker_mix
-from service.core.host_overhead import (
-    decode_overhead_s,
-    overhead_gpu_j,
-    per_sequence_s,
-    worker_wait_s,
-)
+from service.core.host_overhead import decode_host_s, overhead_gpu_j
 from service.core.kernel_table import KernelTable
 from service.core.pass_plans import ContextRows, PassPlans
 from service.core.phase import PhaseArrays, phase_arrays
@@ -305,9 +300,7 @@ def _host_seconds(rows: ContextRows, mix: PassMix) -> tuple[FloatArray, FloatArr
     sequence, its part feeding workers. A static prefill pays the prefill overhead alone; a
     continuous batch's every pass, the first included, pays a decode step's."""
     steps, running, continuous = mix.steps, mix.running, mix.continuous
-    overhead_s = decode_overhead_s(rows, running, steps)  # [2, N]
-    sequences_s = per_sequence_s(rows, running, steps)
-    wait_s = worker_wait_s(rows, steps)
+    overhead_s, sequences_s, wait_s = decode_host_s(rows, running, steps)  # [2, N] each
     if not mix.any_continuous:  # every prefill static: the wheres below, without them
         overhead_s[0] = rows.prefill_overhead_s
         sequences_s[0] = wait_s[0] = 0.0

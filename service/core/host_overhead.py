@@ -23,27 +23,15 @@ from service.core.pass_plans import ContextRows
 FloatArray = npt.NDArray[np.float64]
 
 
-def decode_overhead_s(rows: ContextRows, batch: FloatArray, steps: FloatArray) -> FloatArray:
-    """Host-side time of `steps` decode steps of `batch` sequences on each row's GPUs [s]."""
-    per_step = (
-        rows.decode_step_overhead_s
-        + rows.decode_overhead_per_sequence_s * batch
-        + rows.worker_overhead_s
-    )
-    result: FloatArray = steps * per_step
-    return result
-
-
-def per_sequence_s(rows: ContextRows, batch: FloatArray, steps: FloatArray) -> FloatArray:
-    """The part of decode's host-side time that grows with the running sequences [s]."""
-    result: FloatArray = steps * rows.decode_overhead_per_sequence_s * batch
-    return result
-
-
-def worker_wait_s(rows: ContextRows, steps: FloatArray) -> FloatArray:
-    """The part of decode's host-side time spent feeding each row's GPU workers [s]."""
-    result: FloatArray = steps * rows.decode_overhead_per_worker_s * (rows.held - 1.0)
-    return result
+def decode_host_s(
+    rows: ContextRows, batch: FloatArray, steps: FloatArray
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Host-side time of `steps` decode steps of `batch` sequences on each row's GPUs [s]:
+    all of it, its part that grows with the running sequences, and its part spent feeding
+    each row's GPU workers (the last two are in the first)."""
+    sequence_s = rows.decode_overhead_per_sequence_s * batch  # per step
+    per_step = rows.decode_step_overhead_s + sequence_s + rows.worker_overhead_s
+    return steps * per_step, steps * sequence_s, steps * rows.worker_overhead_s
 
 
 def overhead_gpu_j(

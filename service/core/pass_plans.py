@@ -104,6 +104,7 @@ class ContextRows:
     any_window: bool = False
     any_moe: bool = False
     all_tiled: bool = False  # every row's GEMM tile has more than one row
+    any_sliding_kv: bool = False  # any row's KV cache has sliding layers
 
     @classmethod
     def of(cls, contexts: Sequence[PricingContext], context: IntArray) -> ContextRows:
@@ -115,6 +116,7 @@ class ContextRows:
             any_window=bool(rows.has_window.any()),
             any_moe=bool(rows.moe.any()),
             all_tiled=bool((rows.tile_m > 1).all()),
+            any_sliding_kv=bool(rows.kv_sliding_layers.any()),
         )
 
 

@@ -142,8 +142,10 @@ def kv_cache_bytes_many(
     of its row's model and deployment [B] (`tokens` [N], or [..., N] for several lengths):
     attention layers' KV (sliding ones' capped at the window), then recurrent layers' state (0
     in a model without)."""
-    sliding = rows.kv_sliding_layers * np.minimum(tokens, rows.kv_window)
-    per_stage = (rows.kv_full_layers * tokens + sliding) / rows.pipeline
+    entries = rows.kv_full_layers * tokens  # per sequence, over the attention layers
+    if rows.any_sliding_kv:  # else every row's sliding term is 0
+        entries = entries + rows.kv_sliding_layers * np.minimum(tokens, rows.kv_window)
+    per_stage = entries / rows.pipeline
     sequences = batch / rows.data  # on this GPU's attention replica
     result: FloatArray = sequences * per_stage * rows.kv_width * rows.kv_bytes
     return result + sequences * rows.state_bytes / rows.pipeline

@@ -13,12 +13,7 @@ from numpy.testing import assert_allclose
 
 from service.core.coefficients import CostModelCoefficients
 from service.core.estimate import estimate_workloads, pricing_context
-from service.core.host_overhead import (
-    decode_overhead_s,
-    overhead_gpu_j,
-    per_sequence_s,
-    worker_wait_s,
-)
+from service.core.host_overhead import decode_host_s, overhead_gpu_j
 from service.core.pass_plans import ContextRows
 from service.core.workload import Workload
 
@@ -46,13 +41,15 @@ def one(value: float) -> np.ndarray:
 def test_decode_overhead_adds_a_term_per_worker_beyond_the_first() -> None:
     # 9 steps x (2 ms + 16 sequences x 0.1 ms + (4 - 1) workers x 5 ms) = 9 x 18.6 ms
     four, single = rows_of(4), rows_of(1)
-    assert_allclose(decode_overhead_s(four, one(16.0), one(9.0)), [0.1674], rtol=1e-12)
-    assert_allclose(worker_wait_s(four, one(9.0)), [0.135], rtol=1e-12)
+    overhead_s, sequences_s, wait_s = decode_host_s(four, one(16.0), one(9.0))
+    assert_allclose(overhead_s, [0.1674], rtol=1e-12)
+    assert_allclose(wait_s, [0.135], rtol=1e-12)
     # 9 steps x 16 sequences x 0.1 ms
-    assert_allclose(per_sequence_s(four, one(16.0), one(9.0)), [0.0144], rtol=1e-12)
+    assert_allclose(sequences_s, [0.0144], rtol=1e-12)
     # one GPU: no worker to feed
-    assert_allclose(decode_overhead_s(single, one(16.0), one(9.0)), [0.0324], rtol=1e-12)
-    assert worker_wait_s(single, one(9.0))[0] == 0.0
+    overhead_s, _, wait_s = decode_host_s(single, one(16.0), one(9.0))
+    assert_allclose(overhead_s, [0.0324], rtol=1e-12)
+    assert wait_s[0] == 0.0
 
 
 def test_each_part_of_the_host_time_draws_its_own_power() -> None:
