@@ -71,9 +71,9 @@ def sum_max_affine_many(
     count = np.maximum(last - first + 1.0, 0.0)
     # A convex maximum that touches one line at both ends is that line.
     result: FloatArray = ((at_first.take(top) + top_last).reshape(shape) * count) / 2.0
-    on_top = top_last >= np.maximum.reduce(at_last, axis=1)
-    if not on_top.all():
-        cut = np.flatnonzero(~on_top)
+    # (One test for all rows first: in the common case every row's top line stays on top.)
+    if not (at_last <= top_last[:, None]).all():
+        cut = np.flatnonzero(~(top_last >= np.maximum.reduce(at_last, axis=1)))
         flat = result.reshape(-1)  # a view: result is a fresh array of the rows' shape
         ends = [np.broadcast_to(end, shape).reshape(-1)[cut] for end in (first, last)]
         flat[cut] = _sum_by_segments(

@@ -128,11 +128,17 @@ def _decode_attention_s(
         lines_a[:, :, 1] = a + cap[..., None] * b
         lines_a[:, :, 1::2] = lines_a[:, :, 1][..., LIMB_LINES]  # every limb's flat piece
         lo, hi = np.empty((n, kernels, 1, 2)), np.empty((n, kernels, 1, 2))
-        lo[..., 0], lo[..., 1] = first[:, None, None], np.maximum(first[:, None], cap + 1.0)[..., None]
-        hi[..., 0], hi[..., 1] = np.minimum(last[:, None], cap)[..., None], last[:, None, None]
+        lo[..., 0], hi[..., 1] = first[:, None, None], last[:, None, None]
+        lo[..., 1] = np.maximum(first[:, None], cap + 1.0)[..., None]
+        hi[..., 0] = np.minimum(last[:, None], cap)[..., None]
     shape = (n, kernels, 4, pieces, 5)  # every limb's ranges: the same (broadcast)
     tops = sum_max_affine_many(lines_a.reshape(shape), lines_b.reshape(shape), lo, hi)
-    count = np.maximum(hi - lo + 1.0, 0.0)  # [N, 1 or A, 1, pieces]
-    seconds: FloatArray = np.add.reduce(tops, axis=3).transpose(2, 0, 1)
-    seconds[0] += plans.launch_s[1] * np.add.reduce(count, axis=(2, 3))
+    count = np.maximum(hi - lo + 1.0, 0.0)[:, :, 0]  # [N, 1 or A, pieces]: steps of each
+    # Summed over the pieces by hand (one or two: cheaper than a reduction).
+    if pieces == 1:
+        summed, steps = tops[..., 0], count[..., 0]
+    else:
+        summed, steps = tops[..., 0] + tops[..., 1], count[..., 0] + count[..., 1]
+    seconds: FloatArray = summed.transpose(2, 0, 1)  # [4, N, A]
+    seconds[0] += plans.launch_s[1] * steps
     return seconds

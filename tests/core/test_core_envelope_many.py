@@ -52,6 +52,21 @@ def test_rows_with_one_line_on_top_throughout() -> None:
         assert_allclose(many[n], expected, rtol=1e-12, atol=1e-9)
 
 
+def test_rows_of_more_axes_share_broadcast_ranges() -> None:
+    # Decode's shape: [workloads, kernels, lines] rows, one range per workload (broadcast).
+    rng = np.random.default_rng(20261127)
+    intercepts = rng.uniform(0.0, 50.0, (6, 4, 5))
+    slopes = rng.uniform(0.0, 2.0, (6, 4, 5))
+    first = rng.integers(0, 40, 6).astype(float)
+    last = first + rng.integers(-3, 60, 6)
+    many = sum_max_affine_many(intercepts, slopes, first[:, None], last[:, None])
+    assert many.shape == (6, 4)
+    for n in range(6):
+        for k in range(4):
+            expected = brute_force(intercepts[n, k], slopes[n, k], int(first[n]), int(last[n]))
+            assert_allclose(many[n, k], expected, rtol=1e-12, atol=1e-9)
+
+
 def test_affine_sum_is_the_arithmetic_series() -> None:
     first, last = np.array([3.0, 10.0, 5.0]), np.array([7.0, 9.0, 5.0])
     result = sum_affine_many(np.array([1.0, 1.0, 2.0]), np.array([2.0, 2.0, 0.5]), first, last)
