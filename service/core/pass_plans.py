@@ -197,9 +197,11 @@ class PassPlans:
             transposed view): the five units' rows, then the network row's collective step
             latency, each padded to `width` kernels (service.core.phase: for a small pass of
             one context, one product gives both phases' unit times).
-        line_index: [N, A, 4 limbs x pieces, 5] where each attention kernel's lines (key_lines'
-            order) are in a row's flattened (6 units, width) unit times.
-        row_index: [N, 1] each row's number.
+        line_take: [N, A, 4 limbs x pieces, 5] where each attention kernel's lines (key_lines'
+            order) are in the pass's decode unit times ([N, 6 units x width], flattened).
+        decode_at: [4 limbs, N, A] where each row's attention kernels' decode limbs (time,
+            compute, memory, network) are in service.core.phase's [5, 2, N, width] stacked
+            totals, flattened (a flat gather and scatter cost less than fancy indexing).
         launch_s: [2, N, 1] each phase's kernel launch time [s].
         power_columns: [N, 1] views of the rows' group, idle and TDP power [W] and compute,
             memory and network power weights (kernel energy broadcasts them over kernels).
@@ -218,8 +220,8 @@ class PassPlans:
     attention_layers: FloatArray
     pieces: int
     unit_matrices: tuple[FloatArray, ...]
-    line_index: IntArray
-    row_index: IntArray
+    line_take: IntArray
+    decode_at: IntArray
     launch_s: FloatArray
     power_columns: tuple[FloatArray, ...]
 
@@ -287,8 +289,10 @@ class PassPlans:
             attention_layers=attention_layers,
             pieces=pieces,
             unit_matrices=tuple(p.unit_matrix for p in padded),
-            line_index=LINE_UNITS[pieces] * width + attention[..., None, None],
-            row_index=np.arange(context.shape[0])[:, None],
+            line_take=_line_take(
+                LINE_UNITS[pieces] * width + attention[..., None, None], context.shape[0], width
+            ),
+            decode_at=_decode_at(attention, context.shape[0], width),
             launch_s=np.stack([rows.prefill_launch_s, rows.decode_launch_s])[:, :, None],
             power_columns=tuple(columns),
         )
@@ -300,6 +304,22 @@ class PassPlans:
 LIMB_LINES = np.array([[0, 1, 2, 3, 4], [0, 1, 2, 0, 0], [3] * 5, [4] * 5])
 # By pieces (1 or 2): which unit each of a kernel's lines is, per limb, per piece.
 LINE_UNITS = {pieces: np.repeat(LIMB_LINES, pieces, axis=0) for pieces in (1, 2)}
+
+
+def _line_take(line_index: IntArray, count: int, width: int) -> IntArray:
+    """PassPlans.line_take of `line_index` [1 or N, A, lines, 5] (where each line is in one
+    row's flattened (6 units, width) unit times), for `count` rows."""
+    result: IntArray = np.arange(count)[:, None, None, None] * (6 * width) + line_index
+    return result
+
+
+def _decode_at(attention: IntArray, count: int, width: int) -> IntArray:
+    """PassPlans.decode_at of `attention` [1 or N, A] for `count` rows: the flat index of
+    (limb, decode, row, kernel) in a C-ordered [5, 2, count, width] array."""
+    limbs = np.arange(4)[:, None, None]
+    rows = np.arange(count)[None, :, None]
+    result: IntArray = ((limbs * 2 + 1) * count + rows) * width + attention[None]
+    return result
 
 
 def _key_lines(per_key: FloatArray, pieces: int) -> FloatArray:
@@ -319,7 +339,7 @@ def _one_context(context: PricingContext, count: int) -> PassPlans:
     per_kernel = (plans.layers, plans.attention, plans.per_key, plans.key_lines, plans.sliding)
     rows = (getattr(plans.rows, column.name) for column in fields(ContextRows))
     rows = (column for column in rows if isinstance(column, np.ndarray))
-    derived = (plans.line_index, plans.row_index, plans.launch_s, *plans.power_columns)
+    derived = (plans.line_take, plans.decode_at, plans.launch_s, *plans.power_columns)
     for array in (plans.context, *per_kernel, plans.attention_layers, *rows, *derived):
         array.setflags(write=False)
     return plans

@@ -77,10 +77,12 @@ def phase_arrays(plans: PassPlans, terms: WorkloadTerms) -> PhaseArrays:
     # Link-busy time only: collective step latency is in time_s, not in the power share.
     np.subtract(unit[:, :, 4], unit[:, :, 5], out=network_s)
     limbs *= scale
-    decode = limbs[:, 1]  # [4, N, K]
-    at = plans.row_index
-    decode_s = _decode_attention_s(plans, terms, flat[1], at)
-    decode[:, at, plans.attention] = decode_s * plans.attention_layers * terms.repeats[:, None]
+    # Decode's attention kernels grow with the context: their four limbs replaced by the sums
+    # over it (put at their flat places in `stacked`).
+    decode_s = _decode_attention_s(plans, terms, flat[1])
+    stacked.reshape(-1).put(
+        plans.decode_at, decode_s * plans.attention_layers * terms.repeats[:, None]
+    )
     # Every GPU of the group draws it; the request's share of it (service.core.steady_state).
     group, idle_w, tdp_w, *weights = plans.power_columns
     np.multiply(
@@ -101,14 +103,14 @@ def phase_arrays(plans: PassPlans, terms: WorkloadTerms) -> PhaseArrays:
 
 
 def _decode_attention_s(
-    plans: PassPlans, terms: WorkloadTerms, decode_unit: FloatArray, at: npt.NDArray[np.intp]
+    plans: PassPlans, terms: WorkloadTerms, decode_unit: FloatArray
 ) -> FloatArray:
     """[4, N, A] (time, compute, memory, network) seconds of each row's attention kernels over
     decode, per layer, all in the same few array operations.
 
     `decode_unit` [N, 6 x kernels]: one decode step's unit times without the context's part,
-    flattened (units, kernels) as PassPlans.line_index reads them (`at`: [N, 1] the row
-    numbers). A unit's time at context c is that plus c times its
+    flattened (units, kernels) as PassPlans.line_take reads them. A unit's time at context c
+    is that plus c times its
     seconds per key; a sliding kernel's context stops growing at the window, so its range is
     cut there into a growing piece and a flat one (for a full-attention kernel the flat piece
     is empty)."""
@@ -116,7 +118,7 @@ def _decode_attention_s(
     # [N, A, 4 limbs, pieces, 5]: per limb (time, compute, memory, network:
     # service.core.pass_plans.LIMB_LINES), per piece, the lines whose top it sums, in one
     # gather of each kernel's unit times and one product of its slopes.
-    lines_a = decode_unit[at[..., None, None], plans.line_index]
+    lines_a = decode_unit.take(plans.line_take)
     lines_b = terms.batch[:, None, None, None] * plans.key_lines
     n, kernels = lines_a.shape[0], lines_a.shape[1]
     first, last = terms.first, terms.last  # [N]

@@ -209,7 +209,8 @@ def workload_terms(
     padded[...] = basis
     # GEMM rows of both phases padded to the tile at once: tokens, logit rows, and MLA's
     # kv_b_proj rows (prefill's decompressed keys, decode's absorbed tokens).
-    padded[..., _TILED] = padded_rows_many(basis[..., _TILED], rows.tile_m[:, None], rows.all_tiled)
+    tiled = basis.take(_TILED, axis=2)  # (take: cheaper than fancy indexing)
+    padded[..., _TILED] = padded_rows_many(tiled, rows.tile_m[:, None], rows.all_tiled)
     for phase, padded_experts in enumerate(expert_padded):
         padded[phase, :, _EXPERT_ROWS] = padded_experts
     return WorkloadTerms(
