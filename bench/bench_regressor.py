@@ -108,6 +108,18 @@ def features_from_estimate(
     return thread_cpu_us(lambda: workload_features(estimates), repeats, 500)
 
 
+def share_of_an_estimate(
+    regressor: EnergyRegressor,
+    inputs: tuple[ModelArchitecture, Workload, Deployment, CostModelCoefficients],
+    repeats: int,
+) -> tuple[float, float, float]:
+    """CPU time the regressor adds to an estimate: features from the analytical estimate, then
+    predict (encode + run + predictions), as the estimator calls them."""
+    arch, workload, deployment, coefficients = inputs
+    estimates, _ = estimate_workloads(arch, [workload], deployment, coefficients)
+    return thread_cpu_us(lambda: regressor.predict(workload_features(estimates)), repeats, 500)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5000)
@@ -141,8 +153,12 @@ def main(argv: list[str] | None = None) -> int:
             "features from the estimate (as served)": features_from_estimate(
                 case_inputs(model_id, gpu_id, par, weights), args.repeats
             ),
+            "features from the estimate + predict (the regressor's share)": share_of_an_estimate(
+                regressor, case_inputs(model_id, gpu_id, par, weights), args.repeats
+            ),
         }
-        nodes = features.adjacency.shape[0]
+        (adjacency,) = features.adjacency  # one request: one graph
+        nodes = adjacency.shape[0]
         for what, (median, best, p90) in timings.items():
             rows.append(
                 f"| {model_id} ({nodes} nodes, {arch.num_layers} layers) | {what} | "
