@@ -6,6 +6,7 @@ each GPU, engine, precision and model family."""
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -45,6 +46,29 @@ class LevelInterval:
     floored: bool = False
 
 
+COMPOUNDS = ("alone", "widest", "rss", "sum")
+"""Ways to compound a level's interval with another's, narrowest first: the level's alone, their
+envelope, the root of the sum of squares of their log-bounds per side, or the sum
+(offline/fitting/compound_levels.py learns which holds quotes at two levels at once)."""
+
+
+def compound_log_bounds(
+    a: tuple[float, float], b: tuple[float, float], how: str
+) -> tuple[float, float]:
+    """Log-bounds `a` and `b` (of measured / estimate), each widened to bracket 0, compounded
+    `how` (COMPOUNDS)."""
+    lows, highs = (min(a[0], 0.0), min(b[0], 0.0)), (max(a[1], 0.0), max(b[1], 0.0))
+    if how == "alone":
+        return lows[0], highs[0]
+    if how == "widest":
+        return min(lows), max(highs)
+    if how == "sum":
+        return lows[0] + lows[1], highs[0] + highs[1]
+    if how == "rss":
+        return -math.hypot(*lows), math.hypot(*highs)
+    raise ValueError(f"unknown compound rule {how!r}")
+
+
 @dataclass(frozen=True, slots=True)
 class EvidenceIntervals:
     """The intervals file, read: nominal quantiles, fitted-on sets, intervals and backing."""
@@ -54,6 +78,9 @@ class EvidenceIntervals:
     fitted_on: Mapping[str, frozenset[str]]
     intervals: Mapping[tuple[str, str], LevelInterval]
     backing: Mapping[str, Mapping[str, Mapping[str, int]]]
+    compound: str = "alone"
+    """How a GPU or vendor level compounds with the engine level for a version never measured
+    (COMPOUNDS)."""
 
     def interval(self, level: str, quantity: str) -> LevelInterval:
         return self.intervals[(level, quantity)]
@@ -76,6 +103,7 @@ def intervals_from_document(document: Mapping[str, Any]) -> EvidenceIntervals:
         fitted_on={k: frozenset(v) for k, v in document["fitted_on"].items()},
         intervals=intervals,
         backing=document["backing"],
+        compound=str(document.get("compound_rule", "alone")),
     )
 
 

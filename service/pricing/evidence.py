@@ -10,14 +10,24 @@ way (service/catalog/intervals.py).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from service.catalog.intervals import QUANTITIES, EvidenceIntervals, LevelInterval
+from service.catalog.intervals import (
+    QUANTITIES,
+    EvidenceIntervals,
+    LevelInterval,
+    compound_log_bounds,
+)
 
 LEVELS = ("family", "custom", "precision", "engine", "gpu", "vendor")
 """Evidence levels, narrowest first."""
+COMPOUNDED = ("gpu", "vendor")
+"""Levels whose interval compounds with the engine level's when the version was never
+measured: the GPU (vendor) and the version are two errors at once (intervals.json
+`compound_rule`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +93,9 @@ def case_evidence(case: Case, known: EvidenceIntervals, serving: bool = False) -
         # Priced with a profile fitted on other versions: as uncertain as an engine never
         # fitted on, and at least as uncertain as that profile's own case.
         fitted = case_evidence(replace(case, engine=case.profile, profile=""), known, serving)
+        if level in COMPOUNDED:
+            engine = {q: known.interval("engine", quoted_quantity(q, serving)) for q in QUOTED}
+            intervals = {q: _compound(intervals[q], engine[q], known.compound) for q in QUOTED}
         intervals = {q: _envelope(intervals[q], fitted.intervals[q]) for q in QUOTED}
     backing = {
         "gpu": _backed(known, "gpu", case.gpu),
@@ -93,6 +106,20 @@ def case_evidence(case: Case, known: EvidenceIntervals, serving: bool = False) -
     held_out = {q: held_out_error(i) for q, i in intervals.items()}
     validation = {"level": level, **backing, "held_out": held_out}
     return Evidence(level, intervals, validation, known.lower_quantile, known.upper_quantile)
+
+
+def _compound(level: LevelInterval, engine: LevelInterval, how: str) -> LevelInterval:
+    """`level`'s interval compounded `how` with the engine level's (a version never measured
+    on a GPU or vendor never fitted on)."""
+    if how == "alone":
+        return level
+    low, high = compound_log_bounds(
+        (math.log(level.lower_ratio), math.log(level.upper_ratio)),
+        (math.log(engine.lower_ratio), math.log(engine.upper_ratio)),
+        how,
+    )
+    mape = max(level.mape_pct, engine.mape_pct)
+    return replace(level, lower_ratio=math.exp(low), upper_ratio=math.exp(high), mape_pct=mape)
 
 
 def _envelope(level: LevelInterval, other: LevelInterval) -> LevelInterval:

@@ -4,6 +4,7 @@ service/catalog/data/intervals.json, and its `validation` says what backs it."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import orjson
@@ -11,10 +12,12 @@ import pytest
 
 from offline.fitting.conformal import MIN_ROWS
 from service.catalog.intervals import (
+    COMPOUNDS,
     INTERVALS_PATH,
     QUANTITIES,
     EvidenceIntervals,
     LevelInterval,
+    compound_log_bounds,
     load_intervals,
 )
 from service.pricing.estimator import Estimator
@@ -208,3 +211,57 @@ def test_a_quote_joining_a_server_bounds_prefill_by_ttft_under_load(
     for latency, quantity in ((static, "prefill"), (serving, "ttft")):
         high = latency["prefill_s"] * max(family[quantity]["upper_ratio"], 1)
         assert latency["prefill_s_high"] == pytest.approx(high)
+
+
+def test_two_levels_compound_their_log_bounds_by_the_files_rule() -> None:
+    # ln-bounds a = (-0.3, 0.2), b = (-0.4, 0.1): envelope (-0.4, 0.2); sum (-0.7, 0.3);
+    # root of sum of squares (-0.5, sqrt(0.04 + 0.01) = 0.2236). A one-sided (0.1, 0.5) is
+    # widened to (0, 0.5) first.
+    a, b = (-0.3, 0.2), (-0.4, 0.1)
+    assert compound_log_bounds(a, b, "alone") == pytest.approx(a)
+    assert compound_log_bounds(a, b, "widest") == pytest.approx((-0.4, 0.2))
+    assert compound_log_bounds(a, b, "sum") == pytest.approx((-0.7, 0.3))
+    assert compound_log_bounds(a, b, "rss") == pytest.approx((-0.5, 0.2236068))
+    assert compound_log_bounds((0.1, 0.5), b, "sum") == pytest.approx((-0.4, 0.6))
+    with pytest.raises(ValueError, match="unknown compound rule"):
+        compound_log_bounds(a, b, "product")
+
+
+def test_a_first_gpu_under_a_version_never_measured_compounds_with_the_engine_level() -> None:
+    # GPU level x0.8..x1.25 (ln -0.2231, 0.2231), engine level x0.5..x1.5 (ln -0.6931,
+    # 0.4055), every other level x0.9..x1.1. An H200 quote under vllm==0.6.1 priced with the
+    # vllm-v1 profile: under `sum` ln (-0.9163, 0.6286), x0.4..x1.875; under `widest`
+    # x0.5..x1.5; `alone` (the default) the GPU level's x0.8..x1.25. The same version on a
+    # fitted GPU is the engine level, enveloped with its profile's case (family,
+    # x0.9..x1.1): x0.5..x1.5 under any rule.
+    ratios = {"gpu": (0.8, 1.25), "engine": (0.5, 1.5)}
+    intervals = {
+        (level, q): LevelInterval(level, level, *ratios.get(level, (0.9, 1.1)), 40, 2, 10.0)
+        for level in LEVELS
+        for q in QUANTITIES
+    }
+    first_gpu = Case("H200-SXM-141GB", "NVIDIA", "vllm==0.6.1", "bf16", "llama", "vllm-v1")
+    fitted_gpu = replace(first_gpu, gpu="H100-SXM5-80GB")
+    summed = EvidenceIntervals(0.1, 0.9, FITTED, intervals, {}, compound="sum")
+    widest = EvidenceIntervals(0.1, 0.9, FITTED, intervals, {}, compound="widest")
+    total = case_evidence(first_gpu, summed).intervals["total"]
+    assert (total.lower_ratio, total.upper_ratio) == pytest.approx((0.4, 1.875))
+    total = case_evidence(first_gpu, widest).intervals["total"]
+    assert (total.lower_ratio, total.upper_ratio) == pytest.approx((0.5, 1.5))
+    alone = EvidenceIntervals(0.1, 0.9, FITTED, intervals, {})
+    assert case_evidence(first_gpu, alone).intervals["total"] == intervals[("gpu", "total")]
+    for known in (summed, widest):
+        engine = case_evidence(fitted_gpu, known)
+        assert engine.level == "engine"
+        assert (engine.intervals["total"].lower_ratio, engine.intervals["total"].upper_ratio) == (
+            pytest.approx((0.5, 1.5))
+        )
+    # a version that was measured (no profile of another version) is the GPU level's alone
+    measured = replace(first_gpu, engine="vllm-v1", profile="")
+    total = case_evidence(measured, summed).intervals["total"]
+    assert (total.lower_ratio, total.upper_ratio) == pytest.approx((0.8, 1.25))
+
+
+def test_the_file_states_its_compound_rule(stored: dict[str, Any]) -> None:
+    assert stored["compound_rule"] in COMPOUNDS
+    assert load_intervals().compound == stored["compound_rule"]
