@@ -34,11 +34,36 @@ class PrecisionSettings(TypedDict, total=False):
     kv_cache: Precision
 
 
+class PrefillWorker(TypedDict, total=False):
+    """Disaggregated serving's prefill worker, of the request's GPU type: `count` GPUs (1-64,
+    default 1) laid out as `parallelism` says (the rules of `hardware`; by default tensor =
+    count), `batch_size` prompts per prefill pass (default 1, the request's among them), and
+    `workers_per_decode_worker` [-] such workers sharing one decode worker's prompts (default
+    1; 2: two per decode worker, 0.5: one for two; sets how long a prompt waits for one)."""
+
+    count: int
+    parallelism: Parallelism
+    batch_size: int
+    workers_per_decode_worker: float
+
+
+class Disaggregated(TypedDict):
+    """Prefill and decode on separate workers: `hardware` and `serving.concurrent_sequences`
+    describe the decode worker, `prefill` the worker that computes the prompt (its KV cache
+    is then handed to the decode worker)."""
+
+    prefill: PrefillWorker
+
+
 class Serving(TypedDict, total=False):
+    """How the model is served; `disaggregated` (omitted: prefill and decode share the
+    request's GPUs) puts the prompt on a separate prefill worker."""
+
     flash_attention: bool
     engine: str
     engine_version: str
     concurrent_sequences: int
+    disaggregated: Disaggregated
 
 
 class Datacenter(TypedDict, total=False):

@@ -64,13 +64,18 @@ class Carbon(Document):
 
 
 class KernelRow(Document):
-    """One kernel over a whole phase (`?verbose=true`)."""
+    """One kernel over a whole phase (`?verbose=true`), or a row beyond the kernels (`kind`
+    `host_overhead`, `correction`, and in disaggregated serving `kv_transfer`: the prompt's KV
+    cache handed to the decode worker, bound `network`, its link in `kernel`). Time [s], GPU
+    energy [J], bytes moved over NVLink or the network [bytes]."""
 
     phase: str
     kernel: str
+    kind: str
     bound: str
     time_s: float
     gpu_j: float
+    network_bytes: float
 
 
 class Breakdown(Document):
