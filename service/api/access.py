@@ -1,5 +1,7 @@
 """Who may call each route: a scope (`RequireScope`) or public (`public_route`), read off the
-app's routes so that a route added without either is caught (tests/api/test_route_access.py)."""
+app's routes (and, for the estimate routes, off the caller they declare beside their signature:
+service/api/estimate_options.py) so that a route added without either is caught
+(tests/api/test_route_access.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute, RouteContext, iter_route_contexts
 
 from service.api.deps import RequireScope, public_route
+from service.api.estimate_options import DECLARED_BY_PATH
 
 PUBLIC = "public"
 
@@ -39,6 +42,9 @@ def route_access(app: FastAPI, route: RouteContext) -> str | None:
     """`public`, the one scope the route requires, or None when it declares neither (or both)."""
     if isinstance(route.original_route, APIRoute):
         declared = _declared(route.dependant)
+        beside = DECLARED_BY_PATH.get(route.path or "")  # a caller the route solves itself
+        if beside is not None:
+            declared |= _declared(beside)
         return declared.pop() if len(declared) == 1 else None
     if route.path in framework_paths(app):
         return PUBLIC

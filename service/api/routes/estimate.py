@@ -11,7 +11,7 @@ from fastapi import APIRouter, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from service.api.deps import EstimateCaller, ServicesDep, quote_service
+from service.api.deps import AppServices, quote_service
 from service.api.estimate_options import BATCH_OPTIONS, ESTIMATE_OPTIONS
 from service.api.openapi import operation_id, problem_responses
 from service.api.problems import problem_body, validation_problem
@@ -55,8 +55,9 @@ class BatchResponse(BaseModel):
     responses=problem_responses(401, 403, 409, 413, 422),
     openapi_extra=ESTIMATE_OPTIONS.openapi_extra,
 )
-async def estimate(body: EstimateRequest, caller: EstimateCaller, request: Request) -> Response:
+async def estimate(body: EstimateRequest, request: Request) -> Response:
     """Quote one request's GPU energy, latency and CO2e before it runs."""
+    caller = await ESTIMATE_OPTIONS.caller(request)  # scope `estimate`
     idempotency_key, verbose = ESTIMATE_OPTIONS.read(request)  # `Idempotency-Key`, `?verbose`
     timings = QuoteTimings()
     (answer,) = await quote_service(request).quote(
@@ -79,12 +80,12 @@ async def estimate(body: EstimateRequest, caller: EstimateCaller, request: Reque
     responses=problem_responses(401, 403, 413, 422),
     openapi_extra=BATCH_OPTIONS.openapi_extra,
 )
-async def estimate_batch(
-    body: BatchRequest, caller: EstimateCaller, services: ServicesDep, request: Request
-) -> Response:
+async def estimate_batch(body: BatchRequest, request: Request) -> Response:
     """Quote up to `max_batch_items` requests (`max_verbose_batch_items` with `verbose`);
     answers are in the same order."""
+    caller = await BATCH_OPTIONS.caller(request)  # scope `estimate`
     _, verbose = BATCH_OPTIONS.read(request)  # `?verbose`
+    services: AppServices = request.app.state.services
     settings = services.settings
     limit = settings.max_verbose_batch_items if verbose else settings.max_batch_items
     if len(body.items) > limit:
