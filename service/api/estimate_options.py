@@ -91,5 +91,7 @@ class EstimateOptions:
 
 ESTIMATE_OPTIONS = EstimateOptions("/v1/estimate", _estimate_options)
 BATCH_OPTIONS = EstimateOptions("/v1/estimate/batch", _batch_options)
-DECLARED_BY_PATH = {options.path: options.dependant for options in (ESTIMATE_OPTIONS, BATCH_OPTIONS)}
+DECLARED_BY_PATH = {
+    options.path: options.dependant for options in (ESTIMATE_OPTIONS, BATCH_OPTIONS)
+}
 """The routes whose caller is declared here rather than in their signature, by path."""
