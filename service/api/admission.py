@@ -4,7 +4,8 @@ answered 401/403 at once and holds nothing, however slowly it sends its body.
 
 The route's scope is read off the app's routes (`service.api.access`, the same declarations the
 route-access test walks); the principal found here is left in the request state, where the
-route's `RequireScope` dependency takes it without checking the key again.
+route's `RequireScope` (a dependency, or asked for by the estimate routes themselves:
+service/api/estimate_options.py) takes it without checking the key again.
 """
 
 from __future__ import annotations

@@ -74,3 +74,14 @@ def test_a_request_without_options_is_not_parsed_for_them() -> None:
             self.scope = scope
 
     assert ESTIMATE_OPTIONS.read(Unread()) == (None, False)  # type: ignore[arg-type]
+
+
+def test_the_estimate_routes_document_the_bearer_key_they_ask_for(client: TestClient) -> None:
+    """The caller the estimate routes ask for themselves is documented as a `RequireScope`
+    dependency is on every other keyed route: the HTTP bearer scheme."""
+    document = client.get("/openapi.json").json()
+    keyed = document["paths"]["/v1/quotes"]["get"]["security"]  # a route declaring it itself
+    assert keyed == [{"HTTPBearer": []}]
+    assert document["paths"]["/v1/estimate"]["post"]["security"] == keyed
+    assert document["paths"]["/v1/estimate/batch"]["post"]["security"] == keyed
+    assert document["components"]["securitySchemes"]["HTTPBearer"]["scheme"] == "bearer"
