@@ -44,7 +44,9 @@ class SummedCounts:
         return self.plan.count_totals(self.basis_sum, self.padded_sum)
 
 
-@dataclass(frozen=True, eq=False)
+# Not frozen: built on every pass, and a frozen dataclass's __init__ sets each field through
+# object.__setattr__ (several times the cost); treated as read-only all the same.
+@dataclass(eq=False)
 class WorkloadEstimates:
     """Estimates of N workloads, each of its own context (model, deployment, engine), as
     arrays ([2, N]: prefill and decode; [2, N, kernels] per kernel, padded to one width, see

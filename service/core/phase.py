@@ -21,7 +21,9 @@ from service.core.terms import WorkloadTerms
 FloatArray = npt.NDArray[np.float64]
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen: built on every pass, and a frozen dataclass's __init__ sets each field through
+# object.__setattr__ (several times the cost); treated as read-only all the same.
+@dataclass(slots=True, eq=False)
 class PhaseArrays:
     """[2 phases, N workloads, kernels] totals over each phase: time [s] (wall-clock share),
     its compute, memory and network limbs [s], GPU energy [J] (the request's share of it, in a
@@ -134,8 +136,9 @@ def _decode_attention_s(
         lo[..., 1] = np.maximum(first[:, None], cap + 1.0)[..., None]
         hi[..., 0] = np.minimum(last[:, None], cap)[..., None]
     shape = (n, kernels, 4, pieces, 5)  # every limb's ranges: the same (broadcast)
-    tops = sum_max_affine_many(lines_a.reshape(shape), lines_b.reshape(shape), lo, hi)
-    count = np.maximum(hi - lo + 1.0, 0.0)[:, :, 0]  # [N, 1 or A, pieces]: steps of each
+    count = np.maximum(hi - lo + 1.0, 0.0)  # [N, 1 or A, 1, pieces]: steps of each
+    tops = sum_max_affine_many(lines_a.reshape(shape), lines_b.reshape(shape), lo, hi, count)
+    count = count[:, :, 0]
     # Summed over the pieces by hand (one or two: cheaper than a reduction).
     if pieces == 1:
         summed, steps = tops[..., 0], count[..., 0]

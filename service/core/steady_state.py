@@ -68,7 +68,9 @@ def md1_wait_services(load: FloatArray) -> FloatArray:
     return wait
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen: built on every pass, and a frozen dataclass's __init__ sets each field through
+# object.__setattr__ (several times the cost); treated as read-only all the same.
+@dataclass(slots=True, eq=False)
 class PassMix:
     """Per phase (0 prefill, 1 decode) and workload, [2, N] unless said:
 
