@@ -209,7 +209,6 @@ def price_workloads(
     # Flags of the whole pass read from the workloads (cheaper than an array's any()).
     any_decode_only = any(w.decode_only for w in workloads)
     any_continuous = any_decode_only or any(w.concurrent_sequences for w in workloads)
-    decode_only = decode_worker > 0
     # One sequence's KV cache at its longest and on average over its life, in one evaluation.
     tokens = np.empty((2, batch.shape[0]))
     tokens[0], tokens[1] = prompt + output, prompt + (output - 1.0) / 2.0
@@ -230,13 +229,13 @@ def price_workloads(
         cached,
         output,
         schedule.running,
-        continuous & ~decode_only if any_decode_only else continuous,
+        continuous & (decode_worker == 0) if any_decode_only else continuous,
         rows.prefill_budget_tokens,
         rows.data,
         any_continuous=any_continuous,
     )
     if any_decode_only:
-        mix = decode_worker_mix(mix, schedule.batch, schedule.running, decode_only)
+        mix = decode_worker_mix(mix, schedule.batch, schedule.running, decode_worker > 0)
     terms = workload_terms(rows, mix, prompt, output, schedule.waves)
     arrays = phase_arrays(plans, terms)
     kernel_s, kernel_j = np.add.reduce(arrays.stacked[::4], axis=3)  # time, energy: [2, N]
