@@ -233,6 +233,7 @@ def price_workloads(
         rows.prefill_budget_tokens,
         rows.data,
         any_continuous=any_continuous,
+        all_continuous=not any_decode_only and all(w.concurrent_sequences for w in workloads),
     )
     if any_decode_only:
         mix = decode_worker_mix(mix, schedule.batch, schedule.running, decode_worker > 0)
