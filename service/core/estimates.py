@@ -254,7 +254,11 @@ def price_workloads(
         phase_s[0] += mix.waiting * _mean_pass_s(phase_s, mix.steps)
         # Arrivals in a wave wait for its prompts ahead; every request, for its host path.
         phase_s[0] += rows.ttft_wave_share * mix.wave_passes * prefill_pass_s
-        phase_s[0] += np.where(mix.continuous, rows.request_overhead_s, 0.0)
+        phase_s[0] += (
+            rows.request_overhead_s
+            if mix.all_continuous
+            else np.where(mix.continuous, rows.request_overhead_s, 0.0)
+        )
     return WorkloadEstimates(
         plans=plans,
         sizes=values[:, :3],
@@ -280,7 +284,7 @@ def _conserve_prefill_j(
     scaling the prefill kernels' energies (`kernel_gpu_j` [2, N, kernels]) alike; NaN rows
     keep theirs."""
     conserved = ~np.isnan(ratio)
-    if not conserved.any():
+    if not np.count_nonzero(conserved):  # (a direct count costs a fraction of any())
         return
     target = np.where(conserved, ratio, 0.0) * phase_j[1]
     scale = np.where(conserved, target / np.maximum(phase_j[0], 1e-300), 1.0)
@@ -306,6 +310,8 @@ def _host_seconds(rows: ContextRows, mix: PassMix) -> tuple[FloatArray, FloatArr
     if not mix.any_continuous:  # every prefill static: the wheres below, without them
         overhead_s[0] = rows.prefill_overhead_s
         sequences_s[0] = wait_s[0] = 0.0
+        return overhead_s, sequences_s, wait_s
+    if mix.all_continuous:  # every prefill continuous: the wheres below would keep them all
         return overhead_s, sequences_s, wait_s
     overhead_s[0] = np.where(continuous, overhead_s[0], rows.prefill_overhead_s)
     sequences_s[0] = np.where(continuous, sequences_s[0], 0.0)

@@ -89,6 +89,7 @@ class PassMix:
         wave_passes: [N] prefill passes (of the request's prefill phase's size) of the prompts
             ahead of the request when it arrives in a wave (0 in a static batch) [passes].
         any_continuous: whether any workload is continuous (else their branches are skipped).
+        all_continuous: whether every workload is, when known (their static sides skipped).
     """
 
     prefilling: FloatArray
@@ -102,6 +103,7 @@ class PassMix:
     waiting: FloatArray
     wave_passes: FloatArray
     any_continuous: bool = True
+    all_continuous: bool = False
 
 
 def computed_prompt_tokens(prompt: FloatArray, cached: FloatArray) -> FloatArray:
@@ -180,6 +182,7 @@ def pass_mix(
         continuous=continuous,
         waiting=pick(0.5 + queued, 0.0),
         wave_passes=pick(ahead / per_pass, 0.0),
+        all_continuous=all_continuous,
     )
 
 
