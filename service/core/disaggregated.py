@@ -77,7 +77,7 @@ class _ScaledTotals:
         return result
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False)
 class DisaggregatedEstimates(WorkloadEstimates):
     """WorkloadEstimates whose disaggregated rows (`prefills`, by row) carry their prefill
     worker's prefill phase (`prefill_passes`' rows) and KV hand-off in place of their own."""

@@ -49,16 +49,21 @@ def sum_of_integers(first: FloatArray, last: FloatArray) -> FloatArray:
 
 
 def sum_max_affine_many(
-    intercepts: FloatArray, slopes: FloatArray, first: FloatArray, last: FloatArray
+    intercepts: FloatArray,
+    slopes: FloatArray,
+    first: FloatArray,
+    last: FloatArray,
+    count: FloatArray | None = None,
 ) -> FloatArray:
     """Sum over integers c in [first, last] of max_u (intercepts[..., u] + slopes[..., u] c),
     for every row (every index but the last).
 
     `intercepts` and `slopes` are [..., lines]; `first` and `last` integer-valued, of the
     rows' shape or broadcasting to it (one range for many rows); an empty range
-    (last < first) sums to 0. Rows whose top line at `first` is also on top at `last` are
-    that line's sum, the mean of its ends times the count; only the others are cut at their
-    lines' crossings.
+    (last < first) sums to 0; `count`, the integers in each range (max(last - first + 1, 0)),
+    when the caller has it. Rows whose top line at `first` is also on top at `last` are that
+    line's sum, the mean of its ends times the count; only the others are cut at their lines'
+    crossings.
     """
     shape, lines = intercepts.shape[:-1], intercepts.shape[-1]
     # Every line at both ends, rows flattened ([rows, lines]; broadcast ranges made whole).
@@ -68,11 +73,13 @@ def sum_max_affine_many(
     top = at_first.argmax(axis=1)
     top += _row_starts(top.shape[0], lines)
     top_last = at_last.take(top)
-    count = np.maximum(last - first + 1.0, 0.0)
+    if count is None:
+        count = np.maximum(last - first + 1.0, 0.0)
     # A convex maximum that touches one line at both ends is that line.
     result: FloatArray = ((at_first.take(top) + top_last).reshape(shape) * count) / 2.0
-    # (One test for all rows first: in the common case every row's top line stays on top.)
-    if not (at_last <= top_last[:, None]).all():
+    # (One test for all rows first: in the common case every row's top line stays on top;
+    # a direct count of the lines at or below it costs a fraction of ndarray.all().)
+    if np.count_nonzero(at_last <= top_last[:, None]) != at_last.size:
         cut = np.flatnonzero(~(top_last >= np.maximum.reduce(at_last, axis=1)))
         flat = result.reshape(-1)  # a view: result is a fresh array of the rows' shape
         ends = [np.broadcast_to(end, shape).reshape(-1)[cut] for end in (first, last)]

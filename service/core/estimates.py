@@ -44,7 +44,9 @@ class SummedCounts:
         return self.plan.count_totals(self.basis_sum, self.padded_sum)
 
 
-@dataclass(frozen=True, eq=False)
+# Not frozen: built on every pass, and a frozen dataclass's __init__ sets each field through
+# object.__setattr__ (several times the cost); treated as read-only all the same.
+@dataclass(eq=False)
 class WorkloadEstimates:
     """Estimates of N workloads, each of its own context (model, deployment, engine), as
     arrays ([2, N]: prefill and decode; [2, N, kernels] per kernel, padded to one width, see
@@ -207,7 +209,6 @@ def price_workloads(
     # Flags of the whole pass read from the workloads (cheaper than an array's any()).
     any_decode_only = any(w.decode_only for w in workloads)
     any_continuous = any_decode_only or any(w.concurrent_sequences for w in workloads)
-    decode_only = decode_worker > 0
     # One sequence's KV cache at its longest and on average over its life, in one evaluation.
     tokens = np.empty((2, batch.shape[0]))
     tokens[0], tokens[1] = prompt + output, prompt + (output - 1.0) / 2.0
@@ -228,13 +229,14 @@ def price_workloads(
         cached,
         output,
         schedule.running,
-        continuous & ~decode_only if any_decode_only else continuous,
+        continuous & (decode_worker == 0) if any_decode_only else continuous,
         rows.prefill_budget_tokens,
         rows.data,
         any_continuous=any_continuous,
+        all_continuous=not any_decode_only and all(w.concurrent_sequences for w in workloads),
     )
     if any_decode_only:
-        mix = decode_worker_mix(mix, schedule.batch, schedule.running, decode_only)
+        mix = decode_worker_mix(mix, schedule.batch, schedule.running, decode_worker > 0)
     terms = workload_terms(rows, mix, prompt, output, schedule.waves)
     arrays = phase_arrays(plans, terms)
     kernel_s, kernel_j = np.add.reduce(arrays.stacked[::4], axis=3)  # time, energy: [2, N]
@@ -252,7 +254,11 @@ def price_workloads(
         phase_s[0] += mix.waiting * _mean_pass_s(phase_s, mix.steps)
         # Arrivals in a wave wait for its prompts ahead; every request, for its host path.
         phase_s[0] += rows.ttft_wave_share * mix.wave_passes * prefill_pass_s
-        phase_s[0] += np.where(mix.continuous, rows.request_overhead_s, 0.0)
+        phase_s[0] += (
+            rows.request_overhead_s
+            if mix.all_continuous
+            else np.where(mix.continuous, rows.request_overhead_s, 0.0)
+        )
     return WorkloadEstimates(
         plans=plans,
         sizes=values[:, :3],
@@ -278,7 +284,7 @@ def _conserve_prefill_j(
     scaling the prefill kernels' energies (`kernel_gpu_j` [2, N, kernels]) alike; NaN rows
     keep theirs."""
     conserved = ~np.isnan(ratio)
-    if not conserved.any():
+    if not np.count_nonzero(conserved):  # (a direct count costs a fraction of any())
         return
     target = np.where(conserved, ratio, 0.0) * phase_j[1]
     scale = np.where(conserved, target / np.maximum(phase_j[0], 1e-300), 1.0)
@@ -304,6 +310,8 @@ def _host_seconds(rows: ContextRows, mix: PassMix) -> tuple[FloatArray, FloatArr
     if not mix.any_continuous:  # every prefill static: the wheres below, without them
         overhead_s[0] = rows.prefill_overhead_s
         sequences_s[0] = wait_s[0] = 0.0
+        return overhead_s, sequences_s, wait_s
+    if mix.all_continuous:  # every prefill continuous: the wheres below would keep them all
         return overhead_s, sequences_s, wait_s
     overhead_s[0] = np.where(continuous, overhead_s[0], rows.prefill_overhead_s)
     sequences_s[0] = np.where(continuous, sequences_s[0], 0.0)

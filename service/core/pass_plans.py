@@ -203,8 +203,9 @@ class PassPlans:
             compute, memory, network) are in service.core.phase's [5, 2, N, width] stacked
             totals, flattened (a flat gather and scatter cost less than fancy indexing).
         launch_s: [2, N, 1] each phase's kernel launch time [s].
-        power_columns: [N, 1] views of the rows' group, idle and TDP power [W] and compute,
-            memory and network power weights (kernel energy broadcasts them over kernels).
+        power_columns: [N, 1] views of the rows' group, idle power and its rise to TDP
+            (TDP - idle) [W] and compute, memory and network power weights (kernel energy
+            broadcasts them over kernels).
     """
 
     contexts: tuple[PricingContext, ...]
@@ -269,7 +270,7 @@ class PassPlans:
             [
                 rows.group,
                 rows.idle_w,
-                rows.tdp_w,
+                rows.tdp_w - rows.idle_w,
                 rows.power_compute,
                 rows.power_memory,
                 rows.power_network,

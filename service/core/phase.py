@@ -21,7 +21,9 @@ from service.core.terms import WorkloadTerms
 FloatArray = npt.NDArray[np.float64]
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen: built on every pass, and a frozen dataclass's __init__ sets each field through
+# object.__setattr__ (several times the cost); treated as read-only all the same.
+@dataclass(slots=True, eq=False)
 class PhaseArrays:
     """[2 phases, N workloads, kernels] totals over each phase: time [s] (wall-clock share),
     its compute, memory and network limbs [s], GPU energy [J] (the request's share of it, in a
@@ -66,16 +68,20 @@ def phase_arrays(plans: PassPlans, terms: WorkloadTerms) -> PhaseArrays:
     stacked = np.empty((5, *scale.shape))
     limbs = stacked[:4]
     time_s, compute_s, memory_s, network_s, gpu_j = stacked
+    # Each unit's [2, N, K] view, all in one unpacking (cheaper than indexing each).
+    core_a_s, core_b_s, core_c_s, unit_memory_s, unit_network_s, latency_s = unit.transpose(
+        2, 0, 1, 3
+    )
     # The slowest compute unit, then the slowest of it, memory and network: pairwise
     # maxima (a reduction over the small units axis costs several of them).
-    np.maximum(unit[:, :, 0], unit[:, :, 1], out=compute_s)
-    np.maximum(compute_s, unit[:, :, 2], out=compute_s)
-    np.maximum(compute_s, unit[:, :, 3], out=time_s)
-    np.maximum(time_s, unit[:, :, 4], out=time_s)
+    np.maximum(core_a_s, core_b_s, out=compute_s)
+    np.maximum(compute_s, core_c_s, out=compute_s)
+    np.maximum(compute_s, unit_memory_s, out=time_s)
+    np.maximum(time_s, unit_network_s, out=time_s)
     time_s += plans.launch_s
-    memory_s[...] = unit[:, :, 3]
+    memory_s[...] = unit_memory_s
     # Link-busy time only: collective step latency is in time_s, not in the power share.
-    np.subtract(unit[:, :, 4], unit[:, :, 5], out=network_s)
+    np.subtract(unit_network_s, latency_s, out=network_s)
     limbs *= scale
     # Decode's attention kernels grow with the context: their four limbs replaced by the sums
     # over it (put at their flat places in `stacked`).
@@ -84,12 +90,12 @@ def phase_arrays(plans: PassPlans, terms: WorkloadTerms) -> PhaseArrays:
         plans.decode_at, decode_s * plans.attention_layers * terms.repeats[:, None]
     )
     # Every GPU of the group draws it; the request's share of it (service.core.steady_state).
-    group, idle_w, tdp_w, *weights = plans.power_columns
+    group, idle_w, dynamic_w, *weights = plans.power_columns
     np.multiply(
         group,
         drawn_j(
             idle_w,
-            tdp_w,
+            dynamic_w,
             (weights[0], weights[1], weights[2]),
             time_s,
             compute_s,
@@ -134,8 +140,9 @@ def _decode_attention_s(
         lo[..., 1] = np.maximum(first[:, None], cap + 1.0)[..., None]
         hi[..., 0] = np.minimum(last[:, None], cap)[..., None]
     shape = (n, kernels, 4, pieces, 5)  # every limb's ranges: the same (broadcast)
-    tops = sum_max_affine_many(lines_a.reshape(shape), lines_b.reshape(shape), lo, hi)
-    count = np.maximum(hi - lo + 1.0, 0.0)[:, :, 0]  # [N, 1 or A, pieces]: steps of each
+    count = np.maximum(hi - lo + 1.0, 0.0)  # [N, 1 or A, 1, pieces]: steps of each
+    tops = sum_max_affine_many(lines_a.reshape(shape), lines_b.reshape(shape), lo, hi, count)
+    count = count[:, :, 0]
     # Summed over the pieces by hand (one or two: cheaper than a reduction).
     if pieces == 1:
         summed, steps = tops[..., 0], count[..., 0]

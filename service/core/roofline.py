@@ -116,12 +116,14 @@ def kernel_gpu_j(
     on top of idle, capped so no kernel draws more than TDP.
     """
     weights = (power.compute, power.memory, power.network)
-    return drawn_j(gpu.idle_w, gpu.tdp_w, weights, time_s, compute_s, memory_s, network_s)
+    return drawn_j(
+        gpu.idle_w, gpu.tdp_w - gpu.idle_w, weights, time_s, compute_s, memory_s, network_s
+    )
 
 
 def drawn_j(
     idle_w: float | npt.NDArray[np.float64],
-    tdp_w: float | npt.NDArray[np.float64],
+    dynamic_w: float | npt.NDArray[np.float64],
     weights: tuple[
         float | npt.NDArray[np.float64],
         float | npt.NDArray[np.float64],
@@ -132,9 +134,10 @@ def drawn_j(
     memory_s: Seconds,
     network_s: Seconds,
 ) -> Seconds:
-    """`kernel_gpu_j` from the GPU's idle and TDP power [W] and the power coefficients'
-    (compute, memory, network) weights, each a number or an array (one per workload row)."""
+    """`kernel_gpu_j` from the GPU's idle power and its rise to TDP (`dynamic_w`, TDP - idle)
+    [W] and the power coefficients' (compute, memory, network) weights, each a number or an
+    array (one per workload row; a pass keeps its rows' TDP - idle)."""
     compute, memory, network = weights
     busy_s = compute * compute_s + memory * memory_s + network * network_s
-    energy = idle_w * time_s + (tdp_w - idle_w) * np.minimum(busy_s, time_s)
+    energy = idle_w * time_s + dynamic_w * np.minimum(busy_s, time_s)
     return cast(Seconds, energy)  # type: ignore[redundant-cast]

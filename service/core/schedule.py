@@ -30,7 +30,9 @@ BoolArray = npt.NDArray[np.bool_]
 _GIB = 2.0**30
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen: built on every pass, and a frozen dataclass's __init__ sets each field through
+# object.__setattr__ (several times the cost); treated as read-only all the same.
+@dataclass(slots=True, eq=False)
 class KvSchedule:
     """What runs at once, per workload [N].
 
@@ -95,7 +97,7 @@ def kv_schedule(
     if mixed:
         noted |= continuous & (runs < running)
     notes: tuple[str, ...] = ("",) * batch.shape[0]
-    if noted.any():
+    if np.count_nonzero(noted):  # (a direct count costs a fraction of ndarray.any())
         notes = tuple(
             _note(b, c, w, r, cont, free)
             for b, c, w, r, cont, free in zip(

@@ -68,7 +68,9 @@ def md1_wait_services(load: FloatArray) -> FloatArray:
     return wait
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen: built on every pass, and a frozen dataclass's __init__ sets each field through
+# object.__setattr__ (several times the cost); treated as read-only all the same.
+@dataclass(slots=True, eq=False)
 class PassMix:
     """Per phase (0 prefill, 1 decode) and workload, [2, N] unless said:
 
@@ -87,6 +89,7 @@ class PassMix:
         wave_passes: [N] prefill passes (of the request's prefill phase's size) of the prompts
             ahead of the request when it arrives in a wave (0 in a static batch) [passes].
         any_continuous: whether any workload is continuous (else their branches are skipped).
+        all_continuous: whether every workload is, when known (their static sides skipped).
     """
 
     prefilling: FloatArray
@@ -100,6 +103,7 @@ class PassMix:
     waiting: FloatArray
     wave_passes: FloatArray
     any_continuous: bool = True
+    all_continuous: bool = False
 
 
 def computed_prompt_tokens(prompt: FloatArray, cached: FloatArray) -> FloatArray:
@@ -120,37 +124,47 @@ def pass_mix(
     replicas: float | FloatArray = 1,
     *,
     any_continuous: bool | None = None,
+    all_continuous: bool = False,
 ) -> PassMix:
     """The passes of workloads of `batch` sequences each (per wave), `running` sequences in a
     continuous batch where `continuous` (else ignored), at most `budget` tokens per pass of
     each of `replicas` attention-data-parallel schedulers (each runs 1 / replicas of the
     sequences; the request's prompt is one replica's) [N each]. `any_continuous`: whether any
-    row is continuous, when the caller knows it."""
+    row is continuous, when the caller knows it; `all_continuous`: True when it knows every
+    row is (a serving pass's common case: the static sides of the wheres are then skipped)."""
     new = computed_prompt_tokens(prompt, cached)
     decode_steps = output - 1.0
     if not (continuous.any() if any_continuous is None else any_continuous):
         return _static_mix(batch, prompt, output, new, continuous)
+
+    def pick(continuous_value: FloatArray, static_value: FloatArray | float) -> FloatArray:
+        """Each row's value of its kind: np.where(continuous, ...), unless all are."""
+        if all_continuous:
+            return continuous_value
+        picked: FloatArray = np.where(continuous, continuous_value, static_value)
+        return picked
+
     prefilling = np.empty((2, batch.shape[0]))
     decoding = np.empty(prefilling.shape)
     share = np.empty(prefilling.shape)
     # Continuous: C / O prompts and C (O - 1) / O decode tokens in every pass; the request's
     # prompt in n passes of the budget left beside the decode tokens.
-    running = np.where(continuous, running, batch)  # static: unused, kept finite
+    running = pick(running, batch)  # static: unused, kept finite
     arriving = running / output
     advancing = running * decode_steps / output
     left = np.maximum(budget - advancing / replicas, 1.0)
     chunks = np.maximum(np.ceil(batch * new / left), 1.0)
     own = batch / chunks
     carried = np.minimum(own + arriving, np.maximum(left / new, own))
-    prefilling[0] = np.where(continuous, carried, batch)
-    prefilling[1] = np.where(continuous, arriving, 0.0)
-    decoding[0] = np.where(continuous, advancing, 0.0)
-    decoding[1] = np.where(continuous, advancing, batch)
+    prefilling[0] = pick(carried, batch)
+    prefilling[1] = pick(arriving, 0.0)
+    decoding[0] = pick(advancing, 0.0)
+    decoding[1] = pick(advancing, batch)
     first = advancing + carried * new
-    share[0] = np.where(continuous, batch * new / (chunks * first), 1.0)
-    share[1] = np.where(continuous, batch / (advancing + arriving * new), 1.0)
+    share[0] = pick(batch * new / (chunks * first), 1.0)
+    share[1] = pick(batch / (advancing + arriving * new), 1.0)
     steps = np.empty(prefilling.shape)
-    steps[0] = np.where(continuous, chunks, 1.0)
+    steps[0] = pick(chunks, 1.0)
     steps[1] = decode_steps
     load = np.minimum(arriving / replicas * new / left, RHO_MAX)
     queued = md1_wait_services(load) * new / left
@@ -166,8 +180,9 @@ def pass_mix(
         running=running,
         new_tokens=new,
         continuous=continuous,
-        waiting=np.where(continuous, 0.5 + queued, 0.0),
-        wave_passes=np.where(continuous, ahead / per_pass, 0.0),
+        waiting=pick(0.5 + queued, 0.0),
+        wave_passes=pick(ahead / per_pass, 0.0),
+        all_continuous=all_continuous,
     )
 
 

@@ -34,10 +34,15 @@ _DECODE_CONTEXT = slice(_COLUMN["pairs_decode"], _COLUMN["keys_decode"] + 1)
 assert _DECODE_CONTEXT.stop - _DECODE_CONTEXT.start == 2
 assert BASIS[3:6] == ("pairs_full", "keys_full", "new_full")
 # The columns whose rows are GEMM rows, padded to the tile in the padded half.
-_TILED = np.array([_COLUMN[name] for name in ("tokens", "logit_rows", "keys_full", "new_decode")])
+_TILED = np.isin(
+    np.arange(len(BASIS)),
+    [_COLUMN[name] for name in ("tokens", "logit_rows", "keys_full", "new_decode")],
+)
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen: built on every pass, and a frozen dataclass's __init__ sets each field through
+# object.__setattr__ (several times the cost); treated as read-only all the same.
+@dataclass(slots=True, eq=False)
 class WorkloadTerms:
     """Per phase (0 prefill, 1 decode) and workload: basis terms of one execution, the same
     with GEMM rows padded to the tile, and executions per layer.
@@ -141,7 +146,7 @@ def decode_expert_terms_many(
     left = np.maximum(rows.prefill_budget_tokens - decode / rows.data, 1.0)
     chunk = np.minimum(mix.new_tokens, left)
     share = np.minimum(prompt / chunk, 1.0)
-    if not share.any():
+    if not np.count_nonzero(share):
         return expert_terms_many(rows, decode)
     carrying = expert_terms_many(rows, decode + prompt / np.maximum(share, 1e-12))
     alone = expert_terms_many(rows, decode)
@@ -208,9 +213,9 @@ def workload_terms(
     padded = both[..., width:]
     padded[...] = basis
     # GEMM rows of both phases padded to the tile at once: tokens, logit rows, and MLA's
-    # kv_b_proj rows (prefill's decompressed keys, decode's absorbed tokens).
-    tiled = basis.take(_TILED, axis=2)  # (take: cheaper than fancy indexing)
-    padded[..., _TILED] = padded_rows_many(tiled, rows.tile_m[:, None], rows.all_tiled)
+    # kv_b_proj rows (prefill's decompressed keys, decode's absorbed tokens); every column is
+    # padded and the tiled ones copied (a masked copy costs less than a gather and a scatter).
+    np.copyto(padded, padded_rows_many(basis, rows.tile_m[:, None], rows.all_tiled), where=_TILED)
     for phase, padded_experts in enumerate(expert_padded):
         padded[phase, :, _EXPERT_ROWS] = padded_experts
     return WorkloadTerms(

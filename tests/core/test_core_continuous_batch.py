@@ -62,6 +62,21 @@ def test_pass_mix_by_hand() -> None:
     assert_allclose(mix.waiting, [0.5 + 1.5305e-4], rtol=1e-4)
 
 
+def test_a_pass_known_all_continuous_mixes_as_one_that_tests_each_row() -> None:
+    """all_continuous (the caller knows every row is continuous) skips the wheres' static
+    sides: the same hand values as test_pass_mix_by_hand, the same arrays as without it."""
+    batch, prompt, cached = np.array([1.0, 4.0]), np.array([100.0, 300.0]), np.array([0.0, 50.0])
+    output, running, every = np.array([5.0, 20.0]), np.array([10.0, 12.0]), np.array([True, True])
+    known = pass_mix(batch, prompt, cached, output, running, every, 8192.0, all_continuous=True)
+    tested = pass_mix(batch, prompt, cached, output, running, every, 8192.0)
+    assert_allclose(known.prefilling[:, 0], [3.0, 2.0])
+    assert_allclose(known.share[:, 0], [100 / 308, 1 / 208])
+    assert known.all_continuous and not tested.all_continuous
+    for field in dataclasses.fields(known):
+        if field.name != "all_continuous":
+            assert np.array_equal(getattr(known, field.name), getattr(tested, field.name))
+
+
 def test_static_rows_mix_as_beside_a_continuous_one() -> None:
     """A pass of static batches only skips the continuous terms; each row comes out as it does
     in a pass that has a continuous row (and so evaluates them): b prompts in one pass, O - 1

@@ -3,10 +3,12 @@ context prices every workload exactly as a fresh resolution does, and the memory
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Any
 
 import service.pricing.estimator as estimator_module
 from service.pricing.estimator import Estimator
+from service.pricing.resolve import ResolvedRequest
 from service.schemas.estimate_request import EstimateRequest
 
 CONTEXT: dict[str, Any] = {
@@ -71,3 +73,18 @@ def test_the_memory_is_cleared_when_full(monkeypatch: Any) -> None:
     for region in ("FR", "DE", "US-CA"):
         estimator.estimate(request(WORKLOADS[0], datacenter={"region": region}))
     assert len(estimator._contexts) == 1  # the third context found it full: cleared, then added
+
+
+def test_a_remembered_resolution_keeps_every_field_but_the_requests_own() -> None:
+    # Every field a distinct object: one the copy left out would come back as its default.
+    values: dict[str, Any] = {f.name: object() for f in fields(ResolvedRequest)}
+    values["notes"] = ["a remembered note"]
+    known = ResolvedRequest(**values)
+    workload, defaulted = object(), {"workload.cached_prompt_tokens": 0}
+    copied = estimator_module._with_workload(known, workload, defaulted)  # type: ignore[arg-type]
+    for name, value in values.items():
+        expected = {"workload": workload, "defaulted": defaulted}.get(name, value)
+        if name == "notes":
+            assert copied.notes == known.notes and copied.notes is not known.notes
+        else:
+            assert getattr(copied, name) is expected, name
