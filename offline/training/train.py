@@ -109,7 +109,8 @@ INNER_MAPE_BY_PENALTY = {
     },
 }
 """The correction penalty, decided by inner validation (`python -m offline.training.inner_cv
---set members=5 --set correction_penalty=P --set seed=S`, mean of seeds 20261122 and 20261123),
+--set members=5 --set correction_penalty=P --set seed=S --set served_target=0 --set
+time_weight=0`, the design of that time; mean of seeds 20261122 and 20261123),
 on the current cost model (roofline 2026.11.7): per outer fold, the MAPE [%] over inner
 leave-one-family-out predictions of the other six families (the outer family never trained on
 nor scored). 0.03 was energy-gnn 2026.11.1-3's value; 1.0 and 3.0 (a stronger pull towards the
