@@ -60,6 +60,12 @@ def _parse(assignments: list[str], target: object) -> dict[str, Any]:
     return out
 
 
+def _mape_pct(ratio: np.ndarray) -> float:
+    """MAPE [%] of predicted / measured ratios, over the finite ones (NaN if none)."""
+    finite = ratio[np.isfinite(ratio)]
+    return float(100 * np.abs(finite - 1.0).mean()) if finite.size else float("nan")
+
+
 def inner_scores(
     folds: Folds,
     variant: Variant,
@@ -84,12 +90,18 @@ def inner_scores(
             started = time.monotonic()
             desc = f"-{outer} -{inner}"
             model = train_ensemble(train, weights, variant, fold_config, desc=desc)
-            logger.info("-%s -%s trained in %.0f s", outer, inner, time.monotonic() - started)
             served = log_served(test, predict_log_j(model, test))  # the quote the service gives
             ratio = np.exp(served) / np.array([r.measured_j for r in test])
             relative += np.abs(ratio - 1.0).tolist()
             tpot_ratio = np.exp(predict_log_tpot_ratio(model, test) - log_tpot_ratio(test))
             tpot += np.abs(tpot_ratio - 1.0).tolist()
+            logger.info(
+                "%s: %.0f s, energy MAPE %.2f %%, TPOT MAPE %.2f %%",
+                desc,
+                time.monotonic() - started,
+                100 * np.abs(ratio - 1.0).mean(),
+                _mape_pct(tpot_ratio),
+            )
         error = np.array(relative)
         tpot_error = np.array(tpot)[np.isfinite(tpot)]  # rows without a decode step: none
         scores[outer] = {
