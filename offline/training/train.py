@@ -121,7 +121,9 @@ PENALTY = min(INNER_MAPE_BY_PENALTY, key=lambda p: sum(INNER_MAPE_BY_PENALTY[p].
 """The final model's penalty: the best mean over the outer folds (0.3)."""
 DEFAULTS = TrainConfig(correction_penalty=PENALTY, served_target=True, time_weight=1.0)
 """The shipped design. Time weight 1 (energy-gnn 2026.11.27.1 on): a TPOT head, the design that
-`offline.training.grouped --time-weight 1` validated by family, GPU and engine."""
+`offline.training.grouped --time-weight 1` validated by family, GPU and engine; kept by inner
+validation against 0, 0.5 and 2 (`python -m offline.training.inner_cv --set time_weight=W`,
+the mean of the inner energy and TPOT MAPEs; bench/results/regressor_time_weight_inner.md)."""
 
 
 def fold_penalty(family: str) -> float:
