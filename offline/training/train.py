@@ -109,7 +109,8 @@ INNER_MAPE_BY_PENALTY = {
     },
 }
 """The correction penalty, decided by inner validation (`python -m offline.training.inner_cv
---set members=5 --set correction_penalty=P --set seed=S`, mean of seeds 20261122 and 20261123),
+--set members=5 --set correction_penalty=P --set seed=S --set served_target=0 --set
+time_weight=0`, the design of that time; mean of seeds 20261122 and 20261123),
 on the current cost model (roofline 2026.11.7): per outer fold, the MAPE [%] over inner
 leave-one-family-out predictions of the other six families (the outer family never trained on
 nor scored). 0.03 was energy-gnn 2026.11.1-3's value; 1.0 and 3.0 (a stronger pull towards the
@@ -120,7 +121,9 @@ PENALTY = min(INNER_MAPE_BY_PENALTY, key=lambda p: sum(INNER_MAPE_BY_PENALTY[p].
 """The final model's penalty: the best mean over the outer folds (0.3)."""
 DEFAULTS = TrainConfig(correction_penalty=PENALTY, served_target=True, time_weight=1.0)
 """The shipped design. Time weight 1 (energy-gnn 2026.11.27.1 on): a TPOT head, the design that
-`offline.training.grouped --time-weight 1` validated by family, GPU and engine."""
+`offline.training.grouped --time-weight 1` validated by family, GPU and engine; kept by inner
+validation against 0, 0.5 and 2 (`python -m offline.training.inner_cv --set time_weight=W`,
+the mean of the inner energy and TPOT MAPEs; bench/results/regressor_time_weight_inner.md)."""
 
 
 def fold_penalty(family: str) -> float:

@@ -71,6 +71,33 @@ def test_inner_scores_never_score_the_outer_family() -> None:
         assert score["mape_pct"] >= 0.0
 
 
+@pytest.mark.slow
+def test_inner_scores_without_a_time_head_score_the_analytical_tpot() -> None:
+    """Time weight 0: no TPOT correction, so each outer fold's TPOT score is the served
+    analytical TPOT's MAPE over the other families' rows (|served / measured - 1|, worked out
+    here from the rows); the criterion is the mean of the energy and TPOT MAPEs, and each
+    outer fold trains with the penalty it is given."""
+    torch.set_num_threads(1)
+    rows = training_rows()
+    folds = fixed_folds(rows)
+    priors = Priors(np.array([7e9, 2e10]), np.array([100.0, 300.0]))
+    config = TrainConfig(hidden=4, members=1, epochs=2, progress=False, time_weight=0.0)
+    families = sorted(folds)
+    penalties = {families[0]: 0.7}
+    scores = inner_scores(folds, replace(Variant("x"), focused=False), config, priors, penalties)
+    for outer, score in scores.items():
+        errors = [
+            abs(r.served_tpot_s / r.measured_tpot_s - 1.0)
+            for r in rows
+            if r.family != outer and r.measured_tpot_s > 0 and r.served_tpot_s > 0
+        ]
+        assert score["tpot_rows"] == len(errors) > 0
+        assert score["tpot_mape_pct"] == pytest.approx(100 * sum(errors) / len(errors))
+        mean = (score["mape_pct"] + score["tpot_mape_pct"]) / 2
+        assert score["criterion_pct"] == pytest.approx(mean)
+        assert score["correction_penalty"] == (0.7 if outer == families[0] else 0.03)
+
+
 def test_a_time_head_leaves_the_exported_energy_interface_as_it_was() -> None:
     """With a time-per-output-token head the network has one more output; the ONNX export
     still carries the two energy outputs the runtime reads, equal to torch's, and the time
