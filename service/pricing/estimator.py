@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
@@ -82,23 +82,9 @@ class _Group:
 def _with_workload(
     known: ResolvedRequest, workload: Workload, defaulted: dict[str, Any]
 ) -> ResolvedRequest:
-    """`known` with a request's own workload and defaults (its notes copied): what
-    dataclasses.replace does, field by field (replace costs several times more on every
-    request); tests/estimator/test_context_memory.py checks every field is here."""
-    return ResolvedRequest(
-        model_id=known.model_id,
-        architecture=known.architecture,
-        gpu=known.gpu,
-        workload=workload,
-        deployment=known.deployment,
-        carbon=known.carbon,
-        notes=list(known.notes),
-        defaulted=defaulted,
-        is_custom=known.is_custom,
-        engine=known.engine,
-        engine_evidence=known.engine_evidence,
-        prefill_worker=known.prefill_worker,
-    )
+    """`known` with a request's own workload and defaults, its notes copied (the request's
+    pricing adds notes of its own to them)."""
+    return replace(known, workload=workload, notes=list(known.notes), defaulted=defaulted)
 
 
 @dataclass(slots=True)
