@@ -41,9 +41,14 @@ class AppServices:
 # thread pool, a hop that costs more than the work on the estimate's hot path.
 
 
-async def get_services(request: Request) -> AppServices:
+def app_services(request: Request) -> AppServices:
+    """The app's services, built once by the lifespan (service/main.py)."""
     services: AppServices = request.app.state.services
     return services
+
+
+async def get_services(request: Request) -> AppServices:
+    return app_services(request)
 
 
 ServicesDep = Annotated[AppServices, Depends(get_services)]
@@ -56,8 +61,7 @@ async def get_estimator(services: ServicesDep) -> Estimator:
 def quote_service(request: Request) -> QuoteService:
     """The app's quote service, read by the estimate route itself: a dependency for it would
     be one more for FastAPI to solve on every estimate."""
-    services: AppServices = request.app.state.services
-    return services.quotes
+    return app_services(request).quotes
 
 
 def get_session(services: ServicesDep) -> Iterator[Session]:
@@ -202,8 +206,7 @@ class RequireScope(HTTPBearer):
         if isinstance(admitted, Principal):
             return admitted  # admitted for this scope, and counted, by the middleware
         # No admission middleware ran (an app assembled without it): check the key here.
-        services: AppServices = request.app.state.services
-        principal = await authenticated(services.keys, bearer_token(request.scope))
+        principal = await authenticated(app_services(request).keys, bearer_token(request.scope))
         await count_request(request.scope, principal, self.scope)
         if not principal.allows(self.scope):
             raise Forbidden(f"this API key lacks the `{self.scope}` scope")

@@ -11,7 +11,7 @@ from fastapi import APIRouter, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from service.api.deps import AppServices, quote_service
+from service.api.deps import app_services, quote_service
 from service.api.estimate_options import BATCH_OPTIONS, ESTIMATE_OPTIONS
 from service.api.openapi import operation_id, problem_responses
 from service.api.problems import problem_body, validation_problem
@@ -85,7 +85,7 @@ async def estimate_batch(body: BatchRequest, request: Request) -> Response:
     answers are in the same order."""
     caller = await BATCH_OPTIONS.caller(request)  # scope `estimate`
     _, verbose = BATCH_OPTIONS.read(request)  # `?verbose`
-    services: AppServices = request.app.state.services
+    services = app_services(request)
     settings = services.settings
     limit = settings.max_verbose_batch_items if verbose else settings.max_batch_items
     if len(body.items) > limit:
