@@ -25,6 +25,7 @@ from __future__ import annotations
 import csv
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -58,16 +59,8 @@ def compound_rows(rows: Sequence[HeldOutRow], data_dir: Path) -> list[HeldOutRow
     for r in silicon:
         version = versions[r.row_ref]
         if version and ran[(r.engine, version)] == {r.gpu}:
-            group = f"{r.gpu} {r.engine} {version}"
-            out.append(HeldOutRow("gpu", group, *_rest(r)))
+            out.append(replace(r, group=f"{r.gpu} {r.engine} {version}"))
     return out
-
-
-def _rest(r: HeldOutRow) -> tuple[str, str, str, float, float, str, str, str, str]:
-    return (
-        r.quantity, r.source, r.row_ref, r.measured, r.predicted,
-        r.gpu, r.engine, r.precision, r.family,
-    )  # fmt: skip
 
 
 def level_bounds(
@@ -118,8 +111,8 @@ def compound_inside(
     return out
 
 
-def _share(flags: Sequence[Compounded], how: str) -> float:
-    """Rows inside under `how`, each quantity weighing equally."""
+def share_inside(flags: Sequence[Compounded], how: str) -> float:
+    """The share of rows inside under rule `how`, each quantity weighing equally."""
     by_quantity: dict[str, list[bool]] = {}
     for r, inside, _ in flags:
         by_quantity.setdefault(r.quantity, []).append(inside[how])
@@ -136,7 +129,9 @@ def choose_compound(
     pooled = [x for g, v in inside.items() if g != without for x in v]
     if not pooled:
         return COMPOUNDS[0]
-    return min(COMPOUNDS, key=lambda h: (abs(_share(pooled, h) - nominal), COMPOUNDS.index(h)))
+    return min(
+        COMPOUNDS, key=lambda h: (abs(share_inside(pooled, h) - nominal), COMPOUNDS.index(h))
+    )
 
 
 def twice_rows(rows: Sequence[HeldOutRow], level: str, quantity: str) -> list[HeldOutRow]:

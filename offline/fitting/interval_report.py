@@ -10,11 +10,13 @@ import numpy as np
 
 from offline.fitting.compound_levels import (
     Compounded,
+    FewCache,
     compound_inside,
     nested_choice,
+    share_inside,
     twice_rows,
 )
-from offline.fitting.conformal import Rule, nested_inside
+from offline.fitting.conformal import nested_inside
 from offline.fitting.held_out_rows import HeldOutRow
 from offline.fitting.metrics import accuracy
 from service.catalog.intervals import COMPOUNDS, QUANTITIES
@@ -58,7 +60,7 @@ def coverage_report(
     skipped: Counter[str],
     quantiles: tuple[float, float],
     compound: dict[str, list[Compounded]] | None = None,
-    few_cache: dict[frozenset[str], dict[tuple[str, int], Rule]] | None = None,
+    few_cache: FewCache | None = None,
 ) -> str:
     """Rows per level, the stated quantiles, and nested coverage beside MAPE (markdown);
     `compound`: compound_levels.compound_inside of the rows at two levels at once;
@@ -231,7 +233,7 @@ def _compounded(
     level: str,
     quantity: str,
     quantiles: tuple[float, float],
-    few_cache: dict[frozenset[str], dict[tuple[str, int], Rule]],
+    few_cache: FewCache,
     document: dict[str, Any],
 ) -> list[tuple[HeldOutRow, bool, float]]:
     """`inside` with the rows that are a version never measured too judged by the interval
@@ -276,21 +278,13 @@ def _compound_section(
         lines.append(_rule_row(quantity, compound, quantity, nested))
     lines.append(_rule_row("all (rows pooled per quantity)", compound, "", nested))
     groups = [
-        f"{100.0 * np.mean([_rule_share(v, h) for v in compound.values()]):.0f} %"
+        f"{100.0 * np.mean([share_inside(v, h) for v in compound.values()]):.0f} %"
         for h in COMPOUNDS
     ]
     lines.append(
         f"| all (groups weighing equally) | {len(members)} | " + " | ".join(groups) + " | |"
     )
     return lines
-
-
-def _rule_share(members: list[Compounded], how: str) -> float:
-    """Rows of `members` inside under rule `how`, each quantity weighing equally."""
-    quantities = {r.quantity for r, _, _ in members}
-    return float(
-        np.mean([np.mean([f[how] for r, f, _ in members if r.quantity == q]) for q in quantities])
-    )
 
 
 def _rule_row(
@@ -303,7 +297,7 @@ def _rule_row(
     only, or every quantity, each weighing equally), and under the nested choice."""
     members = [x for v in compound.values() for x in v if x[0].quantity == quantity or not quantity]
     cells = [
-        f"{100.0 * _rule_share(members, h):.0f} % ({np.median([w[h] for _, _, w in members]):.2f})"
+        f"{100.0 * share_inside(members, h):.0f} % ({np.median([w[h] for _, _, w in members]):.2f})"
         for h in COMPOUNDS
     ]
     if nested is None:

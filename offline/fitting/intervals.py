@@ -31,8 +31,13 @@ from typing import Any
 from tqdm import tqdm
 
 from offline.fitting.argonne_rows import ARGONNE_CSV, argonne_held_out
-from offline.fitting.compound_levels import choose_compound, compound_inside, compound_rows
-from offline.fitting.conformal import MIN_GROUPS, MIN_ROWS, Rule, few_group_rules, fit_level
+from offline.fitting.compound_levels import (
+    FewCache,
+    choose_compound,
+    compound_inside,
+    compound_rows,
+)
+from offline.fitting.conformal import MIN_GROUPS, MIN_ROWS, few_group_rules, fit_level
 from offline.fitting.datasets import DEFAULT_DATA_DIR, data_source_digests
 from offline.fitting.datasets_common import sha256_file
 from offline.fitting.family_folds import FoldData
@@ -178,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     for extra in (SILICON_CSV, ARGONNE_CSV):
         digests[extra] = sha256_file(args.data / extra)
     document = intervals_document(rows, sets, digests)
-    few_cache: dict[frozenset[str], dict[tuple[str, int], Rule]] = {}
+    few_cache: FewCache = {}
     twice = compound_inside(rows, compound_rows(rows, args.data), "gpu", QUANTILES, few_cache)
     document["compound_rule"] = choose_compound(twice, QUANTILES[1] - QUANTILES[0])
     args.out.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
