@@ -37,6 +37,14 @@ from fastapi.testclient import TestClient
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.recalibration_coverage import (  # noqa: E402
+    energy_inside,
+    level_bounds,
+    nested_coverage,
+    posted_fit,
+    total_inside,
+    tpot_inside,
+)
 from bench.recalibration_text import plot_experiments, report  # noqa: E402
 from bench.report_file import command_line, write_report  # noqa: E402
 from offline.fitting.datasets import DEFAULT_DATA_DIR, EnergyMeasurement, load_mlenergy  # noqa: E402
@@ -107,6 +115,7 @@ def experiment(
             return answer
 
         posted_quotes = []
+        levels = {}  # observation id -> the level's log bounds of its quote
         for m in posted:
             q = quote(m)
             posted_quotes.append(q)
@@ -119,11 +128,15 @@ def experiment(
             stored = client.post(f"/v1/quotes/{q['quote_id']}/observations", json=observation)
             if stored.status_code != 201:
                 raise RuntimeError(stored.text)
+            levels[stored.json()["observation_id"]] = level_bounds(q)
         before = [quote(m) for m in scored]
         checks_before = [quote(m) for m in checks]
         created = client.post("/v1/calibrations", json={})
         if created.status_code != 201:
             raise RuntimeError(created.text)
+        # the rule judged on the posted rows alone (recalibration_coverage)
+        fitted = posted_fit(url, client.app.state.services.estimator)
+        rules = {q: nested_coverage(fitted["residuals"], levels, q) for q in ("energy", "total")}
         after = [quote(m) for m in scored]
         checks_after = [quote(m) for m in checks]
     return {
@@ -138,8 +151,16 @@ def experiment(
         "before_total_s": [q["latency"]["total_s"] for q in before],
         "after_total_s": [q["latency"]["total_s"] for q in after],
         "prefill_share": [q["latency"]["prefill_s"] / q["latency"]["total_s"] for q in before],
-        "tpot_inside_before": _inside(before, scored),
-        "tpot_inside_after": _inside(after, scored),
+        "tpot_inside_before": tpot_inside(before, scored),
+        "tpot_inside_after": tpot_inside(after, scored),
+        "energy_inside_before": energy_inside(before, scored),
+        "energy_inside_after": energy_inside(after, scored),
+        "total_inside_before": total_inside(before, scored),
+        "total_inside_after": total_inside(after, scored),
+        "held_out_after": after[0]["validation"]["held_out"] if after else {},
+        "quantiles": fitted["quantiles"],
+        "scored_levels": [level_bounds(q) for q in before],
+        "rules": rules,
         "checks_moved": sum(
             1
             for b, a in zip(checks_before, checks_after, strict=True)
@@ -183,17 +204,6 @@ def scalar_baseline(
         q["energy"]["per_sequence_gpu_j"] * corrections.factor_for(m.gpu_id, family(m))
         for m, q in zip(scored, scored_quotes, strict=True)
     ]
-
-
-def _inside(quotes: list[dict[str, Any]], rows: list[EnergyMeasurement]) -> float:
-    """Share of rows whose measured time per output token lies in the quote's interval [%]."""
-    inside = [
-        q["latency"]["time_per_output_token_s_low"]
-        <= m.time_per_output_token_s
-        <= q["latency"]["time_per_output_token_s_high"]
-        for q, m in zip(quotes, rows, strict=True)
-    ]
-    return 100.0 * sum(inside) / max(len(inside), 1)
 
 
 def analytical_client(coefficients: Path, url: str) -> TestClient:

@@ -12,7 +12,6 @@ the floor is kept and the mirroring left out (`candidate_rules`' order).
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from offline.fitting.held_out_rows import HeldOutRow
+from service.catalog.intervals import conformal_bounds
 from service.pricing.evidence import LEVELS
 
 MIN_ROWS = 20  # at 0.1 / 0.9 each bound is then at least the 2nd score from its end
@@ -52,17 +52,6 @@ def candidate_rules(level: str) -> list[Rule]:
     The family level is its own floor."""
     floors = (False,) if level == "family" else (True, False)
     return [Rule(q, m, f) for f in floors for m in (False, True) for q in SCORE_QUANTILES]
-
-
-def conformal_bounds(scores: Sequence[float], lower_q: float, upper_q: float) -> Bounds | None:
-    """The split-conformal bounds of `scores` (see the module doc); None when n is too small
-    for either order statistic to exist."""
-    n = len(scores)
-    k_lo, k_hi = math.floor((n + 1) * lower_q), math.ceil((n + 1) * upper_q)
-    if k_lo < 1 or k_hi > n:
-        return None
-    ordered = sorted(scores)
-    return ordered[k_lo - 1], ordered[k_hi - 1]
 
 
 def inside_bounds(score: float, bounds: Bounds) -> bool:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -67,6 +67,21 @@ def compound_log_bounds(
     if how == "rss":
         return -math.hypot(*lows), math.hypot(*highs)
     raise ValueError(f"unknown compound rule {how!r}")
+
+
+def conformal_bounds(
+    scores: Sequence[float], lower_q: float, upper_q: float
+) -> tuple[float, float] | None:
+    """The split-conformal bounds of `scores` at nominal quantiles (`lower_q`, `upper_q`): the
+    k_lo-th and k_hi-th smallest (1-based), k_lo = floor((n + 1) lower_q) and k_hi =
+    ceil((n + 1) upper_q), so that a new exchangeable score falls inside with probability at
+    least upper_q - lower_q; None when n is too small for either order statistic to exist."""
+    n = len(scores)
+    k_lo, k_hi = math.floor((n + 1) * lower_q), math.ceil((n + 1) * upper_q)
+    if k_lo < 1 or k_hi > n:
+        return None
+    ordered = sorted(scores)
+    return ordered[k_lo - 1], ordered[k_hi - 1]
 
 
 @dataclass(frozen=True, slots=True)

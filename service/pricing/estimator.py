@@ -241,6 +241,8 @@ class Estimator:
                 engines = self.regressor.time_head_engines
                 latency = learned_latency(latency, energies[j], request, engines)
             evidence = contexts[number].evidence_of(request, self)
+            if factors is not None and calibration is not None:  # its fit's own intervals
+                evidence = calibration.evidence(evidence, request.gpu.id, request.engine)
             results[index] = self._priced(
                 request, latency, energies[j], breakdown, calibration, factors, priced_at, evidence
             )

@@ -108,6 +108,26 @@ def require_operator(operator: bool, what: str) -> None:
         raise Forbidden(f"{what} changes every tenant's quotes: it takes an operator key")
 
 
+def observation_points(
+    session: Session, tenant: str, scope: str, estimator: Estimator
+) -> tuple[list[PhysicalPoint], int, dict[str, str]]:
+    """The observations a calibration of `scope` for `tenant` fits (every tenant's for the
+    global scope), each against its quote re-priced uncalibrated by `estimator`: the points
+    of its model version that can be read, how many observations are stored for the scope,
+    and each point's tenant by observation id."""
+    rows = ObservationRepository(session).with_quotes(None if scope == GLOBAL_SCOPE else tenant)
+    points: list[PhysicalPoint] = []
+    owners: dict[str, str] = {}
+    for observation, quote in rows:
+        if quote.model_version != estimator.model_version:
+            continue
+        point = _point(session, observation, quote, estimator)
+        if point is not None:
+            points.append(point)
+            owners[observation.id] = observation.tenant
+    return points, len(rows), owners
+
+
 def create_calibration(
     session: Session,
     tenant: str,
@@ -123,21 +143,8 @@ def create_calibration(
     scope = GLOBAL_SCOPE if body.scope == "global" else TENANT_SCOPE
     if scope == GLOBAL_SCOPE:
         require_operator(operator, "a global calibration")
-    rows = ObservationRepository(session).with_quotes(None if scope == GLOBAL_SCOPE else tenant)
-    points: list[PhysicalPoint] = []
-    other_version = 0
-    owners: dict[str, str] = {}
-    for observation, quote in rows:
-        point = (
-            _point(session, observation, quote, estimator)
-            if quote.model_version == model_version
-            else None
-        )
-        if quote.model_version != model_version or point is None:
-            other_version += 1
-            continue
-        points.append(point)
-        owners[observation.id] = observation.tenant
+    points, total, owners = observation_points(session, tenant, scope, estimator)
+    other_version = total - len(points)
     settings = FitSettings(
         body.shrinkage_k,
         body.holdout_fraction,
@@ -148,7 +155,7 @@ def create_calibration(
     fit = fit_calibration(points, settings)
     if fit.fitted == 0:
         raise InvalidRequest(
-            f"no observation to fit: {len(rows)} stored for this scope, {other_version} against "
+            f"no observation to fit: {total} stored for this scope, {other_version} against "
             f"quotes of another model version, {len(fit.flagged)} flagged; post observations "
             f"against quotes of {model_version!r} first"
         )
@@ -160,7 +167,7 @@ def create_calibration(
         scope=scope,
         model_version=model_version,
         is_current=False,
-        payload=_payload(fit, len(rows), other_version, owners, tenant, estimator),
+        payload=_payload(fit, total, other_version, owners, tenant, estimator),
     )
     CalibrationRepository(session).add(calibration)
     if body.activate:

@@ -12,11 +12,11 @@ from offline.fitting.conformal_rules import (
     MIN_ROWS,
     Rule,
     borrowing_rules,
-    conformal_bounds,
     few_group_rules,
     group_rule,
 )
 from offline.fitting.held_out_rows import HeldOutRow
+from service.catalog.intervals import conformal_bounds
 
 
 def row(level: str, group: str, log_ratio: float, ref: str) -> HeldOutRow:

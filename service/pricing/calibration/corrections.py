@@ -28,8 +28,13 @@ from typing import Any
 
 import numpy as np
 
+from service.pricing.calibration.calibrated_intervals import (
+    ResidualQuantiles,
+    calibrated_evidence,
+)
 from service.pricing.calibration.physical_terms import PhysicalTerms
 from service.pricing.calibration.physics import PARAMETERS, Factors, factors_many
+from service.pricing.evidence import Evidence
 
 GLOBAL_SEGMENT = ("*", "*")
 
@@ -106,7 +111,8 @@ class GpuFit:
     """One GPU's (under one engine) refitted coefficients: `theta`, log multipliers of the
     prior figures in the order of physics.PARAMETERS, fitted on `n` observations (`n_latency`
     of them with total time); `held_out` its k-fold error; `active` whether quotes use it,
-    `reason` why (not)."""
+    `reason` why (not); `quantiles` its k-fold residuals' quantiles by quantity ("energy",
+    "total"), which bound the quotes it moves (calibrated_intervals)."""
 
     gpu: str
     engine: str
@@ -116,6 +122,7 @@ class GpuFit:
     held_out: HeldOutError
     active: bool
     reason: str
+    quantiles: Mapping[str, ResidualQuantiles] = field(default_factory=dict)
 
     @property
     def theta_array(self) -> np.ndarray[Any, np.dtype[np.float64]]:
@@ -136,6 +143,7 @@ class GpuFit:
             "held_out": self.held_out.to_payload(),
             "active": self.active,
             "reason": self.reason,
+            "quantiles": [q.to_payload() for q in self.quantiles.values()],
         }
 
     @classmethod
@@ -149,6 +157,10 @@ class GpuFit:
             held_out=HeldOutError.from_payload(data.get("held_out", {})),
             active=bool(data["active"]),
             reason=str(data["reason"]),
+            quantiles={
+                q.quantity: q
+                for q in (ResidualQuantiles.from_payload(i) for i in data.get("quantiles", []))
+            },
         )
 
 
@@ -216,3 +228,11 @@ class ActiveCalibration:
     calibration_id: str
     model_version: str
     corrections: Corrections
+
+    def evidence(self, evidence: Evidence, gpu: str, engine: str) -> Evidence:
+        """`evidence` of a quote on `gpu` under `engine`, with the intervals and validation of
+        this calibration's fit where an active one moved it (calibrated_intervals)."""
+        fit = self.corrections.fits.get((gpu, engine))
+        if fit is None or not fit.active:
+            return evidence
+        return calibrated_evidence(evidence, self.calibration_id, fit.n, fit.quantiles)

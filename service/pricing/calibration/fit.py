@@ -14,6 +14,10 @@ activate what improves.
    no worse than the uncalibrated quotes' and one of them better.
    The calibration stored is the one fitted on all of them; `holdout_*` is the out-of-fold
    error of the calibration as applied (an inactive GPU's quotes keep their error).
+4. Keep the out-of-fold residuals, ln(observed / predicted) of energy and of total time per
+   observation (`Residual`), and store per GPU fit their split-conformal quantiles at
+   `interval_quantiles`: the intervals of the quotes the fit moves
+   (service.pricing.calibration.calibrated_intervals).
 
 Error is the mean absolute percentage error, ``mean(|predicted - observed| / observed)``, of
 GPU energy and of total time.
@@ -27,6 +31,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from service.pricing.calibration.calibrated_intervals import Residual, scope_quantiles
 from service.pricing.calibration.corrections import Corrections, GpuFit, HeldOutError
 from service.pricing.calibration.map_fit import PhysicalPoint, map_theta, predicted
 from service.pricing.calibration.physics import PARAMETERS
@@ -39,7 +44,8 @@ class FitSettings:
     """`shrinkage_k`: pseudo-count of the family segments' weight n / (n + k);
     `holdout_fraction`: the share each of the k folds holds out (k = round(1 / it)); `max_ratio`,
     `outlier_z`: the screens; `min_observations`: fewer and a GPU's fit stays inactive;
-    `noise_sigma`: the log scatter of one observation about the model (map_fit)."""
+    `noise_sigma`: the log scatter of one observation about the model (map_fit);
+    `interval_quantiles`: the nominal quantiles of the residuals' bounds (the quotes')."""
 
     shrinkage_k: float = 10.0
     holdout_fraction: float = 0.2
@@ -47,6 +53,7 @@ class FitSettings:
     outlier_z: float = 3.5
     min_observations: int = 8
     noise_sigma: float = 0.2
+    interval_quantiles: tuple[float, float] = (0.1, 0.9)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +67,7 @@ class CalibrationFit:
     flagged: dict[str, Flag] = field(default_factory=dict)  # observation id -> why
     holdout: HeldOutError = field(default_factory=HeldOutError)
     with_latency: int = 0
+    residuals: tuple[Residual, ...] = ()
 
     @property
     def holdout_mape_before(self) -> float | None:
@@ -221,12 +229,15 @@ def fit_calibration(
     )
     corrections = fit_scopes(clean, settings)
     scored = _out_of_fold(clean, settings)
+    residuals = tuple(r for s in scored for r in _residuals(s))
     fits = {}
     active_scopes = set()
     for scope, fit in corrections.fits.items():
         held = _errors([s for s in scored if s.point.scope == scope])
         active, reason = activation(fit.n, held, settings)
-        fits[scope] = replace(fit, held_out=held, active=active, reason=reason)
+        own = [r for r in residuals if r.scope == scope]
+        quantiles = scope_quantiles(own, settings.interval_quantiles)
+        fits[scope] = replace(fit, held_out=held, active=active, reason=reason, quantiles=quantiles)
         if active:
             active_scopes.add(scope)
     as_applied = [  # an inactive GPU's quotes keep their error
@@ -243,7 +254,19 @@ def fit_calibration(
         flagged,
         _errors(as_applied),
         sum(1 for p in clean if p.observed_total_s is not None),
+        residuals,
     )
+
+
+def _residuals(scored: _Scored) -> list[Residual]:
+    """The out-of-fold residuals of one scored observation: energy, and total time if posted."""
+    point = scored.point
+    energy = math.log(point.observed_gpu_j / scored.energy_after)
+    found = [Residual(point.observation_id, point.scope, point.model, "energy", energy)]
+    if point.observed_total_s is not None:
+        total = math.log(point.observed_total_s / scored.total_s_after)
+        found.append(Residual(point.observation_id, point.scope, point.model, "total", total))
+    return found
 
 
 def _latency_screened(point: PhysicalPoint, max_ratio: float) -> PhysicalPoint:
