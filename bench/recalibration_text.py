@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-LABELS = {"half": "half of the rows", "20": "20 rows"}
+from bench.recalibration_intervals_text import LABELS, interval_section
 
 
 def errors(predicted: list[float], measured: list[float]) -> dict[str, float]:
@@ -87,92 +87,6 @@ def coefficient_lines(results: dict[str, dict[str, Any]]) -> list[str]:
         fitted = " | ".join(f"{fits[label]['fitted'][name]:.4g}" for label in results)
         lines.append(f"| {name} | {prior:.4g} | {fitted} |")
     return lines
-
-
-def interval_section(results: dict[str, dict[str, Any]]) -> list[str]:
-    """The intervals of the calibrated quotes: the rule checked on the posted rows, the
-    quantiles stored, the scored rows' coverage before and after."""
-    from bench.recalibration_coverage import RULES, scored_rule_coverage
-
-    rule_rows = [
-        f"| {LABELS[label]} | {quantity} | {name} | {cover:.0f} | {width:.2f} |"
-        for label, r in results.items()
-        for quantity, rules in r["rules"].items()
-        for name, (cover, width) in rules.items()
-    ]
-    stored = [
-        f"| {LABELS[label]} | {q['quantity']} | {q['n']} | {q['groups']} | "
-        f"{np.exp(q['lower_log']):.3f} | {np.exp(q['upper_log']):.3f} | {100 * q['mape']:.1f} |"
-        for label, r in results.items()
-        for by_quantity in r["quantiles"].values()
-        for q in by_quantity.values()
-        if q["lower_log"] is not None
-    ]
-    scored = [
-        f"| {LABELS[label]} | {r['energy_inside_before']:.0f} / {r['energy_inside_after']:.0f} | "
-        f"{r['tpot_inside_before']:.0f} / {r['tpot_inside_after']:.0f} | "
-        f"{r['total_inside_before']:.0f} / {r['total_inside_after']:.0f} |"
-        for label, r in results.items()
-    ]
-    reference = []
-    for label, r in results.items():
-        (by_quantity,) = r["quantiles"].values()
-        for name, measured, quoted, quantity in (
-            ("energy", "measured_j", "after_j", "energy"),
-            ("TPOT", "measured_tpot_s", "after_tpot_s", "total"),
-        ):
-            levels = [b["tpot" if name == "TPOT" else "energy"] for b in r["scored_levels"]]
-            shares = scored_rule_coverage(r[measured], r[quoted], levels, by_quantity[quantity])
-            cells = " | ".join(f"{shares[rule]:.0f}" for rule in RULES)
-            reference.append(f"| {LABELS[label]} | {name} | {cells} |")
-    return [
-        "## Intervals of the calibrated quotes",
-        "",
-        "A quote moved by an active GPU fit takes the split-conformal 10 %/90 % quantiles of "
-        "that fit's own k-fold residuals (ln measured / predicted on observations held out of "
-        "each fold, folds by model): energy for `gpu_j`, total time for `total_s`, `decode_s` "
-        "and the time per output token (observations measure no phase alone; `prefill_s` "
-        "keeps its level's). The rule was written before any coverage was computed: the "
-        "calibration's quantiles alone from 20 residuals of 2 models or more (the rows the "
-        "offline fit asks of a level to stand alone), below that the wider of the "
-        "calibration's and the level's bound on each side, and the level's with too few "
-        "residuals for the order statistics (under 9).",
-        "",
-        "It was checked on the posted rows only, before the scored half was looked at: each "
-        "model's k-fold residuals left out in turn, each rule fitted on the other models' "
-        "residuals (and the level's interval of the left-out row's quote), the share of the "
-        "left-out residuals inside (nominal 80 %) and the median width of the interval (high / "
-        "low). With 20 posted rows a model left out leaves under 20, so the shipped rule is "
-        "checked there in its fallback (the wider of the two) only.",
-        "",
-        "| posted | residuals | rule | inside % | width |",
-        "|---|---|---|---|---|",
-        *rule_rows,
-        "",
-        "The quantiles stored with each calibration (ratios measured / quoted; the last column "
-        "the k-fold MAPE of those residuals):",
-        "",
-        "| posted | quantity | residuals | models | 10 % ratio | 90 % ratio | MAPE % |",
-        "|---|---|---|---|---|---|---|",
-        *stored,
-        "",
-        "On the scored rows, the share of measured values inside the quote's interval [%], "
-        "before / after the calibration (after: the stored quantiles around the moved "
-        "estimate):",
-        "",
-        "| posted | energy | time per output token | total time |",
-        "|---|---|---|---|",
-        *scored,
-        "",
-        "For reference only (computed after the rule was fixed, not used to choose it): the "
-        "scored rows' coverage [%] under each rule, from the same stored quantiles and the "
-        "level's interval of each quote.",
-        "",
-        "| posted | quantity | " + " | ".join(RULES) + " |",
-        "|---|---|" + "---|" * len(RULES),
-        *reference,
-        "",
-    ]
 
 
 def reading(results: dict[str, dict[str, Any]]) -> str:
@@ -274,6 +188,11 @@ def report(
         "- The k-fold error decides activation and is also reported, so it is slightly "
         "optimistic; the scored half above never entered the fit. The scored half holds models "
         "the posted half also holds (rows are split at random, not by model).",
+        "- The rule check recomputes the posted calibration's k-fold residuals from the stored "
+        "observations (`observation_points` and `fit_calibration` with the API's defaults, as "
+        "`POST /v1/calibrations` fitted them): the API states the quantiles in the quotes, not "
+        "the residuals. The check is grouped by model within one GPU; the residuals of a GPU "
+        "with one model only never stand alone.",
         "",
     ]
     return "\n".join(lines)
