@@ -50,6 +50,9 @@ def test_stored_quantiles_are_the_finite_sample_order_statistics() -> None:
     fit = GpuFit(H100, "vllm-v1", 21, 8, (0.0,) * len(PARAMETERS), HeldOutError(), True, "",
                  quantiles)  # fmt: skip
     assert GpuFit.from_payload(fit.to_payload()) == fit
+    older = fit.to_payload()  # a calibration stored before fits kept their quantiles
+    del older["quantiles"]
+    assert GpuFit.from_payload(older).quantiles == {}
 
 
 def test_the_residuals_mape_is_their_mean_relative_error() -> None:
