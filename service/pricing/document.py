@@ -135,7 +135,7 @@ def quote_document(
             "breakdown": None
             if breakdown is None
             else _breakdown(resolved, breakdown, latency, energy),
-            "validation": evidence.validation,
+            "validation": evidence.validation_json,
             "warnings": [*latency.warnings, *resolved.notes],
         },
     )

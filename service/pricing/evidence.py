@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+import orjson
+
 from service.catalog.intervals import (
     QUANTITIES,
     EvidenceIntervals,
@@ -63,8 +65,9 @@ def evidence_level(case: Case, fitted_on: Mapping[str, frozenset[str]]) -> str:
 @dataclass(frozen=True, slots=True)
 class Evidence:
     """A quote's level, its interval per quantity (at the nominal `lower_quantile`..
-    `upper_quantile`), and its `validation` members; `ratios`: each interval's
-    `bound_ratios`, which a quote's values are multiplied by for their bounds."""
+    `upper_quantile`), and its `validation` members (`validation_json`: serialised once, as
+    every quote of the case carries them); `ratios`: each interval's `bound_ratios`, which a
+    quote's values are multiplied by for their bounds."""
 
     level: str
     intervals: dict[str, LevelInterval]
@@ -72,6 +75,7 @@ class Evidence:
     lower_quantile: float
     upper_quantile: float
     ratios: dict[str, tuple[float, float]]
+    validation_json: orjson.Fragment
 
 
 QUOTED = ("energy", "prefill", "tpot", "total")
@@ -109,7 +113,13 @@ def case_evidence(case: Case, known: EvidenceIntervals, serving: bool = False) -
     validation = {"level": level, **backing, "held_out": held_out}
     ratios = {q: bound_ratios(i) for q, i in intervals.items()}
     return Evidence(
-        level, intervals, validation, known.lower_quantile, known.upper_quantile, ratios
+        level,
+        intervals,
+        validation,
+        known.lower_quantile,
+        known.upper_quantile,
+        ratios,
+        orjson.Fragment(orjson.dumps(validation)),
     )
 
 
