@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from service.core.embodied import SECONDS_PER_YEAR, EmbodiedCharge, request_embodied_g
 from service.core.facility import (
@@ -25,7 +26,7 @@ from service.core.facility import (
     kwh,
     server_overhead_power_w,
 )
-from service.core.uncertainty import Ranged, product, total
+from service.core.uncertainty import Ranged, product
 from service.core.water import WaterUse
 
 __all__ = [
@@ -33,9 +34,12 @@ __all__ = [
     "DEFAULT_PUE",
     "JOULES_PER_KWH",
     "SECONDS_PER_YEAR",
+    "Bounded",
     "CarbonEstimate",
     "CarbonFactors",
+    "CarbonFigures",
     "HeldRates",
+    "carbon_figures",
     "held_rates",
     "operational_carbon_g",
     "request_carbon",
@@ -156,68 +160,128 @@ def held_rates(factors: CarbonFactors) -> HeldRates:
     )
 
 
-def request_carbon(
-    gpu_j: Ranged, duration_s: float, factors: CarbonFactors, rates: HeldRates | None = None
-) -> CarbonEstimate:
-    """CO2e and water of a request whose GPUs use `gpu_j` [J] over `duration_s` [s]
-    (`rates`: held_rates(factors) when the caller has it already).
+Bounded = tuple[float, float, float]
+"""A value [any unit] with its low and high ratios, as a `Ranged` holds them."""
 
-    Every quote runs this, so it is written out in floats rather than composed from
-    `it_energy_j`, `facility_energy_j`, `operational_g`, `request_water` and `total` (a Ranged
-    built and checked per step, the constant factors' logs taken again each time): the same
-    operations in the same order, so the same numbers to the last bit
-    (tests/core/test_carbon_reference.py holds it to that composition)."""
-    if rates is None:
-        rates = held_rates(factors)
+
+class CarbonFigures(NamedTuple):
+    """A request's CO2e and water as plain floats, what `request_carbon` returns as `Ranged`
+    values (the quote document reads these; building and checking a dozen `Ranged` per quote
+    costs more than its arithmetic). Unbounded members carry the ratios of their `HeldRates`
+    (`server_overhead_j`: server_overhead_w's; the embodied charges: embodied_per_s's)."""
+
+    server_overhead_j: float  # [J]
+    it_j: Bounded  # [J]
+    facility_j: Bounded  # [J]
+    operational_g: Bounded  # [gCO2e]
+    embodied_gpus_g: float  # [gCO2e]
+    embodied_server_g: float  # [gCO2e]
+    embodied_g: float  # [gCO2e]
+    onsite_l: Bounded  # [L]
+    offsite_l: Bounded  # [L]
+    total_g: Bounded  # operational + embodied [gCO2e]
+    water_l: Bounded  # onsite + offsite [L]
+
+
+def carbon_figures(
+    gpu_j: Ranged, duration_s: float, factors: CarbonFactors, rates: HeldRates
+) -> CarbonFigures:
+    """CO2e and water of a request whose GPUs use `gpu_j` [J] over `duration_s` [s], as floats
+    (`rates`: held_rates(factors)).
+
+    Written out in floats rather than composed from `it_energy_j`, `facility_energy_j`,
+    `operational_g`, `request_water` and `total` (a Ranged built and checked per step, the
+    constant factors' logs taken again each time): the same operations in the same order, so
+    the same numbers to the last bit (tests/core/test_carbon_reference.py holds
+    request_carbon, built from these, to that composition)."""
     pue_lo, pue_hi, grid_lo, grid_hi, wue_lo, wue_hi, ewif_lo, ewif_hi = rates.log_bounds
     per_kwh = 1.0 / JOULES_PER_KWH
     overhead_w = rates.server_overhead_w
-    overhead_j = Ranged(overhead_w.value * duration_s, overhead_w.low_ratio, overhead_w.high_ratio)
+    overhead_j = overhead_w.value * duration_s
     # IT energy: GPU + server share, bounds added end to end.
-    it_value = gpu_j.value + overhead_j.value
+    it_value = gpu_j.value + overhead_j
     it_low, it_high = 1.0, 1.0
     if it_value != 0.0:
-        it_low = min((gpu_j.low + overhead_j.low) / it_value, 1.0)
-        it_high = max((gpu_j.high + overhead_j.high) / it_value, 1.0)
-    it_j = Ranged(it_value, it_low, it_high)
+        gpu_low, gpu_high = gpu_j.value * gpu_j.low_ratio, gpu_j.value * gpu_j.high_ratio
+        it_low = min((gpu_low + overhead_j * overhead_w.low_ratio) / it_value, 1.0)
+        it_high = max((gpu_high + overhead_j * overhead_w.high_ratio) / it_value, 1.0)
     it_lo, it_hi = _log_squared(it_low), _log_squared(it_high)
     # Facility energy: IT energy x PUE, bounds in quadrature.
-    facility_j = Ranged(
-        it_value * factors.pue.value,
-        math.exp(-math.sqrt(it_lo + pue_lo)),
-        math.exp(math.sqrt(it_hi + pue_hi)),
-    )
-    facility_lo, facility_hi = _log_bounds(facility_j)
-    facility_kwh = facility_j.value * per_kwh
-    operational = Ranged(
+    facility_value = it_value * factors.pue.value
+    facility_low = math.exp(-math.sqrt(it_lo + pue_lo))
+    facility_high = math.exp(math.sqrt(it_hi + pue_hi))
+    facility_lo, facility_hi = _log_squared(facility_low), _log_squared(facility_high)
+    facility_kwh = facility_value * per_kwh
+    operational = (
         facility_kwh * factors.carbon_intensity_g_per_kwh.value,
         math.exp(-math.sqrt(facility_lo + grid_lo)),
         math.exp(math.sqrt(facility_hi + grid_hi)),
     )
-    per_s = rates.embodied_per_s
     # Embodied charges are linear in the time held (exact factor: bounds unchanged).
-    embodied = EmbodiedCharge(
-        per_s.gpus_g.scaled(duration_s),
-        per_s.server_g.scaled(duration_s),
-        per_s.total_g.scaled(duration_s),
-    )
-    onsite = Ranged(
+    per_s = rates.embodied_per_s
+    embodied_g = per_s.total_g.value * duration_s
+    onsite = (
         it_value * per_kwh * factors.wue_l_per_kwh.value,
         math.exp(-math.sqrt(it_lo + wue_lo)),
         math.exp(math.sqrt(it_hi + wue_hi)),
     )
-    offsite = Ranged(
+    offsite = (
         facility_kwh * factors.offsite_water_l_per_kwh.value,
         math.exp(-math.sqrt(facility_lo + ewif_lo)),
         math.exp(math.sqrt(facility_hi + ewif_hi)),
     )
+    return CarbonFigures(
+        server_overhead_j=overhead_j,
+        it_j=(it_value, it_low, it_high),
+        facility_j=(facility_value, facility_low, facility_high),
+        operational_g=operational,
+        embodied_gpus_g=per_s.gpus_g.value * duration_s,
+        embodied_server_g=per_s.server_g.value * duration_s,
+        embodied_g=embodied_g,
+        onsite_l=onsite,
+        offsite_l=offsite,
+        total_g=_summed(
+            operational, (embodied_g, per_s.total_g.low_ratio, per_s.total_g.high_ratio)
+        ),
+        water_l=_summed(onsite, offsite),
+    )
+
+
+def _summed(first: Bounded, second: Bounded) -> Bounded:
+    """`uncertainty.total` of two terms, in floats (the same operations in the same order)."""
+    value = first[0] + second[0]
+    if value == 0.0:
+        return 0.0, 1.0, 1.0
+    low = first[0] * first[1] + second[0] * second[1]
+    high = first[0] * first[2] + second[0] * second[2]
+    return value, min(low / value, 1.0), max(high / value, 1.0)
+
+
+def request_carbon(
+    gpu_j: Ranged, duration_s: float, factors: CarbonFactors, rates: HeldRates | None = None
+) -> CarbonEstimate:
+    """CO2e and water of a request whose GPUs use `gpu_j` [J] over `duration_s` [s]
+    (`rates`: held_rates(factors) when the caller has it already): `carbon_figures` as
+    `Ranged` values."""
+    if rates is None:
+        rates = held_rates(factors)
+    figures = carbon_figures(gpu_j, duration_s, factors, rates)
+    overhead_w, per_s = rates.server_overhead_w, rates.embodied_per_s
     return CarbonEstimate(
         server_overhead_w=overhead_w,
-        server_overhead_j=overhead_j,
-        it_j=it_j,
-        facility_j=facility_j,
-        operational_g=operational,
-        embodied=embodied,
-        total_g=total(operational, embodied.total_g),
-        water=WaterUse(onsite, offsite, total(onsite, offsite)),
+        server_overhead_j=Ranged(
+            figures.server_overhead_j, overhead_w.low_ratio, overhead_w.high_ratio
+        ),
+        it_j=Ranged(*figures.it_j),
+        facility_j=Ranged(*figures.facility_j),
+        operational_g=Ranged(*figures.operational_g),
+        embodied=EmbodiedCharge(
+            Ranged(figures.embodied_gpus_g, per_s.gpus_g.low_ratio, per_s.gpus_g.high_ratio),
+            Ranged(figures.embodied_server_g, per_s.server_g.low_ratio, per_s.server_g.high_ratio),
+            Ranged(figures.embodied_g, per_s.total_g.low_ratio, per_s.total_g.high_ratio),
+        ),
+        total_g=Ranged(*figures.total_g),
+        water=WaterUse(
+            Ranged(*figures.onsite_l), Ranged(*figures.offsite_l), Ranged(*figures.water_l)
+        ),
     )

@@ -17,7 +17,7 @@ from service.catalog.figures import RangeRatios, SourcedFigure
 from service.catalog.gpus import GpuRecord
 from service.catalog.regions import RegionRecord
 from service.catalog.servers import ServerCatalog
-from service.core.carbon import CarbonEstimate, CarbonFactors, HeldRates
+from service.core.carbon import CarbonFactors, CarbonFigures, HeldRates
 from service.core.uncertainty import Ranged
 from service.db.quote_document import CarbonFactorSet
 from service.schemas.estimate_request import DatacenterIn
@@ -194,35 +194,38 @@ def carbon_factors_out(inputs: CarbonInputs) -> dict[str, CarbonFactorOut]:
     return factors
 
 
-def carbon_members(inputs: CarbonInputs, estimate: CarbonEstimate) -> dict[str, Any]:
+def carbon_members(inputs: CarbonInputs, carbon: CarbonFigures, rates: HeldRates) -> dict[str, Any]:
     """The response's carbon block (`CarbonOut`'s members, in its order) as plain values:
-    totals with bands and the factors' central values; `factors` is None, standing for
-    carbon_factors_out(inputs), which the caller serialises once per context."""
+    totals with bands (`carbon`, priced with `rates`) and the factors' central values;
+    `factors` is None, standing for carbon_factors_out(inputs), which the caller serialises
+    once per context."""
     f = inputs.factors
-    operational, embodied = estimate.operational_g, estimate.embodied
-    total_g, water_l = estimate.total_g, estimate.water.total_l
+    operational_g, operational_low, operational_high = carbon.operational_g
+    total_g, total_low, total_high = carbon.total_g
+    water_l, water_low, water_high = carbon.water_l
+    embodied_g, embodied = carbon.embodied_g, rates.embodied_per_s.total_g
     return {
-        "operational_g": operational.value,
-        "embodied_g": embodied.total_g.value,
-        "total_g": total_g.value,
-        "total_g_low": total_g.low,
-        "total_g_high": total_g.high,
+        "operational_g": operational_g,
+        "embodied_g": embodied_g,
+        "total_g": total_g,
+        "total_g_low": total_g * total_low,
+        "total_g_high": total_g * total_high,
         "carbon_intensity_g_per_kwh": f.carbon_intensity_g_per_kwh.value,
         "pue": f.pue.value,
         "region": inputs.region,
         "carbon_intensity_source": inputs.intensity_source,
-        "operational_g_low": operational.low,
-        "operational_g_high": operational.high,
-        "embodied_g_low": embodied.total_g.low,
-        "embodied_g_high": embodied.total_g.high,
-        "embodied_gpu_g": embodied.gpus_g.value,
-        "embodied_server_g": embodied.server_g.value,
+        "operational_g_low": operational_g * operational_low,
+        "operational_g_high": operational_g * operational_high,
+        "embodied_g_low": embodied_g * embodied.low_ratio,
+        "embodied_g_high": embodied_g * embodied.high_ratio,
+        "embodied_gpu_g": carbon.embodied_gpus_g,
+        "embodied_server_g": carbon.embodied_server_g,
         "embodied_method": inputs.embodied_method,
-        "server_overhead_w": estimate.server_overhead_w.value,
+        "server_overhead_w": rates.server_overhead_w.value,
         "lifetime_years": f.lifetime_years.value,
         "utilisation": f.utilisation.value,
-        "water_l": water_l.value,
-        "water_l_low": water_l.low,
-        "water_l_high": water_l.high,
+        "water_l": water_l,
+        "water_l_low": water_l * water_low,
+        "water_l_high": water_l * water_high,
         "factors": None,
     }

@@ -14,13 +14,13 @@ from typing import Any
 import orjson
 from pydantic import TypeAdapter
 
-from service.core.carbon import HeldRates, held_rates, request_carbon
+from service.core.carbon import HeldRates, carbon_figures, held_rates
 from service.core.results import KernelCost, RequestEstimate
 from service.core.uncertainty import Ranged
 from service.db.quote_document import CarbonFactorSet, QuoteDocument
 from service.pricing.breakdown import beyond_kernel_rows
 from service.pricing.carbon_accounting import CarbonInputs, carbon_factors_out, carbon_members
-from service.pricing.evidence import Evidence, bounds
+from service.pricing.evidence import Evidence
 from service.pricing.regressor.runtime import EnergyPrediction
 from service.pricing.resolve import ResolvedRequest
 from service.schemas.estimate_response import (
@@ -76,12 +76,13 @@ def quote_document(
 ) -> tuple[QuoteDocument, float]:
     """The response document of one priced request (quote_id None until it is stored), and
     its CO2e [g]. Every interval, energy and latency, is the one of `evidence`'s level."""
-    intervals = evidence.intervals
-    gpu_j_low, gpu_j_high = bounds(energy.gpu_j, intervals["energy"])
+    ratios = evidence.ratios
+    energy_low, energy_high = ratios["energy"]
+    gpu_j_low, gpu_j_high = energy.gpu_j * energy_low, energy.gpu_j * energy_high
     gpu_j = Ranged.from_bounds(energy.gpu_j, gpu_j_low, gpu_j_high)
     factor_set, rates = carbon_priced_parts(resolved.carbon)
     held_s = latency.total_s if latency.held_s is None else latency.held_s
-    carbon = request_carbon(gpu_j, held_s, resolved.carbon.factors, rates)
+    carbon = carbon_figures(gpu_j, held_s, resolved.carbon.factors, rates)
     lower, upper = evidence.lower_quantile, evidence.upper_quantile
     # Every member written in the schema's order (in_schema_order checks it).
     energy_members = {
@@ -89,8 +90,8 @@ def quote_document(
         "gpu_j_low": gpu_j_low,
         "gpu_j_high": gpu_j_high,
         "per_sequence_gpu_j": energy.gpu_j / latency.batch_size,
-        "server_overhead_j": carbon.server_overhead_j.value,
-        "facility_j": carbon.facility_j.value,
+        "server_overhead_j": carbon.server_overhead_j,
+        "facility_j": carbon.facility_j[0],
         "prefill_gpu_j": energy.prefill_gpu_j,
         "decode_gpu_j": energy.decode_gpu_j,
         "interval_lower_quantile": lower,
@@ -99,23 +100,22 @@ def quote_document(
     }
     prefill_s, decode_s = latency.prefill_s, latency.decode_s
     tpot_s, total_s = latency.time_per_output_token_s, latency.total_s
-    prefill_low, prefill_high = bounds(prefill_s, intervals["prefill"])
-    decode_low, decode_high = bounds(decode_s, intervals["tpot"])
-    tpot_low, tpot_high = bounds(tpot_s, intervals["tpot"])
-    total_low, total_high = bounds(total_s, intervals["total"])
+    prefill_low, prefill_high = ratios["prefill"]
+    tpot_low, tpot_high = ratios["tpot"]  # decode time's too
+    total_low, total_high = ratios["total"]
     times = {
         "prefill_s": prefill_s,
-        "prefill_s_low": prefill_low,
-        "prefill_s_high": prefill_high,
+        "prefill_s_low": prefill_s * prefill_low,
+        "prefill_s_high": prefill_s * prefill_high,
         "decode_s": decode_s,
-        "decode_s_low": decode_low,
-        "decode_s_high": decode_high,
+        "decode_s_low": decode_s * tpot_low,
+        "decode_s_high": decode_s * tpot_high,
         "time_per_output_token_s": tpot_s,
-        "time_per_output_token_s_low": tpot_low,
-        "time_per_output_token_s_high": tpot_high,
+        "time_per_output_token_s_low": tpot_s * tpot_low,
+        "time_per_output_token_s_high": tpot_s * tpot_high,
         "total_s": total_s,
-        "total_s_low": total_low,
-        "total_s_high": total_high,
+        "total_s_low": total_s * total_low,
+        "total_s_high": total_s * total_high,
         "interval_lower_quantile": lower,
         "interval_upper_quantile": upper,
     }
@@ -129,16 +129,18 @@ def quote_document(
             "gpu_count": latency.gpu_count,
             "energy": in_schema_order(_ENERGY_FIELDS, energy_members),
             "latency": in_schema_order(_LATENCY_FIELDS, times),
-            "carbon": in_schema_order(_CARBON_FIELDS, carbon_members(resolved.carbon, carbon)),
+            "carbon": in_schema_order(
+                _CARBON_FIELDS, carbon_members(resolved.carbon, carbon, rates)
+            ),
             "breakdown": None
             if breakdown is None
             else _breakdown(resolved, breakdown, latency, energy),
-            "validation": evidence.validation,
+            "validation": evidence.validation_json,
             "warnings": [*latency.warnings, *resolved.notes],
         },
     )
     text = orjson.dumps(members, option=orjson.OPT_SERIALIZE_NUMPY).decode()
-    return QuoteDocument.written(text, priced_at, factor_set), carbon.total_g.value
+    return QuoteDocument.written(text, priced_at, factor_set), carbon.total_g[0]
 
 
 def in_schema_order(fields: tuple[str, ...], values: dict[str, Any]) -> dict[str, Any]:

@@ -1,14 +1,12 @@
 """GPU energy of a priced request when the learned regressor does not answer it (the roofline's),
-a calibration's correction of it and of the latency, and the learned regressor's correction of
-the latency (its time head) on the engines it was trained on."""
+a calibration's correction of it, and the learned regressor's correction of the latency (its
+time head) on the engines it was trained on."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
 from service.core.coefficients import CostModelCoefficients
-from service.pricing.calibration.physics import Factors
-from service.pricing.document import Latency
 from service.pricing.regressor.runtime import EnergyPrediction
 from service.pricing.resolve import ResolvedRequest
 
@@ -42,47 +40,27 @@ def scaled_energy(energy: EnergyPrediction, factor: float) -> EnergyPrediction:
     )
 
 
-def scaled_latency(latency: Latency, factors: Factors) -> Latency:
-    """`latency` with prefill and decode times moved by the calibration's `factors` (time per
-    output token with decode, the total as their sum; their intervals follow in the document)."""
-    return scaled_times(latency, factors.prefill, factors.decode)
-
-
-def learned_latency(
-    latency: Latency, energy: EnergyPrediction, resolved: ResolvedRequest, engines: frozenset[str]
-) -> Latency:
-    """`latency` with its time per output token (decode time with it, the total as the sum)
-    times the regressor's `energy.tpot_factor`, where the request's engine is one the time head
-    was trained on (`engines`: its profile, priced with its own measured version); elsewhere
-    unchanged (on an engine held out of training the correction raised the error). Either way
+def learned_decode_factor(
+    energy: EnergyPrediction, resolved: ResolvedRequest, engines: frozenset[str]
+) -> float:
+    """The factor on `resolved`'s time per output token (and decode time with it) of the
+    regressor's time head: `energy.tpot_factor` where the request's engine is one the time
+    head was trained on (`engines`: its profile, priced with its own measured version); 1.0
+    elsewhere (on an engine held out of training the correction raised the error). Either way
     a note in `resolved.notes` says which, when the regressor has a time head. Not called
     where a calibration's refit moves the times (fitted to the analytical ones, it replaces
     this correction)."""
     if not engines or energy.tpot_factor == 1.0:  # no time head, or the roofline answered
-        return latency
-    trained = ", ".join(sorted(engines))
+        return 1.0
     if resolved.engine in engines and resolved.engine_evidence == resolved.engine:
         resolved.notes.append(
             "time per output token, decode and total time corrected by the learned "
             f"regressor's time head, trained on {resolved.engine} measurements"
         )
-        return scaled_times(latency, 1.0, energy.tpot_factor)
+        return energy.tpot_factor
+    trained = ", ".join(sorted(engines))
     resolved.notes.append(
         f"latency is the analytical model's: the learned regressor corrects it only for the "
         f"engines it was trained on ({trained}), not {resolved.engine_evidence}"
     )
-    return latency
-
-
-def scaled_times(latency: Latency, prefill: float, decode: float) -> Latency:
-    """`latency` with prefill time times `prefill`, decode time and time per output token
-    times `decode`, the total their sum."""
-    prefill_s = latency.prefill_s * prefill
-    decode_s = latency.decode_s * decode
-    return replace(
-        latency,
-        prefill_s=prefill_s,
-        decode_s=decode_s,
-        time_per_output_token_s=latency.time_per_output_token_s * decode,
-        total_s=prefill_s + decode_s,
-    )
+    return 1.0

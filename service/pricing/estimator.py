@@ -38,12 +38,7 @@ from service.pricing.calibration import ActiveCalibration, Factors, PhysicalTerm
 from service.pricing.continuous_energy import with_static_corrections
 from service.pricing.disaggregated import split_energies, split_latency, with_split_serving
 from service.pricing.document import Calibrated, Latency, quote_document
-from service.pricing.energy import (
-    learned_latency,
-    roofline_energy,
-    scaled_energy,
-    scaled_latency,
-)
+from service.pricing.energy import learned_decode_factor, roofline_energy, scaled_energy
 from service.pricing.evidence import Case, Evidence, case_evidence
 from service.pricing.priced import PricedRequest, model_version
 from service.pricing.refusals import invalid_request
@@ -218,28 +213,25 @@ class Estimator:
             if results[index] is not None:  # priced, then found not to fit in memory
                 continue
             request = priced_rows[j]
+            factors, refit = None, moved[j]
+            prefill_factor, decode_factor = 1.0, 1.0
+            if calibration is not None and refit is not None:
+                gpu, family = request.gpu.id, self.family_of(request)
+                factors = calibration.corrections.with_family(refit, gpu, family)
+                prefill_factor, decode_factor = factors.prefill, factors.decode
+            elif self.regressor is not None:  # its time head, where trained; a refit's times
+                # were fitted to the analytical ones (T(0)), so they replace it, never stack
+                engines = self.regressor.time_head_engines
+                decode_factor = learned_decode_factor(energies[j], request, engines)
             prefill_s, decode_s = phase_s[j]
-            steps = decode_steps[j]
             latency = Latency(
-                prefill_s,
-                decode_s,
-                decode_s / steps if steps else 0.0,
-                prefill_s + decode_s,
+                *_scaled_times(prefill_s, decode_s, decode_steps[j], prefill_factor, decode_factor),
                 estimates.gpu_count(j),  # a disaggregated row holds both workers' GPUs
                 request.workload.batch_size,
                 estimates.warnings_of(j),
             )
             latency = split_latency(estimates, j, latency)
             breakdown = estimates.item(j) if verbose else None
-            factors, refit = None, moved[j]
-            if calibration is not None and refit is not None:
-                gpu, family = request.gpu.id, self.family_of(request)
-                factors = calibration.corrections.with_family(refit, gpu, family)
-                latency = scaled_latency(latency, factors)
-            elif self.regressor is not None:  # its time head, where trained; a refit's times
-                # were fitted to the analytical ones (T(0)), so they replace it, never stack
-                engines = self.regressor.time_head_engines
-                latency = learned_latency(latency, energies[j], request, engines)
             evidence = contexts[number].evidence_of(request, self)
             if factors is not None and calibration is not None:  # its fit's own intervals
                 evidence = calibration.evidence(evidence, request.gpu.id, request.engine)
@@ -468,6 +460,17 @@ class Estimator:
             energy.gpu_j,
             total_g,
         )
+
+
+def _scaled_times(
+    prefill_s: float, decode_s: float, decode_steps: float, prefill: float, decode: float
+) -> tuple[float, float, float, float]:
+    """Prefill time times `prefill`, decode time and time per output token (over
+    `decode_steps`, all waves' decode passes) times `decode`, and the total their sum [s]: the
+    analytical times moved by a calibration's refit or the regressor's time head (1.0: not)."""
+    tpot_s = decode_s / decode_steps if decode_steps else 0.0
+    prefill_s, decode_s = prefill_s * prefill, decode_s * decode
+    return prefill_s, decode_s, tpot_s * decode, prefill_s + decode_s
 
 
 def _done(result: PricedRequest | ServiceError | None) -> PricedRequest | ServiceError:

@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+import orjson
+
 from service.catalog.intervals import (
     QUANTITIES,
     EvidenceIntervals,
@@ -63,13 +65,17 @@ def evidence_level(case: Case, fitted_on: Mapping[str, frozenset[str]]) -> str:
 @dataclass(frozen=True, slots=True)
 class Evidence:
     """A quote's level, its interval per quantity (at the nominal `lower_quantile`..
-    `upper_quantile`), and its `validation` members."""
+    `upper_quantile`), and its `validation` members (`validation_json`: serialised once, as
+    every quote of the case carries them); `ratios`: each interval's `bound_ratios`, which a
+    quote's values are multiplied by for their bounds."""
 
     level: str
     intervals: dict[str, LevelInterval]
     validation: dict[str, Any]
     lower_quantile: float
     upper_quantile: float
+    ratios: dict[str, tuple[float, float]]
+    validation_json: orjson.Fragment
 
 
 QUOTED = ("energy", "prefill", "tpot", "total")
@@ -105,7 +111,16 @@ def case_evidence(case: Case, known: EvidenceIntervals, serving: bool = False) -
     }
     held_out = {q: held_out_error(i) for q, i in intervals.items()}
     validation = {"level": level, **backing, "held_out": held_out}
-    return Evidence(level, intervals, validation, known.lower_quantile, known.upper_quantile)
+    ratios = {q: bound_ratios(i) for q, i in intervals.items()}
+    return Evidence(
+        level,
+        intervals,
+        validation,
+        known.lower_quantile,
+        known.upper_quantile,
+        ratios,
+        orjson.Fragment(orjson.dumps(validation)),
+    )
 
 
 def _compound(level: LevelInterval, engine: LevelInterval, how: str) -> LevelInterval:
@@ -164,6 +179,13 @@ def _backed(known: EvidenceIntervals, dimension: str, value: str) -> dict[str, A
 
 
 def bounds(value: float, interval: LevelInterval) -> tuple[float, float]:
-    """`value`'s low and high bounds: its interval's ratios, widened to bracket the value
-    itself (a biased level may put both ratios on one side of 1; widening keeps coverage)."""
-    return value * min(interval.lower_ratio, 1.0), value * max(interval.upper_ratio, 1.0)
+    """`value`'s low and high bounds: `value` times `bound_ratios(interval)`."""
+    low, high = bound_ratios(interval)
+    return value * low, value * high
+
+
+def bound_ratios(interval: LevelInterval) -> tuple[float, float]:
+    """The ratios to a value of its low and high bounds: its interval's, widened to bracket
+    the value itself (a biased level may put both ratios on one side of 1; widening keeps
+    coverage)."""
+    return min(interval.lower_ratio, 1.0), max(interval.upper_ratio, 1.0)

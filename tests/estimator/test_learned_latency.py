@@ -1,5 +1,5 @@
 """The regressor's time head corrects the latency of a quote on an engine it was trained on
-(service/pricing/energy.py learned_latency), and only there: time per output token = the
+(service/pricing/energy.py learned_decode_factor), and only there: time per output token = the
 analytical one x exp(head output), decode time with it, total = prefill + decode, their bounds
 the evidence level's ratios around the corrected values; on sglang (never in its training rows,
 where a held-out engine showed the correction hurts) the latency is the analytical quote's. The
