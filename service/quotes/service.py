@@ -53,8 +53,9 @@ Answer = bytes | ServiceError
 @dataclass(frozen=True, slots=True)
 class _Priced:
     request: EstimateRequest
-    request_hash: str
     estimate: PricedRequest
+    # The fingerprint an Idempotency-Key is stored with; None without a key (nothing compares it).
+    request_hash: str | None = None
 
 
 @dataclass(slots=True)
@@ -190,6 +191,7 @@ class QuoteService:
                 (priced,) = await self._price([request], tenant, verbose, timings)
                 if isinstance(priced, ServiceError):
                     return priced
+                priced = _Priced(request, priced.estimate, request_hash)
                 try:
                     return (await self._store([priced], tenant, timings, key))[0]
                 except DuplicateIdempotencyKey:
@@ -237,7 +239,7 @@ class QuoteService:
             total[0] += 1
             total[1] += answer.gpu_j
             total[2] += answer.total_g
-            results.append(_Priced(item[0], request_fingerprint(item[0], verbose), answer))
+            results.append(_Priced(item[0], answer))
         for (model, gpu), (count, gpu_j, co2e_g) in totals.items():
             self.metrics.count_quotes(tenant, model, gpu, int(count), gpu_j, co2e_g)
         priced = [p.estimate for p in results if isinstance(p, _Priced)]
@@ -397,7 +399,7 @@ def _document(row: QuoteRow) -> QuoteDocument:
     return row.response
 
 
-def _replay(existing: StoredQuote, request_hash: str) -> bytes:
+def _replay(existing: StoredQuote, request_hash: str | None) -> bytes:
     if existing.request_hash != request_hash:
         raise IdempotencyMismatch(
             "this Idempotency-Key was already used with a different request body; "
