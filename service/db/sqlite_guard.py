@@ -20,6 +20,7 @@ database call, and requests do not queue behind waits. A free lock ends the back
 
 from __future__ import annotations
 
+import functools
 import os
 import sqlite3
 import threading
@@ -35,13 +36,22 @@ def unwritable_file(path: Path) -> Path | None:
     """The first of the database file at `path` and its `-wal` and `-shm` files that exists
     and cannot be written (the database file also when it is missing and its directory cannot
     be written, so SQLite could not create it); None when all can."""
-    if not os.access(path, os.W_OK) and (path.exists() or not os.access(path.parent, os.W_OK)):
+    database, wal, shm = _file_names(path)
+    if not os.access(database, os.W_OK) and (path.exists() or not os.access(path.parent, os.W_OK)):
         return path
-    for suffix in ("-wal", "-shm"):
-        side = path.with_name(path.name + suffix)
-        if not os.access(side, os.W_OK) and side.exists():
-            return side
+    for side in (wal, shm):
+        if not os.access(side, os.W_OK) and os.path.exists(side):
+            return Path(side)
     return None
+
+
+@functools.lru_cache(maxsize=64)
+def _file_names(path: Path) -> tuple[str, str, str]:
+    """The names of the database file at `path` and its `-wal` and `-shm` files, made once:
+    they are checked before every statement, and building the paths each time cost more than
+    the checks' system calls."""
+    name = str(path)
+    return name, name + "-wal", name + "-shm"
 
 
 class SqliteGuard:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from fastapi.concurrency import run_in_threadpool
@@ -87,6 +87,8 @@ ADDED_FIELD_DEFAULTS = (
 _ADDED_FIELD_PATHS = tuple(
     (tuple(parent.split(".")), name, default) for parent, name, default in ADDED_FIELD_DEFAULTS
 )
+# Without nulls (the stored request), a field whose default is null is gone already.
+_ADDED_FIELD_PATHS_NOT_NULL = tuple(path for path in _ADDED_FIELD_PATHS if path[2] is not None)
 
 INLINE_GPU_LABEL = "hardware.spec"
 """The metrics' GPU label of quotes on a GPU described inline (its id is the caller's)."""
@@ -95,7 +97,9 @@ INLINE_GPU_LABEL = "hardware.spec"
 def request_json(request: EstimateRequest, *, exclude_none: bool = False) -> dict[str, Any]:
     """The request as JSON-ready data, without the added fields left at their defaults."""
     data = request.model_dump(mode="json", exclude_none=exclude_none)
-    for parent, name, default in _ADDED_FIELD_PATHS:
+    for parent, name, default in (
+        _ADDED_FIELD_PATHS_NOT_NULL if exclude_none else _ADDED_FIELD_PATHS
+    ):
         part: Any = data
         for key in parent:
             part = part.get(key) if isinstance(part, dict) else None
@@ -377,7 +381,7 @@ def _quote_row(
     """The row of `priced` stored as quote `quote_id` (its response document says so; its
     `created_at` is stamped when the row is committed)."""
     quote = priced.estimate
-    document = replace(quote.document, quote_id=quote_id)
+    document = quote.document.with_id(quote_id)
     return QuoteRow(
         id=quote_id,
         tenant=tenant,
