@@ -43,7 +43,7 @@ class DatabaseFiles:
     checked before every statement, and building their paths each time cost more than the
     checks' system calls."""
 
-    __slots__ = ("path", "_names")
+    __slots__ = ("_names", "path")
 
     def __init__(self, path: Path) -> None:
         self.path = path
