@@ -179,7 +179,7 @@ def stage_table(client: TestClient, bodies: list[dict[str, Any]], endpoint_s: fl
     results = services.estimator.price(requests)
     assert all(not isinstance(r, ServiceError) for r in results)
     priced = [
-        _Priced(r, request_fingerprint(r, False), a)  # type: ignore[arg-type]
+        _Priced(r, a)  # type: ignore[arg-type]
         for r, a in zip(requests, results, strict=True)
     ]
     stages: list[tuple[str, Callable[[], object]]] = [
@@ -193,11 +193,11 @@ def stage_table(client: TestClient, bodies: list[dict[str, Any]], endpoint_s: fl
             lambda: services.estimator.price(requests),
         ),
         (
-            "store: request fingerprints, quote rows, one INSERT and commit",
+            "store: quote rows, one INSERT and commit",
             lambda: asyncio.run(  # the storing half of QuoteService.quote
                 services.quotes._store(
                     [
-                        _Priced(r, request_fingerprint(r, False), a)  # type: ignore[arg-type]
+                        _Priced(r, a)  # type: ignore[arg-type]
                         for r, a in zip(requests, results, strict=True)
                     ],
                     "bench",
@@ -206,7 +206,7 @@ def stage_table(client: TestClient, bodies: list[dict[str, Any]], endpoint_s: fl
             ),
         ),
         (
-            "store, part: request fingerprints",
+            "request fingerprints (made for Idempotency-Key estimates only, not in a batch)",
             lambda: [request_fingerprint(r, False) for r in requests],
         ),
         (

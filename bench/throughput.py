@@ -64,6 +64,10 @@ from load.server import (
 )
 from report_file import opening, write_report
 
+# The database is migrated by this checkout's service package (imported when the server is
+# prepared), not by an installed one whose migrations may be older than the served code's.
+sys.path.insert(0, str(REPOSITORY))
+
 HOST = "127.0.0.1"  # the only address this benchmark sends to
 BARE_APP = "load.bare_app:app"
 UNREACHED_QUOTA_PER_S = 1_000_000

@@ -74,6 +74,13 @@ class QuoteDocument:
         members = object_json[1:at] + object_json[at + len(_FACTORS_PLACEHOLDER) :]
         return cls(None, json_time(created_at), members, factors, at - 1)
 
+    def with_id(self, quote_id: str) -> QuoteDocument:
+        """A copy naming `quote_id` (the priced document stays as it was, without one)."""
+        # Built directly: dataclasses.replace looks every field up again, per quote.
+        return QuoteDocument(
+            quote_id, self.created_at, self.members_json, self.factors, self.factors_at
+        )
+
     def _leading(self) -> str:
         quote_id = "null" if self.quote_id is None else orjson.dumps(self.quote_id).decode()
         created_at = orjson.dumps(self.created_at).decode()

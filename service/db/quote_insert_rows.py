@@ -23,6 +23,7 @@ from service.db.tables import NewQuote, Quote, StoredFactorSet
 QUOTES = cast(Table, Quote.__table__)
 FACTOR_SETS = cast(Table, StoredFactorSet.__table__)
 BindProcessor = Callable[[Any], Any] | None
+_NOTHING = object()  # no value processed yet
 
 
 class InsertRows:
@@ -44,12 +45,20 @@ class InsertRows:
 
     def processed(self, rows: list[tuple[Any, ...]]) -> list[list[Any]]:
         """`rows` (values in column order) with each value passed through its column's
-        processor (None too, as SQLAlchemy does: a JSON column stores None as JSON `null`)."""
+        processor (None too, as SQLAlchemy does: a JSON column stores None as JSON `null`).
+
+        A value that is the very object of the row before (a group's one `created_at` stamp,
+        the nulls) is processed once: the processors are pure functions of their value."""
         processed = [list(row) for row in rows]
         for column, process in enumerate(self.processors):
             if process is not None:
+                last: Any = _NOTHING
+                done: Any = None
                 for row in processed:
-                    row[column] = process(row[column])
+                    value = row[column]
+                    if value is not last:
+                        last, done = value, process(value)
+                    row[column] = done
         return processed
 
 

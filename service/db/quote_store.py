@@ -49,7 +49,7 @@ class StoredQuote:
     """What an idempotent retry is answered from: the fingerprint of the request first stored
     under its key, and that quote's whole response document (as its caller was answered)."""
 
-    request_hash: str
+    request_hash: str | None
     response: dict[str, Any]
 
 

@@ -35,13 +35,33 @@ def unwritable_file(path: Path) -> Path | None:
     """The first of the database file at `path` and its `-wal` and `-shm` files that exists
     and cannot be written (the database file also when it is missing and its directory cannot
     be written, so SQLite could not create it); None when all can."""
-    if not os.access(path, os.W_OK) and (path.exists() or not os.access(path.parent, os.W_OK)):
-        return path
-    for suffix in ("-wal", "-shm"):
-        side = path.with_name(path.name + suffix)
-        if not os.access(side, os.W_OK) and side.exists():
-            return side
-    return None
+    return DatabaseFiles(path).unwritable()
+
+
+class DatabaseFiles:
+    """The database file at `path` and its `-wal` and `-shm` files, named once: they are
+    checked before every statement, and building their paths each time cost more than the
+    checks' system calls."""
+
+    __slots__ = ("_names", "path")
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        name = str(path)
+        self._names = (name, name + "-wal", name + "-shm")
+
+    def unwritable(self) -> Path | None:
+        """As `unwritable_file`."""
+        database, wal, shm = self._names
+        path = self.path
+        if not os.access(database, os.W_OK) and (
+            path.exists() or not os.access(path.parent, os.W_OK)
+        ):
+            return path
+        for side in (wal, shm):
+            if not os.access(side, os.W_OK) and os.path.exists(side):
+                return Path(side)
+        return None
 
 
 class SqliteGuard:
@@ -49,6 +69,7 @@ class SqliteGuard:
 
     def __init__(self, path: Path, *, lock_backoff_s: float) -> None:
         self.path = path
+        self.files = DatabaseFiles(path)
         self.lock_backoff_s = lock_backoff_s
         self._locked_until = 0.0  # time.monotonic() [s]
         self._lock = threading.Lock()
@@ -58,7 +79,7 @@ class SqliteGuard:
     def check(self, statement: str | None = None) -> None:
         """Raise sqlite3.OperationalError if the files cannot be written or, for a writing
         `statement`, while the lock back-off lasts; `statement` None: opening a connection."""
-        unwritable = unwritable_file(self.path)
+        unwritable = self.files.unwritable()
         if unwritable is not None:
             raise sqlite3.OperationalError(f"database file {unwritable} cannot be written")
         if statement is not None and self.locked() and _writes(statement) and self._held():
@@ -107,7 +128,7 @@ class SqliteGuard:
     def write_problem(self) -> str | None:
         """Why a write would fail now, for health: files that cannot be written, or the write
         lock held by another connection for longer than LOCK_PROBE_TIMEOUT_S; None if none."""
-        unwritable = unwritable_file(self.path)
+        unwritable = self.files.unwritable()
         if unwritable is not None:
             return f"database file {unwritable.name} cannot be written"
         if not self.path.exists():

@@ -113,8 +113,9 @@ class SqliteQuoteInserts:
     def _connection(self) -> sqlite3.Connection:
         if self._held is None:
             self._held = self.engine.raw_connection()
+            held = cast(sqlite3.Connection, self._held.driver_connection)
+            # Transactions are begun and ended by the statements above, not by the driver (set
+            # once: the connection is this object's until `close`).
+            held.isolation_level = None
         driver: DBAPIConnection | None = self._held.driver_connection
-        connection = cast(sqlite3.Connection, driver)
-        # Transactions are begun and ended by the statements above, not by the driver.
-        connection.isolation_level = None
-        return connection
+        return cast(sqlite3.Connection, driver)

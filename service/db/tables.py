@@ -40,7 +40,9 @@ class Quote(Base):
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
     tenant: Mapped[str] = mapped_column(String(100))
     idempotency_key: Mapped[str | None] = mapped_column(String(200))
-    request_hash: Mapped[str] = mapped_column(String(64))
+    # The request's fingerprint, compared when its Idempotency-Key is used again (null: stored
+    # without a key, which nothing compares; rows before migration 0009 have one all the same).
+    request_hash: Mapped[str | None] = mapped_column(String(64))
     request: Mapped[dict[str, Any]] = mapped_column(JSON)
     response: Mapped[dict[str, Any]] = mapped_column(DocumentJSON)
     model_version: Mapped[str] = mapped_column(String(100))
@@ -82,7 +84,7 @@ class QuoteRow:
     id: str
     tenant: str
     idempotency_key: str | None
-    request_hash: str
+    request_hash: str | None
     request: dict[str, Any]
     response: QuoteDocument | dict[str, Any]
     model_version: str

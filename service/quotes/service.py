@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from fastapi.concurrency import run_in_threadpool
@@ -53,8 +53,9 @@ Answer = bytes | ServiceError
 @dataclass(frozen=True, slots=True)
 class _Priced:
     request: EstimateRequest
-    request_hash: str
     estimate: PricedRequest
+    # The fingerprint an Idempotency-Key is stored with; None without a key (nothing compares it).
+    request_hash: str | None = None
 
 
 @dataclass(slots=True)
@@ -86,6 +87,8 @@ ADDED_FIELD_DEFAULTS = (
 _ADDED_FIELD_PATHS = tuple(
     (tuple(parent.split(".")), name, default) for parent, name, default in ADDED_FIELD_DEFAULTS
 )
+# Without nulls (the stored request), a field whose default is null is gone already.
+_ADDED_FIELD_PATHS_NOT_NULL = tuple(path for path in _ADDED_FIELD_PATHS if path[2] is not None)
 
 INLINE_GPU_LABEL = "hardware.spec"
 """The metrics' GPU label of quotes on a GPU described inline (its id is the caller's)."""
@@ -94,7 +97,9 @@ INLINE_GPU_LABEL = "hardware.spec"
 def request_json(request: EstimateRequest, *, exclude_none: bool = False) -> dict[str, Any]:
     """The request as JSON-ready data, without the added fields left at their defaults."""
     data = request.model_dump(mode="json", exclude_none=exclude_none)
-    for parent, name, default in _ADDED_FIELD_PATHS:
+    for parent, name, default in (
+        _ADDED_FIELD_PATHS_NOT_NULL if exclude_none else _ADDED_FIELD_PATHS
+    ):
         part: Any = data
         for key in parent:
             part = part.get(key) if isinstance(part, dict) else None
@@ -190,6 +195,7 @@ class QuoteService:
                 (priced,) = await self._price([request], tenant, verbose, timings)
                 if isinstance(priced, ServiceError):
                     return priced
+                priced = _Priced(request, priced.estimate, request_hash)
                 try:
                     return (await self._store([priced], tenant, timings, key))[0]
                 except DuplicateIdempotencyKey:
@@ -237,7 +243,7 @@ class QuoteService:
             total[0] += 1
             total[1] += answer.gpu_j
             total[2] += answer.total_g
-            results.append(_Priced(item[0], request_fingerprint(item[0], verbose), answer))
+            results.append(_Priced(item[0], answer))
         for (model, gpu), (count, gpu_j, co2e_g) in totals.items():
             self.metrics.count_quotes(tenant, model, gpu, int(count), gpu_j, co2e_g)
         priced = [p.estimate for p in results if isinstance(p, _Priced)]
@@ -375,7 +381,7 @@ def _quote_row(
     """The row of `priced` stored as quote `quote_id` (its response document says so; its
     `created_at` is stamped when the row is committed)."""
     quote = priced.estimate
-    document = replace(quote.document, quote_id=quote_id)
+    document = quote.document.with_id(quote_id)
     return QuoteRow(
         id=quote_id,
         tenant=tenant,
@@ -397,7 +403,7 @@ def _document(row: QuoteRow) -> QuoteDocument:
     return row.response
 
 
-def _replay(existing: StoredQuote, request_hash: str) -> bytes:
+def _replay(existing: StoredQuote, request_hash: str | None) -> bytes:
     if existing.request_hash != request_hash:
         raise IdempotencyMismatch(
             "this Idempotency-Key was already used with a different request body; "

@@ -11,7 +11,12 @@ from api_support import count_quotes, example_body, running_client, services_of
 from fastapi.testclient import TestClient
 from llm_energy_quotes_client import ApiProblem, Conflict, Estimate, InvalidRequest, QuotesClient
 from numpy.testing import assert_allclose
+from sqlalchemy import create_engine, select
 from test_bad_input import assert_problem
+
+from service.db.tables import Quote
+from service.quotes.service import request_fingerprint
+from service.schemas.estimate_request import EstimateRequest
 
 
 def test_same_key_same_body_returns_the_same_quote(quotes: QuotesClient) -> None:
@@ -28,6 +33,33 @@ def test_same_key_different_body_is_422(quotes: QuotesClient) -> None:
         quotes.estimate(other, idempotency_key="retry-2")
     assert raised.value.status == 422
     assert raised.value.type.endswith("idempotency-mismatch")
+
+
+def test_only_a_keyed_quote_stores_its_request_fingerprint(
+    database_url: str, quotes: QuotesClient
+) -> None:
+    """The fingerprint is compared only when a key comes again: a quote without a key stores
+    none; a keyed quote stores the fingerprint its key's retries are compared with (pinned by
+    hand in test_request_fingerprint_compatibility.py)."""
+    keyless = quotes.estimate(example_body(datacenter={"region": "FR"}))
+    keyed = quotes.estimate(example_body(datacenter={"region": "FR"}), idempotency_key="retry-4")
+    engine = create_engine(database_url)
+    try:
+        with engine.connect() as connection:
+            hashes = dict(
+                connection.execute(
+                    select(Quote.id, Quote.request_hash).where(
+                        Quote.id.in_([keyless.quote_id, keyed.quote_id])
+                    )
+                ).all()
+            )
+    finally:
+        engine.dispose()
+    request = EstimateRequest.model_validate(example_body(datacenter={"region": "FR"}))
+    assert hashes == {keyless.quote_id: None, keyed.quote_id: request_fingerprint(request, False)}
+    assert quotes.estimate(
+        example_body(datacenter={"region": "FR"}), idempotency_key="retry-4"
+    ) == (keyed)
 
 
 def test_same_key_in_flight_is_409(client: TestClient, quotes: QuotesClient) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 
+from service.db.engine import dump_json
 from service.quotes.service import request_fingerprint, request_json
 from service.schemas.estimate_request import EstimateRequest
 
@@ -98,3 +99,36 @@ def test_the_fingerprint_is_the_json_modules_whatever_the_values() -> None:
             assert request_fingerprint(request, verbose) == _json_module_fingerprint(
                 request, verbose
             )
+
+
+def test_the_stored_request_leaves_out_the_new_fields_at_their_defaults() -> None:
+    """The request a quote row stores (no nulls, the added fields at their defaults left out),
+    byte for byte as written by hand, whether those fields were sent at their defaults or not."""
+    stated = {
+        **BODY,
+        "workload": {**BODY["workload"], "cached_prompt_tokens": 0},
+        "hardware": {**BODY["hardware"], "spec": None, "parallelism": {"tensor": 2, "data": None}},
+        "serving": {
+            "flash_attention": True,
+            "concurrent_sequences": None,
+            "engine_version": None,
+            "disaggregated": None,
+        },
+    }
+    left_out = {**BODY, "hardware": {**BODY["hardware"], "parallelism": {"tensor": 2}}}
+    stored = (
+        '{"model":"meta-llama/Llama-3.1-8B-Instruct",'
+        '"workload":{"batch_size":8,"prompt_tokens":512,"output_tokens":256},'
+        '"hardware":{"gpu":"H100-SXM5-80GB","count":2,'
+        '"parallelism":{"tensor":2,"expert":1,"pipeline":1}},'
+        '"serving":{"flash_attention":true}}'
+    )
+    for body in (stated, left_out):
+        request = EstimateRequest.model_validate(body)
+        assert dump_json(request_json(request, exclude_none=True)) == stored
+    cached = EstimateRequest.model_validate(
+        {**BODY, "workload": {**BODY["workload"], "cached_prompt_tokens": 64}}
+    )
+    assert dump_json(request_json(cached, exclude_none=True)["workload"]) == (
+        '{"batch_size":8,"prompt_tokens":512,"output_tokens":256,"cached_prompt_tokens":64}'
+    )

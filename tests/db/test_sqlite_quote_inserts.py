@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -24,7 +24,10 @@ from sqlalchemy import Engine, create_engine
 from service.config import Settings
 from service.db import migrate
 from service.db.engine import build_engine, build_in_loop_engine
+from service.db.quote_insert_rows import QUOTES, InsertRows
 from service.db.sqlite_quote_inserts import SqliteQuoteInserts
+
+ZONE = timezone(timedelta(hours=2))
 
 
 def table_rows(path: Path, table: str) -> list[tuple[object, ...]]:
@@ -127,3 +130,23 @@ def test_only_sqlite(tmp_path: Path) -> None:
     engine: Engine = create_engine("postgresql+psycopg://quotes:quotes@127.0.0.1:1/quotes")
     with pytest.raises(ValueError, match="SQLite"):
         SqliteQuoteInserts(engine)
+
+
+def test_a_value_repeated_from_the_row_before_is_processed_as_its_own() -> None:
+    """Rows sharing one `created_at` object (a group's stamp) and rows with their own (replayed
+    quotes) each get their own column value: SQLite's text of the UTC time, written by hand."""
+    engine = create_engine("sqlite://")
+    rows = InsertRows(engine.dialect, QUOTES)
+    at = QUOTES.columns.keys().index("created_at")
+    later = datetime(2026, 11, 25, 7, 0, tzinfo=UTC)
+    stamps = [STAMP, STAMP, later, STAMP, datetime(2026, 11, 25, 8, 30, 15, 123456, tzinfo=ZONE)]
+    values = [tuple(stamp if i == at else None for i in range(rows.width)) for stamp in stamps]
+    texts = [row[at] for row in rows.processed(values)]
+    assert texts == [
+        "2026-11-25 06:30:15.123456",
+        "2026-11-25 06:30:15.123456",
+        "2026-11-25 07:00:00.000000",
+        "2026-11-25 06:30:15.123456",
+        "2026-11-25 06:30:15.123456",  # 08:30:15 at UTC+2
+    ]
+    engine.dispose()
