@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import orjson
@@ -65,8 +65,9 @@ def evidence_level(case: Case, fitted_on: Mapping[str, frozenset[str]]) -> str:
 @dataclass(frozen=True, slots=True)
 class Evidence:
     """A quote's level, its interval per quantity (at the nominal `lower_quantile`..
-    `upper_quantile`), and its `validation` members (`validation_json`: serialised once, as
-    every quote of the case carries them); `ratios`: each interval's `bound_ratios`, which a
+    `upper_quantile`), and its `validation` members. Derived from them when made (so a
+    `dataclasses.replace` derives them again): `validation_json`, the members serialised once,
+    as every quote of the case carries them; `ratios`, each interval's `bound_ratios`, which a
     quote's values are multiplied by for their bounds."""
 
     level: str
@@ -74,8 +75,13 @@ class Evidence:
     validation: dict[str, Any]
     lower_quantile: float
     upper_quantile: float
-    ratios: dict[str, tuple[float, float]]
-    validation_json: orjson.Fragment
+    ratios: dict[str, tuple[float, float]] = field(init=False)
+    validation_json: orjson.Fragment = field(init=False)
+
+    def __post_init__(self) -> None:
+        ratios = {q: bound_ratios(i) for q, i in self.intervals.items()}
+        object.__setattr__(self, "ratios", ratios)
+        object.__setattr__(self, "validation_json", orjson.Fragment(orjson.dumps(self.validation)))
 
 
 QUOTED = ("energy", "prefill", "tpot", "total")
@@ -111,16 +117,7 @@ def case_evidence(case: Case, known: EvidenceIntervals, serving: bool = False) -
     }
     held_out = {q: held_out_error(i) for q, i in intervals.items()}
     validation = {"level": level, **backing, "held_out": held_out}
-    ratios = {q: bound_ratios(i) for q, i in intervals.items()}
-    return Evidence(
-        level,
-        intervals,
-        validation,
-        known.lower_quantile,
-        known.upper_quantile,
-        ratios,
-        orjson.Fragment(orjson.dumps(validation)),
-    )
+    return Evidence(level, intervals, validation, known.lower_quantile, known.upper_quantile)
 
 
 def _compound(level: LevelInterval, engine: LevelInterval, how: str) -> LevelInterval:
