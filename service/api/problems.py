@@ -17,6 +17,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException
 from starlette.routing import Match
 
+from service.api.deps import app_services
 from service.errors import (
     Conflict,
     DatabaseUnavailable,
@@ -146,8 +147,9 @@ def install_problem_handlers(app: FastAPI) -> None:
 
     async def on_database_down(request: Request, exc: Exception) -> JSONResponse:
         logger.warning("database unavailable on %s: %s", request.url.path, exc)
-        request.app.state.services.metrics.db_errors.labels(operation="request").inc()
-        retry_after = str(request.app.state.services.settings.retry_after_s)
+        services = app_services(request)
+        services.metrics.db_errors.labels(operation="request").inc()
+        retry_after = str(services.settings.retry_after_s)
         return problem_response(
             DatabaseUnavailable(
                 "the database is unavailable; nothing was stored, retry later",
