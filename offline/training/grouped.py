@@ -25,8 +25,8 @@ refitted cost model alone on the same rows.
   that GPU's runs, each engine's profile refitted without them (silicon_levels' `gpu` level);
   a serving engine's fold (vllm, sglang, trtllm) holds out its runs, priced with the default
   profile as the service prices an engine without measurements; the other folds keep them
-  with the shipped profiles. Family folds do not take them (their profiles are not refitted
-  per family here).
+  with the shipped profiles; a family fold holds out that family's runs, each engine's
+  profile refitted without them (silicon_levels' `family` level).
 
 The regressor's configuration (correction penalty, width, members) is the shipped one, decided
 on inner family folds; nothing here is chosen by looking at these held-out results.
@@ -65,6 +65,7 @@ from offline.training.dataset import TrainingRow, load_training_rows, log_measur
 from offline.training.fit import TrainConfig, predict_log_j, predict_log_tpot_ratio, train_ensemble
 from offline.training.folds import EngineCoefficients
 from offline.training.serving_rows import (
+    family_fold_profile,
     gpu_fold_profile,
     load_serving_rows,
     shipped_profiles,
@@ -208,14 +209,18 @@ def engine_folds(data: FoldData, data_dir: Path) -> list[Fold]:
 
 
 def family_folds(data: FoldData, data_dir: Path, only: set[str] | None = None) -> list[Fold]:
-    """One fold per model family (those in `only` if given), the cost model refitted without
-    it (as in train.py)."""
-    rows, _ = load_training_rows(data_dir)
+    """One fold per model family of the ML.ENERGY rows and the serving runs (those in `only`
+    if given), the cost model refitted without it (as in train.py) and each serving engine's
+    profile refitted without its runs (silicon_levels' `family` level)."""
+    families = {r.family for r in load_training_rows(data_dir)[0]}
+    families |= {r.family for r in load_serving_rows(data_dir)[0]}
     folds = []
-    for family in sorted({r.family for r in rows} & (only or {r.family for r in rows})):
+    for family in sorted(families & (only or families)):
         refit = fit_without(data, family).model
         engines = {e: refit.coefficients(data.base, e) for e in refit.overheads}
         fold_rows, _ = load_training_rows(data_dir, engines=engines)
+        profiles = {e: family_fold_profile(data_dir, e, family) for e in shipped_profiles()}
+        fold_rows += load_serving_rows(data_dir, profiles)[0]
         test = np.array([r.family == family for r in fold_rows])
         folds.append(Fold("family", family, fold_rows, test, ~test))
     return folds
@@ -329,6 +334,12 @@ def report(results: Sequence[FoldResult], config: TrainConfig, command: str, wal
     return "\n".join(lines) + "\n"
 
 
+def _write_raw(path: Path, results: Sequence[FoldResult]) -> None:
+    """Pickle `results` without their rows (features): what the report reads (--merge)."""
+    light = [replace(r, fold=replace(r.fold, rows=[])) for r in results]
+    path.write_bytes(pickle.dumps(light))
+
+
 def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA_DIR)
@@ -344,6 +355,7 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
         "--serving-rows", action="store_true", help="also train on the serving runs (TPOT)"
     )
     parser.add_argument("--families", default=None, help="comma-separated: these family folds")
+    parser.add_argument("--groups", default=None, help="comma-separated: these folds, in order")
     parser.add_argument("--raw", type=Path, default=None, help="also pickle the fold results")
     parser.add_argument("--merge", type=Path, nargs="*", default=None, help="pickled results")
     return parser.parse_args(argv)
@@ -377,15 +389,18 @@ def main(argv: list[str] | None = None, folds_of: Callable[..., list[Fold]] | No
         "engine": engine_folds,
     }
     splits = args.splits.split(",")
-    if args.serving_rows and "family" in splits:  # their profiles are not refitted by family
-        raise SystemExit("--serving-rows: GPU and engine splits only")
     folds = (folds_of or (lambda d, p: [f for k in splits for f in makers[k](d, p)]))(
         data, args.data
     )
+    if args.groups is not None:
+        order = args.groups.split(",")
+        folds = sorted((f for f in folds if f.group in order), key=lambda f: order.index(f.group))
     results = []
     for fold in folds:
         logger.info("%s %s: %d held out", fold.kind, fold.group, int(fold.test.sum()))
         results.append(evaluate(fold, priors, config))
+        if args.raw is not None:  # after every fold: a long run stopped early keeps its folds
+            _write_raw(args.raw, results)
     command = "python -m offline.training.grouped --data ../shared/data"
     command += f" --time-weight {args.time_weight}" + " --static-target" * args.static_target
     command += " --serving-rows" * args.serving_rows
@@ -396,10 +411,9 @@ def main(argv: list[str] | None = None, folds_of: Callable[..., list[Fold]] | No
             command += f" --{name} {getattr(args, name)}"
     if args.families is not None:
         command += f" --families {args.families}"
+    if args.groups is not None:
+        command += f" --groups {args.groups}"
     text = report(results, config, command, time.monotonic() - started)
-    if args.raw is not None:  # without the rows (their features): what the report reads
-        light = [replace(r, fold=replace(r.fold, rows=[])) for r in results]
-        args.raw.write_bytes(pickle.dumps(light))
     args.out.write_text(text, encoding="utf-8")
     logger.info("wrote %s", args.out)
     return 0

@@ -6,8 +6,9 @@ TPOT and no energy (the runs measure none: the energy loss masks them).
 
 Profiles: the shipped `vllm`, `sglang`, `trtllm` ones, or per fold the profile refitted as
 silicon_levels refits it without the fold's group (`gpu_fold_profile`: kernel tables and runs
-of that GPU left out). A run whose engine is held out is priced with the profile the service
-gives an engine without measurements (`DEFAULT_ENGINE`), as serving_validation prices it.
+of that GPU left out; `family_fold_profile`: runs of that family left out). A run whose engine
+is held out is priced with the profile the service gives an engine without measurements
+(`DEFAULT_ENGINE`), as serving_validation prices it.
 """
 
 from __future__ import annotations
@@ -69,6 +70,17 @@ def gpu_fold_profile(data_dir: Path, engine: str, gpu: str) -> CostModelCoeffici
     without = kernel_coefficients(shared, samples.subset(kept), expert_bytes)
     slopes = run_slopes(engine_runs(data_dir, engine), engine, without)
     return refitted_profile(slopes.subset(np.array(slopes.gpu) != gpu), without)
+
+
+def family_fold_profile(data_dir: Path, engine: str, family: str) -> CostModelCoefficients:
+    """`engine`'s profile refitted without `family`'s runs (silicon_levels' `family` level):
+    the kernel efficiencies, fitted on tables that hold no model, kept; decode overheads and
+    TTFT terms on the other families' one-node runs."""
+    shared = load_engine_coefficients()[DEFAULT_ENGINE]
+    samples = gemm_samples(data_dir, engine, load_gpu_catalog())
+    zero = kernel_coefficients(shared, samples, block_fp8_expert_bytes(data_dir, engine))
+    slopes = run_slopes(engine_runs(data_dir, engine), engine, zero)
+    return refitted_profile(slopes.subset(np.array(slopes.family) != family), zero)
 
 
 def load_serving_rows(

@@ -25,7 +25,13 @@ from offline.training.fit import (  # noqa: E402
     train_ensemble,
 )
 from offline.training.grouped import engine_masks, gpu_masks  # noqa: E402
-from offline.training.serving_rows import SOURCE, load_serving_rows, serving_runs  # noqa: E402
+from offline.training.serving_rows import (  # noqa: E402
+    SOURCE,
+    family_fold_profile,
+    load_serving_rows,
+    serving_runs,
+    shipped_profiles,
+)
 from service.catalog.engines import DEFAULT_ENGINE, load_engine_coefficients  # noqa: E402
 
 needs_data = pytest.mark.skipif(not DATA_DIR.is_dir(), reason="needs ../shared/data")
@@ -62,7 +68,7 @@ def test_a_serving_row_carries_the_tpot_the_service_quotes_for_its_run() -> None
     for held_out in (None, "sglang"):
         rows, _ = load_serving_rows(DATA_DIR, held_out_engine=held_out)
         by_ref = {r.row_ref: r for r in rows}
-        coefficients = load_engine_coefficients()
+        coefficients = dict(load_engine_coefficients())  # the loader caches its dict
         if held_out is not None:
             coefficients[held_out] = coefficients[DEFAULT_ENGINE]
         estimator = point_estimator(coefficients=coefficients)
@@ -75,6 +81,18 @@ def test_a_serving_row_carries_the_tpot_the_service_quotes_for_its_run() -> None
             latency = result.document.as_dict()["latency"]  # type: ignore[union-attr]
             assert row.served_tpot_s == pytest.approx(latency["time_per_output_token_s"], 1e-12)
             assert row.measured_tpot_s == float(run.row["silicon_tpot_ms"]) / 1e3
+
+
+@needs_data
+def test_a_fold_that_holds_out_no_run_refits_the_shipped_profile() -> None:
+    """The per-fold refit is the fit that made the shipped profiles: with no run of the
+    family left out, every coefficient comes back (to the fit's tolerance)."""
+    for engine, shipped in shipped_profiles().items():
+        refitted = family_fold_profile(DATA_DIR, engine, "a family no run has")
+        for name in ("decode_step_overhead_s", "decode_overhead_per_sequence_s",
+                     "ttft_wave_share", "request_overhead_s", "tensor_efficiency"):  # fmt: skip
+            expected = getattr(shipped.roofline, name)
+            assert getattr(refitted.roofline, name) == pytest.approx(expected, rel=1e-6, abs=1e-15)
 
 
 def test_a_row_without_energy_is_scored_on_its_time_alone() -> None:
