@@ -60,6 +60,7 @@ class TrainConfig:
     served_target: bool = False  # learn target_j (served quote = measured), not measured_j
     time_weight: float = 0.0  # > 0: a time-per-output-token head, its Huber loss x this
     serving_rows: bool = False  # also train on aiconfigurator's serving runs (TPOT only)
+    serving_weight: float = 1.0  # x the weight of a row without an energy target (serving run)
 
 
 @dataclass
@@ -134,6 +135,15 @@ def balanced_weights(
     return np.asarray(scaled / scaled.mean(), dtype=np.float64)
 
 
+def time_only_weighted(
+    rows: Sequence[TrainingRow], weights: FloatArray, factor: float
+) -> FloatArray:
+    """`weights` with the rows that have no measured energy (serving runs, trained on their
+    TPOT alone) times `factor`: how much the time-only rows count against the energy rows."""
+    time_only = np.array([not np.isfinite(r.measured_j) for r in rows])
+    return np.asarray(np.where(time_only, weights * factor, weights), dtype=np.float64)
+
+
 def train_ensemble(
     rows: Sequence[TrainingRow],
     weights: FloatArray,
@@ -149,6 +159,7 @@ def train_ensemble(
     torch.manual_seed(config.seed)
     rng = np.random.default_rng(config.seed)
     weights = balanced_weights(rows, weights, config.model_balance)
+    weights = time_only_weighted(rows, weights, config.serving_weight)
     held = np.stack(
         [split_validation(rows, config.validation_share, rng) for _ in range(config.members)], 1
     ).astype(np.float32)

@@ -355,6 +355,9 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
         "--serving-rows", action="store_true", help="also train on the serving runs (TPOT)"
     )
     parser.add_argument("--families", default=None, help="comma-separated: these family folds")
+    parser.add_argument(
+        "--serving-weight", type=float, default=1.0, help="x each serving run's row weight"
+    )
     parser.add_argument("--groups", default=None, help="comma-separated: these folds, in order")
     parser.add_argument("--raw", type=Path, default=None, help="also pickle the fold results")
     parser.add_argument("--merge", type=Path, nargs="*", default=None, help="pickled results")
@@ -374,6 +377,7 @@ def main(argv: list[str] | None = None, folds_of: Callable[..., list[Fold]] | No
         time_weight=args.time_weight,
         served_target=not args.static_target,
         serving_rows=args.serving_rows,
+        serving_weight=args.serving_weight,
     )
     data = FoldData.load(args.data)
     priors = load_priors(args.data)
@@ -404,6 +408,8 @@ def main(argv: list[str] | None = None, folds_of: Callable[..., list[Fold]] | No
     command = "python -m offline.training.grouped --data ../shared/data"
     command += f" --time-weight {args.time_weight}" + " --static-target" * args.static_target
     command += " --serving-rows" * args.serving_rows
+    if args.serving_weight != 1.0:
+        command += f" --serving-weight {args.serving_weight:g}"
     if args.splits != "family,GPU,engine":
         command += f" --splits {args.splits}"
     for name in ("members", "epochs"):

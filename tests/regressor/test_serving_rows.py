@@ -22,6 +22,7 @@ from offline.training.fit import (  # noqa: E402
     predict_log_j,
     predict_log_tpot_ratio,
     row_errors,
+    time_only_weighted,
     train_ensemble,
 )
 from offline.training.grouped import engine_masks, gpu_masks  # noqa: E402
@@ -119,6 +120,13 @@ def test_a_row_without_energy_is_scored_on_its_time_alone() -> None:
 def _serving(row_index: int, engine: str) -> object:
     """A synthetic row of regressor_support made a serving run of `engine` (no energy)."""
     return replace(training_rows()[row_index], source=SOURCE, engine=engine, measured_j=math.nan)
+
+
+def test_the_serving_weight_scales_only_the_rows_without_energy() -> None:
+    rows = training_rows()[:3]
+    rows[1] = replace(rows[1], source=SOURCE, engine="vllm", measured_j=math.nan)
+    weighted = time_only_weighted(rows, np.array([2.0, 4.0, 1.0]), 0.25)
+    assert weighted.tolist() == [2.0, 1.0, 1.0]
 
 
 def test_serving_rows_train_the_time_head_and_leave_the_energy_finite() -> None:
