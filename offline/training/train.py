@@ -27,6 +27,7 @@ import torch
 
 from offline.fitting.datasets import DEFAULT_DATA_DIR, data_source_digests, load_azure_trace
 from offline.fitting.datasets_common import sha256_file
+from offline.fitting.silicon_rows import SILICON_CSV
 from offline.training.dataset import TrainingRow, load_training_rows, log_measured
 from offline.training.export import MAX_ABS_DIFFERENCE, OPSET, max_abs_difference, onnx_bytes
 from offline.training.fit import TrainConfig, TrainedModel, Variant, train_ensemble
@@ -438,7 +439,7 @@ def metadata(
             "sha256": sha256_file(COEFFICIENTS_PATH),
         },
         "training_rows": len(rows),
-        "data_sources": data_sources(args.data),
+        "data_sources": data_sources(args.data, config.serving_rows),
         "validation": validation,
     }
 
@@ -452,12 +453,16 @@ def time_head_engines(rows: list[TrainingRow], model: TrainedModel) -> list[str]
     return sorted({r.engine for r in rows})
 
 
-def data_sources(data_dir: Path) -> dict[str, Any]:
-    """sha256 of every file used: training (ML.ENERGY, Azure trace priors) and the per-fold
-    cost-model refits of the validation (also Splitwise and Vidur)."""
+def data_sources(data_dir: Path, serving_rows: bool = False) -> dict[str, Any]:
+    """sha256 of every file used: training (ML.ENERGY, Azure trace priors, with `serving_rows`
+    aiconfigurator's serving runs) and the per-fold cost-model refits of the validation (also
+    Splitwise and Vidur)."""
     digests = data_source_digests(data_dir)
+    training = {p: d for p, d in digests.items() if p.startswith(TRAINING_SOURCES)}
+    if serving_rows:
+        training[SILICON_CSV] = sha256_file(data_dir / SILICON_CSV)
     return {
-        "training": {p: d for p, d in digests.items() if p.startswith(TRAINING_SOURCES)},
+        "training": training,
         "validation_cost_model_refits": {
             p: d for p, d in digests.items() if not p.startswith(TRAINING_SOURCES)
         },
@@ -466,6 +471,7 @@ def data_sources(data_dir: Path) -> dict[str, Any]:
             "azure-llm-trace-2023": "CC-BY-4.0",
             "splitwise": "MIT",
             "vidur": "MIT",
+            **({"aiconfigurator": "Apache-2.0"} if serving_rows else {}),
         },
     }
 
