@@ -125,13 +125,13 @@ def _engine_rows(
     rows: list[HeldOutRow] = []
     for level, group, kernels, fold_slopes, out, test in folds:
         one_node = np.array([_gpus(by_line[x].row) <= ONE_NODE_GPUS for x in fold_slopes.lines])
-        profile = _refitted(fold_slopes.subset(one_node & ~out), kernels)
+        profile = refitted_profile(fold_slopes.subset(one_node & ~out), kernels)
         tested = [by_line[x] for x, t in zip(fold_slopes.lines, test, strict=True) if t]
         rows += _priced(level, group, engine, profile, tested)
     return rows, len(runs) - len(slopes.lines)
 
 
-def _refitted(train: Slopes, zero: CostModelCoefficients) -> CostModelCoefficients:
+def refitted_profile(train: Slopes, zero: CostModelCoefficients) -> CostModelCoefficients:
     """The profile `engine_profiles.fit_engine` fits, on `train`'s runs: `zero`'s kernel
     efficiencies with the decode overheads and TTFT terms fitted on them."""
     prefill_s = load_engine_coefficients()[DEFAULT_ENGINE].roofline.prefill_overhead_s

@@ -1,5 +1,6 @@
 """The measured rows the regressor learns from: ML.ENERGY energy per request, each row encoded
-by `request_features` with its serving engine's fitted coefficients."""
+by `request_features` with its serving engine's fitted coefficients (and, as time-only rows,
+aiconfigurator's serving runs: offline.training.serving_rows)."""
 
 from __future__ import annotations
 
@@ -14,11 +15,13 @@ import numpy.typing as npt
 from offline.fitting.datasets import EnergyMeasurement, load_mlenergy
 from offline.fitting.request_inputs import RequestInputs, mlenergy_inputs
 from service.catalog import load_engine_coefficients, load_gpu_catalog, load_model_catalog
+from service.core.architecture import ModelArchitecture
 from service.core.coefficients import CostModelCoefficients
 from service.core.cost_model_errors import CostModelError
 from service.core.dtypes import gemm_compute_key
 from service.core.estimate import estimate_request
 from service.core.memory import active_parameter_count
+from service.core.workload import Deployment, Workload
 from service.pricing.continuous_energy import static_reading
 from service.pricing.regressor.feature_spec import NODE_STATIC_FEATURES
 from service.pricing.regressor.features import (
@@ -38,7 +41,8 @@ class TrainingRow:
     """One measured request with its features and what the baselines need.
 
     Attributes:
-        measured_j: measured GPU energy of the whole request [J] (per request x batch).
+        measured_j: measured GPU energy of the whole request [J] (per request x batch); NaN
+            for a serving run (time only: its energy loss is masked).
         analytical_j: the analytical estimate of it [J] (static reading: what the features
             describe and the per-phase corrections apply to).
         served_j: the analytical estimate the service quotes for the same row [J] (continuous
@@ -67,6 +71,7 @@ class TrainingRow:
     merged: RequestFeatures
     flops_tdp_per_peak_j: float
     active_parameters: float
+    engine: str  # the host-overhead profile of the engine that ran it (its own, measured)
 
     @property
     def target_j(self) -> float:
@@ -79,13 +84,52 @@ class TrainingRow:
 def training_row(
     m: EnergyMeasurement, inputs: RequestInputs, coefficients: CostModelCoefficients
 ) -> TrainingRow:
-    """Encode one measured row (raises CostModelError when the core cannot price it). The
+    """Encode one measured ML.ENERGY row (raises CostModelError when the core cannot price
+    it): `encoded_row` of its inputs, energy and time per output token."""
+    return encoded_row(
+        MeasuredRequest(
+            m.row_ref,
+            m.source,
+            inputs.engine,
+            inputs.family,
+            inputs.model_id,
+            m.per_sequence_gpu_j,
+            m.time_per_output_token_s,
+        ),
+        inputs.arch,
+        inputs.workload,
+        inputs.deployment,
+        coefficients,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class MeasuredRequest:
+    """What was measured of one request, with its labels: energy per sequence [J] (NaN where
+    none was measured: a row that trains the time head only) and time per output token [s]."""
+
+    row_ref: str
+    source: str
+    engine: str
+    family: str
+    model_id: str
+    per_sequence_gpu_j: float
+    time_per_output_token_s: float
+
+
+def encoded_row(
+    m: MeasuredRequest,
+    arch: ModelArchitecture,
+    served_workload: Workload,
+    deployment: Deployment,
+    coefficients: CostModelCoefficients,
+) -> TrainingRow:
+    """Encode one measured request (raises CostModelError when the core cannot price it). The
     regressor learns the static reading of the row (a batch of its running sequences,
     continuous_energy.static_reading): the one the service corrects a continuous quote by.
     The continuous reading is priced as the service prices it (memory checked)."""
-    arch, deployment = inputs.arch, inputs.deployment
-    served = estimate_request(arch, inputs.workload, deployment, coefficients)
-    workload = static_reading(inputs.workload)
+    served = estimate_request(arch, served_workload, deployment, coefficients)
+    workload = static_reading(served_workload)
     estimate = estimate_request(arch, workload, deployment, coefficients, check_memory=False)
     features = request_features(arch, workload, deployment, coefficients)
     raw = [phase_raw(t) for t in (estimate.prefill.table, estimate.decode.table)]
@@ -104,8 +148,8 @@ def training_row(
     return TrainingRow(
         row_ref=m.row_ref,
         source=m.source,
-        family=inputs.family,
-        model_id=inputs.model_id,
+        family=m.family,
+        model_id=m.model_id,
         gpu_id=deployment.gpu.id,
         batch_size=workload.batch_size,
         output_tokens=workload.output_tokens,
@@ -118,6 +162,7 @@ def training_row(
         merged=merged,
         flops_tdp_per_peak_j=flops * deployment.gpu.tdp_w / peak,
         active_parameters=active_parameter_count(arch),
+        engine=m.engine,
     )
 
 

@@ -59,6 +59,8 @@ class TrainConfig:
     progress: bool = True
     served_target: bool = False  # learn target_j (served quote = measured), not measured_j
     time_weight: float = 0.0  # > 0: a time-per-output-token head, its Huber loss x this
+    serving_rows: bool = False  # also train on aiconfigurator's serving runs (TPOT only)
+    serving_weight: float = 1.0  # x the weight of a row without an energy target (serving run)
 
 
 @dataclass
@@ -133,6 +135,15 @@ def balanced_weights(
     return np.asarray(scaled / scaled.mean(), dtype=np.float64)
 
 
+def time_only_weighted(
+    rows: Sequence[TrainingRow], weights: FloatArray, factor: float
+) -> FloatArray:
+    """`weights` with the rows that have no measured energy (serving runs, trained on their
+    TPOT alone) times `factor`: how much the time-only rows count against the energy rows."""
+    time_only = np.array([not np.isfinite(r.measured_j) for r in rows])
+    return np.asarray(np.where(time_only, weights * factor, weights), dtype=np.float64)
+
+
 def train_ensemble(
     rows: Sequence[TrainingRow],
     weights: FloatArray,
@@ -148,6 +159,7 @@ def train_ensemble(
     torch.manual_seed(config.seed)
     rng = np.random.default_rng(config.seed)
     weights = balanced_weights(rows, weights, config.model_balance)
+    weights = time_only_weighted(rows, weights, config.serving_weight)
     held = np.stack(
         [split_validation(rows, config.validation_share, rng) for _ in range(config.members)], 1
     ).astype(np.float32)
@@ -156,11 +168,13 @@ def train_ensemble(
     w_val = torch.from_numpy(weights[:, None].astype(np.float32) * held)
     norm = Normalisation.fit(variant_features(rows, variant))
     x = tensors(rows, norm, variant)
-    target = [r.target_j if config.served_target else r.measured_j for r in rows]
-    log_y = torch.tensor(np.log(target), dtype=torch.float32)[:, None]
+    target = np.log([r.target_j if config.served_target else r.measured_j for r in rows])
+    has_energy = torch.tensor(np.isfinite(target), dtype=torch.float32)[:, None]
+    log_y = torch.tensor(np.nan_to_num(target), dtype=torch.float32)[:, None]
     tpot_ratio = log_tpot_ratio(list(rows))
     has_tpot = torch.tensor(np.isfinite(tpot_ratio), dtype=torch.float32)[:, None]
     log_tpot = torch.tensor(np.nan_to_num(tpot_ratio), dtype=torch.float32)[:, None]
+    targets = Targets(log_y, has_energy, log_tpot, has_tpot)
     energy_outputs = x["log_analytical_j"].shape[-1]
     gnn = EnergyGNN(
         ModelConfig(
@@ -172,7 +186,7 @@ def train_ensemble(
             members=config.members,
             message_passing=variant.message_passing,
             direct=variant.direct,
-            direct_offset=float(log_y.mean()),
+            direct_offset=float(log_y[has_energy > 0].mean()),
         )
     )
     optimiser = torch.optim.AdamW(
@@ -189,10 +203,7 @@ def train_ensemble(
         optimiser.zero_grad()
         out = gnn(**x)  # [R, K, O + T]
         log_phase, time = out[..., :energy_outputs], out[..., energy_outputs:]
-        error = loss_fn(log_request_j(log_phase), log_y.expand(-1, config.members))  # [R, K]
-        if config.time_weight > 0:
-            time_error = loss_fn(time[..., 0], log_tpot.expand(-1, config.members))
-            error = error + config.time_weight * time_error * has_tpot
+        error = row_errors(log_phase, time, targets, loss_fn, config.time_weight)  # [R, K]
         loss = (error * w_train).sum(0) / w_train.sum(0).clamp(min=1e-9)
         if not variant.direct:  # ridge towards the analytical model: the data move it only
             # where they inform (prefill is a few % of these requests' energy)
@@ -217,13 +228,44 @@ def train_ensemble(
             bar.set_postfix(train=f"{entry['train']:.4f}", val=f"{entry['validation']:.4f}")
             if bool((stale >= config.patience).all()):
                 break
-        loss.sum().backward()
+        loss.sum().backward()  # type: ignore[no-untyped-call]  # (untyped in torch)
         optimiser.step()
     gnn.load_state_dict(best)
     _zero_denied_inputs(gnn, variant, x["node_x"].shape[-1] // 2)
     gnn.eval()
     logger.info("%s: best epochs %s", desc, best_epoch)
     return TrainedModel(gnn, norm, variant, best_epoch, log)
+
+
+@dataclass(frozen=True, slots=True)
+class Targets:
+    """What each row [R, 1] is trained towards: log target energy [log J] and log(measured /
+    served TPOT), each with a mask (1 where the row has it: a serving run has no energy, a
+    request without a decode step no TPOT; a masked target holds 0)."""
+
+    log_j: torch.Tensor
+    has_energy: torch.Tensor
+    log_tpot_ratio: torch.Tensor
+    has_tpot: torch.Tensor
+
+
+def row_errors(
+    log_phase: torch.Tensor,
+    time: torch.Tensor,
+    targets: Targets,
+    loss_fn: torch.nn.HuberLoss,
+    time_weight: float,
+) -> torch.Tensor:
+    """Each row's loss per member [R, K]: the Huber error of its log request energy where it
+    has an energy target, plus `time_weight` x that of its TPOT correction where it has a TPOT
+    target (none without a time head, `time_weight` 0)."""
+    members = log_phase.shape[1]
+    energy: torch.Tensor = loss_fn(log_request_j(log_phase), targets.log_j.expand(-1, members))
+    error = energy * targets.has_energy
+    if time_weight > 0:
+        time_error: torch.Tensor = loss_fn(time[..., 0], targets.log_tpot_ratio.expand(-1, members))
+        error = error + time_weight * time_error * targets.has_tpot
+    return error
 
 
 def _zero_denied_inputs(gnn: EnergyGNN, variant: Variant, node_dim: int) -> None:

@@ -27,12 +27,13 @@ import torch
 
 from offline.fitting.datasets import DEFAULT_DATA_DIR, data_source_digests, load_azure_trace
 from offline.fitting.datasets_common import sha256_file
-from offline.fitting.request_inputs import ENGINE_OF_SOURCE
+from offline.fitting.silicon_rows import SILICON_CSV
 from offline.training.dataset import TrainingRow, load_training_rows, log_measured
 from offline.training.export import MAX_ABS_DIFFERENCE, OPSET, max_abs_difference, onnx_bytes
 from offline.training.fit import TrainConfig, TrainedModel, Variant, train_ensemble
 from offline.training.folds import refitted_coefficients
 from offline.training.report import Method, ReportInputs, write_report
+from offline.training.serving_rows import load_serving_rows
 from offline.training.validation import (
     Folds,
     Interval,
@@ -165,6 +166,12 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
         default=DEFAULTS.time_weight,
         help="weight of the time-per-output-token head's loss (0: no time head)",
     )
+    parser.add_argument(
+        "--serving-rows",
+        action="store_true",
+        help="also train the final model on aiconfigurator's serving runs (TPOT only; the "
+        "family cross-validation stays on ML.ENERGY rows)",
+    )
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     return parser.parse_args(argv)
@@ -182,6 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         epochs=args.epochs,
         progress=not args.quiet,
         time_weight=args.time_weight,
+        serving_rows=args.serving_rows,
     )
     rows, skipped = load_training_rows(args.data, args.limit)
     logger.info("%d ML.ENERGY rows, %d left out", len(rows), len(skipped))
@@ -192,7 +200,9 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_cv:
         folds = cross_validation_folds(args, rows)
         validation, interval = cross_validation(args, rows, y, folds, priors, config)
-    model = train_ensemble(rows, priors.weights(rows, CHOSEN.focused), CHOSEN, config, "final")
+    final_rows = rows + (load_serving_rows(args.data)[0] if config.serving_rows else [])
+    weights = priors.weights(final_rows, CHOSEN.focused)
+    model = train_ensemble(final_rows, weights, CHOSEN, config, "final")
     model_bytes = onnx_bytes(model, rows[:4])
     difference = max_abs_difference(model, model_bytes, rows)
     logger.info("ONNX: %d bytes, max |onnx - torch| = %.2e", len(model_bytes), difference)
@@ -200,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"ONNX differs from torch by {difference:.2e} > {MAX_ABS_DIFFERENCE}")
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "energy_gnn.onnx").write_bytes(model_bytes)
-    document = metadata(args, model, model_bytes, config, interval, validation, rows)
+    document = metadata(args, model, model_bytes, config, interval, validation, final_rows)
     document["onnx_check"] = {"max_abs_difference": difference, "rows": len(rows)}
     (args.out / "energy_gnn.json").write_text(json.dumps(document, indent=1) + "\n", "utf-8")
     write_log(args.out / "energy_gnn_training.log", model, started)
@@ -293,6 +303,8 @@ def command(args: argparse.Namespace) -> str:
     return (
         "python -m offline.training.train --data ../shared/data --out models/"
         f"{ablations} --time-weight {args.time_weight:g}"
+        + " --serving-rows"
+        * bool(args.serving_rows)
     )
 
 
@@ -427,7 +439,7 @@ def metadata(
             "sha256": sha256_file(COEFFICIENTS_PATH),
         },
         "training_rows": len(rows),
-        "data_sources": data_sources(args.data),
+        "data_sources": data_sources(args.data, config.serving_rows),
         "validation": validation,
     }
 
@@ -438,15 +450,19 @@ def time_head_engines(rows: list[TrainingRow], model: TrainedModel) -> list[str]
     (`bench/results/regressor_latency_head.md`, engine out). Empty without a time head."""
     if model.gnn.config.time_outputs == 0:
         return []
-    return sorted({ENGINE_OF_SOURCE[r.source] for r in rows})
+    return sorted({r.engine for r in rows})
 
 
-def data_sources(data_dir: Path) -> dict[str, Any]:
-    """sha256 of every file used: training (ML.ENERGY, Azure trace priors) and the per-fold
-    cost-model refits of the validation (also Splitwise and Vidur)."""
+def data_sources(data_dir: Path, serving_rows: bool = False) -> dict[str, Any]:
+    """sha256 of every file used: training (ML.ENERGY, Azure trace priors, with `serving_rows`
+    aiconfigurator's serving runs) and the per-fold cost-model refits of the validation (also
+    Splitwise and Vidur)."""
     digests = data_source_digests(data_dir)
+    training = {p: d for p, d in digests.items() if p.startswith(TRAINING_SOURCES)}
+    if serving_rows:
+        training[SILICON_CSV] = sha256_file(data_dir / SILICON_CSV)
     return {
-        "training": {p: d for p, d in digests.items() if p.startswith(TRAINING_SOURCES)},
+        "training": training,
         "validation_cost_model_refits": {
             p: d for p, d in digests.items() if not p.startswith(TRAINING_SOURCES)
         },
@@ -455,6 +471,7 @@ def data_sources(data_dir: Path) -> dict[str, Any]:
             "azure-llm-trace-2023": "CC-BY-4.0",
             "splitwise": "MIT",
             "vidur": "MIT",
+            **({"aiconfigurator": "Apache-2.0"} if serving_rows else {}),
         },
     }
 
