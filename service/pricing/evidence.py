@@ -175,12 +175,6 @@ def _backed(known: EvidenceIntervals, dimension: str, value: str) -> dict[str, A
     return {"value": value, "fitted_on": fitted, "measured_rows": rows}
 
 
-def bounds(value: float, interval: LevelInterval) -> tuple[float, float]:
-    """`value`'s low and high bounds: `value` times `bound_ratios(interval)`."""
-    low, high = bound_ratios(interval)
-    return value * low, value * high
-
-
 def bound_ratios(interval: LevelInterval) -> tuple[float, float]:
     """The ratios to a value of its low and high bounds: its interval's, widened to bracket
     the value itself (a biased level may put both ratios on one side of 1; widening keeps

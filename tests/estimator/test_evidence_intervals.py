@@ -21,7 +21,7 @@ from service.catalog.intervals import (
     load_intervals,
 )
 from service.pricing.estimator import Estimator
-from service.pricing.evidence import LEVELS, Case, bounds, case_evidence, evidence_level
+from service.pricing.evidence import LEVELS, Case, bound_ratios, case_evidence, evidence_level
 from service.schemas.estimate_request import EstimateRequest
 
 FITTED = {
@@ -160,11 +160,12 @@ def test_an_amd_gpu_is_the_vendor_level_and_a_custom_model_the_custom_one(
 
 
 def test_bounds_widen_a_one_sided_interval_to_bracket_the_estimate() -> None:
-    # A level whose held-out rows all measured above the estimate: ratios 1.2..1.5 of 10 s.
+    # A level whose held-out rows all measured above the estimate: ratios 1.2..1.5, so a
+    # 10 s estimate is bounded 10..15 s (x1.2 widened to x1).
     biased = LevelInterval("gpu", "gpu", 1.2, 1.5, 40, 2, 30.0)
-    assert bounds(10.0, biased) == (10.0, 15.0)
+    assert bound_ratios(biased) == (1.0, 1.5)
     both_sides = LevelInterval("gpu", "gpu", 0.8, 1.25, 40, 2, 12.0)
-    assert bounds(10.0, both_sides) == pytest.approx((8.0, 12.5))
+    assert bound_ratios(both_sides) == pytest.approx((0.8, 1.25))
 
 
 def test_the_loader_keys_intervals_by_level_and_quantity() -> None:
@@ -190,8 +191,8 @@ def test_a_static_prefill_and_a_serving_ttft_take_their_own_residuals() -> None:
     case = Case("H100-SXM5-80GB", "NVIDIA", "vllm-v1", "bf16", "llama")
     static, serving = case_evidence(case, known), case_evidence(case, known, serving=True)
     assert set(static.intervals) == set(serving.intervals) == {"energy", "prefill", "tpot", "total"}
-    assert bounds(0.5, static.intervals["prefill"]) == pytest.approx((0.4, 0.625))
-    assert bounds(0.5, serving.intervals["prefill"]) == pytest.approx((0.5, 5.0))
+    assert static.ratios["prefill"] == pytest.approx((0.4 / 0.5, 0.625 / 0.5))
+    assert serving.ratios["prefill"] == pytest.approx((0.5 / 0.5, 5.0 / 0.5))
     assert static.intervals["tpot"] == serving.intervals["tpot"]
     assert serving.validation["held_out"]["prefill"]["upper_ratio"] == 10.0
     assert static.validation["held_out"]["prefill"]["upper_ratio"] == 1.25
