@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy import create_engine
 from sqlalchemy.orm import Session
 
+from offline.fitting.conformal_rules import inside_bounds
 from offline.fitting.datasets import EnergyMeasurement
 from service.catalog.intervals import LevelInterval, conformal_bounds
 from service.db.tables import TENANT_SCOPE
@@ -26,7 +27,6 @@ from service.pricing.calibration.calibrated_intervals import (
     Residual,
     ResidualQuantiles,
     calibrated_interval,
-    residual_quantiles,
 )
 from service.pricing.estimator import Estimator
 from service.quotes.recalibration import observation_points
@@ -34,7 +34,9 @@ from service.quotes.recalibration import observation_points
 NOMINAL = (0.1, 0.9)
 DEV_TENANT = "dev"
 Bounds = tuple[float, float]  # log bounds of measured / quoted
-Rule = Callable[[Sequence[float], Sequence[str], Bounds], Bounds]
+Own = tuple[Bounds | None, int, int]
+"""A calibration's residual quantiles: conformal log bounds (None: too few), scores, models."""
+Rule = Callable[[Own, Bounds], Bounds]
 
 
 def posted_fit(url: str, estimator: Estimator) -> dict[str, Any]:
@@ -63,29 +65,35 @@ def _level(bounds: Bounds) -> LevelInterval:
     return LevelInterval("level", "level", math.exp(bounds[0]), math.exp(bounds[1]), 0, 0, 0.0)
 
 
-def level_rule(scores: Sequence[float], models: Sequence[str], level: Bounds) -> Bounds:
+def own_quantiles(scores: Sequence[float], models: Sequence[str]) -> Own:
+    """The calibration's quantiles of residuals `scores`, each of the model in `models`."""
+    return conformal_bounds(scores, *NOMINAL), len(scores), len(set(models))
+
+
+def level_rule(own: Own, level: Bounds) -> Bounds:
     """The level's interval around the moved estimate (what quotes did before)."""
     return level
 
 
-def alone_rule(scores: Sequence[float], models: Sequence[str], level: Bounds) -> Bounds:
+def alone_rule(own: Own, level: Bounds) -> Bounds:
     """The calibration's quantiles alone wherever they exist."""
-    found = conformal_bounds(scores, *NOMINAL)
+    found = own[0]
     return level if found is None else found
 
 
-def wider_rule(scores: Sequence[float], models: Sequence[str], level: Bounds) -> Bounds:
+def wider_rule(own: Own, level: Bounds) -> Bounds:
     """Always the wider of the calibration's and the level's, per side."""
-    found = conformal_bounds(scores, *NOMINAL)
+    found = own[0]
     return level if found is None else (min(found[0], level[0]), max(found[1], level[1]))
 
 
-def shipped_rule(scores: Sequence[float], models: Sequence[str], level: Bounds) -> Bounds:
+def shipped_rule(own: Own, level: Bounds) -> Bounds:
     """calibrated_interval: alone from 20 scores of 2 models, else the wider of the two."""
-    own = residual_quantiles("x", scores, models, *NOMINAL)
-    if own is None:
+    found, n, groups = own
+    if found is None:
         return level
-    interval = calibrated_interval(_level(level), own)
+    quantiles = ResidualQuantiles("x", n, groups, *NOMINAL, found[0], found[1], 0.0)
+    interval = calibrated_interval(_level(level), quantiles)
     return math.log(interval.lower_ratio), math.log(interval.upper_ratio)
 
 
@@ -95,11 +103,6 @@ RULES: dict[str, Rule] = {
     "wider of the two": wider_rule,
     "shipped: alone from 20 scores of 2 models, else the wider": shipped_rule,
 }
-
-
-def inside(log_ratio: float, bounds: Bounds) -> bool:
-    """Inside the bounds widened to bracket the estimate, as a quote states them."""
-    return min(bounds[0], 0.0) <= log_ratio <= max(bounds[1], 0.0)
 
 
 def nested_coverage(
@@ -114,10 +117,9 @@ def nested_coverage(
         hits, widths = [], []
         for r in own:
             others = [o for o in own if o["model"] != r["model"]]
-            bounds = rule(
-                [o["log"] for o in others], [o["model"] for o in others], levels[r["id"]][quantity]
-            )
-            hits.append(inside(r["log"], bounds))
+            quantiles = own_quantiles([o["log"] for o in others], [o["model"] for o in others])
+            bounds = rule(quantiles, levels[r["id"]][quantity])
+            hits.append(inside_bounds(r["log"], bounds))
             widths.append(math.exp(max(bounds[1], 0.0) - min(bounds[0], 0.0)))
         widths.sort()
         median = widths[len(widths) // 2] if widths else math.nan
@@ -150,42 +152,26 @@ def scored_rule_coverage(
     """Per rule, the share [%] of `measured` inside the interval it would give the calibrated
     `quoted` values, from the `stored` quantiles (all the posted residuals) and each quote's
     level bounds `levels`: for reference only, computed after the rule was chosen."""
-    n, groups = int(stored["n"]), int(stored["groups"])
-    found = (stored["lower_log"], stored["upper_log"])
+    lower, upper = stored["lower_log"], stored["upper_log"]
+    found = None if lower is None or upper is None else (lower, upper)
+    own: Own = (found, int(stored["n"]), int(stored["groups"]))
     out = {}
     for name, rule in RULES.items():
-        hits = []
-        for m, q, level in zip(measured, quoted, levels, strict=True):
-            if name.startswith("shipped"):
-                bounds = _stored_rule(found, n, groups, level)
-            elif found[0] is None or rule is level_rule:
-                bounds = level
-            elif rule is alone_rule:
-                bounds = found
-            else:
-                bounds = (min(found[0], level[0]), max(found[1], level[1]))
-            hits.append(inside(math.log(m / q), bounds))
+        hits = [
+            inside_bounds(math.log(m / q), rule(own, level))
+            for m, q, level in zip(measured, quoted, levels, strict=True)
+        ]
         out[name] = 100.0 * sum(hits) / max(len(hits), 1)
     return out
 
 
-def _stored_rule(found: tuple[Any, Any], n: int, groups: int, level: Bounds) -> Bounds:
-    if found[0] is None:
-        return level
-    own = ResidualQuantiles("x", n, groups, *NOMINAL, found[0], found[1], 0.0)
-    interval = calibrated_interval(_level(level), own)
-    return math.log(interval.lower_ratio), math.log(interval.upper_ratio)
-
-
 def tpot_inside(quotes: list[dict[str, Any]], rows: list[EnergyMeasurement]) -> float:
     """Share of rows whose measured time per output token lies in the quote's interval [%]."""
-    inside = [
-        q["latency"]["time_per_output_token_s_low"]
-        <= m.time_per_output_token_s
-        <= q["latency"]["time_per_output_token_s_high"]
-        for q, m in zip(quotes, rows, strict=True)
-    ]
-    return 100.0 * sum(inside) / max(len(inside), 1)
+    return share_inside(
+        [m.time_per_output_token_s for m in rows],
+        [q["latency"]["time_per_output_token_s_low"] for q in quotes],
+        [q["latency"]["time_per_output_token_s_high"] for q in quotes],
+    )
 
 
 def energy_inside(quotes: list[dict[str, Any]], rows: list[EnergyMeasurement]) -> float:
