@@ -11,8 +11,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import lru_cache
 
-import numpy as np
-
 from service.core.architecture import ModelArchitecture
 from service.core.coefficients import CostModelCoefficients
 from service.core.cost_model_errors import CostModelError, InvalidParallelism, InvalidWorkload
@@ -87,9 +85,10 @@ def estimate_contexts(
     errors: dict[int, CostModelError] = {}
     valid: list[int] = []
     rows: list[Workload] = []
-    context: list[int] = []
+    sizes: list[int] = []  # valid rows per group (the pass's rows come group by group)
     number = 0
-    for c, (ctx, workloads) in enumerate(groups):
+    for ctx, workloads in groups:
+        sizes.append(0)
         for workload in workloads:
             try:
                 validate_workload(ctx.plan.arch, workload)
@@ -98,9 +97,9 @@ def estimate_contexts(
             else:
                 valid.append(number)
                 rows.append(workload)
-                context.append(c)
+                sizes[-1] += 1
             number += 1
-    plans = PassPlans.of([ctx for ctx, _ in groups], np.array(context, dtype=np.intp))
+    plans = PassPlans.of([ctx for ctx, _ in groups], sizes)
     priced = price_workloads(plans, rows, valid, check_memory=check_memory)
     if check_memory:
         # Refused only when one sequence at its longest cannot fit beside the weights; a

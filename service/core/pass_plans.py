@@ -13,8 +13,9 @@ no layers, so their work vanishes.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from functools import cached_property, lru_cache
+from itertools import accumulate, pairwise
 
 import numpy as np
 import numpy.typing as npt
@@ -46,13 +47,28 @@ class PricingContext:
 
     @cached_property
     def values(self) -> tuple[float, ...]:
-        """Its constants, in ContextRows' field order."""
+        """Its constants, in ContextRows' array fields' order."""
         return _context_values(self.plan, self.deployment, self.coefficients)
 
+    @cached_property
+    def flags(self) -> tuple[bool, bool, bool, bool, bool]:
+        """ContextRows' flags for this context alone: fused attention, a window, experts,
+        a GEMM tile of more than one row, sliding KV layers."""
+        v = dict(zip(_ROW_ARRAYS, self.values, strict=True))
+        return (
+            v["flash"] > 0,
+            v["has_window"] != 0,
+            v["moe"] != 0,
+            v["tile_m"] > 1,
+            v["kv_sliding_layers"] != 0,
+        )
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(slots=True)
 class ContextRows:
-    """Each row's context constants, [N] arrays (units in the names; flags 0 or 1)."""
+    """Each row's context constants, [N] arrays (units in the names; flags 0 or 1). Plain,
+    not frozen: a frozen `__init__` sets each of its ~45 fields through `object.__setattr__`,
+    on every pass of several contexts."""
 
     idle_w: FloatArray
     tdp_w: FloatArray
@@ -98,6 +114,7 @@ class ContextRows:
     worker_overhead_s: FloatArray  # decode_overhead_per_worker_s x (held - 1)
     host_overhead_w: FloatArray  # idle_w + (tdp_w - idle_w) x power_host_overhead
     host_sequence_w: FloatArray  # idle_w + (tdp_w - idle_w) x power_host_per_sequence
+    dynamic_w: FloatArray  # tdp_w - idle_w: the rise from idle power to TDP
     # Whether every row has fused attention, and any a window or experts: terms no row needs
     # are not computed (the flags of the columns above, read once per pass, not per use).
     all_flash: bool = True
@@ -108,16 +125,30 @@ class ContextRows:
 
     @classmethod
     def of(cls, contexts: Sequence[PricingContext], context: IntArray) -> ContextRows:
-        columns = np.array([c.values for c in contexts])[context].T
-        rows = cls(*columns)
-        return replace(
-            rows,
-            all_flash=bool((rows.flash > 0).all()),
-            any_window=bool(rows.has_window.any()),
-            any_moe=bool(rows.moe.any()),
-            all_tiled=bool((rows.tile_m > 1).all()),
-            any_sliding_kv=bool(rows.kv_sliding_layers.any()),
-        )
+        """The rows of `contexts`, row j's being contexts[context[j]]."""
+        present = [contexts[c] for c in sorted(set(context.tolist()))]
+        return cls.gathered(np.array([c.values for c in contexts])[context], present)
+
+    @classmethod
+    def gathered(cls, values: FloatArray, contexts: Sequence[PricingContext]) -> ContextRows:
+        """The rows of `values` [N, len(values)] (each row its context's `values`, any
+        strides), of `contexts` (those the rows are of: the flags are theirs)."""
+        flags = [c.flags for c in contexts]
+        rows = cls(*values.T)
+        rows.all_flash = all(f[0] for f in flags)
+        rows.any_window = any(f[1] for f in flags)
+        rows.any_moe = any(f[2] for f in flags)
+        rows.all_tiled = all(f[3] for f in flags)
+        rows.any_sliding_kv = any(f[4] for f in flags)
+        return rows
+
+
+_ROW_ARRAYS = tuple(f.name for f in fields(ContextRows) if f.type == "FloatArray")
+"""ContextRows' array fields, in order (PricingContext.values holds one number for each)."""
+# Where PassPlans.launch_s and power_columns are in a context's values.
+_LAUNCH = np.array([_ROW_ARRAYS.index(name) for name in ("prefill_launch_s", "decode_launch_s")])
+_POWER_COLUMNS = ("group", "idle_w", "dynamic_w", "power_compute", "power_memory", "power_network")
+_POWER = np.array([_ROW_ARRAYS.index(name) for name in _POWER_COLUMNS])
 
 
 def _context_values(
@@ -171,6 +202,7 @@ def _context_values(
         roofline.decode_overhead_per_worker_s * (held - 1.0),
         gpu.idle_w + dynamic_w * power.host_overhead,
         gpu.idle_w + dynamic_w * power.host_per_sequence,
+        dynamic_w,
     )
 
 
@@ -180,7 +212,7 @@ class PassPlans:
 
     Attributes:
         contexts: the pass's contexts; `context` [N] each row's index in it.
-        members: per context, its rows (intp arrays; with one context, all: a slice).
+        members: per context, its rows (a slice: a pass's rows come context by context).
         rows: the rows' context constants.
         width: kernels per row, padding included.
         layers: [N, width] executions of each kernel per forward pass (0 on padding).
@@ -210,7 +242,7 @@ class PassPlans:
 
     contexts: tuple[PricingContext, ...]
     context: IntArray
-    members: tuple[IntArray | slice, ...]
+    members: tuple[slice, ...]
     rows: ContextRows
     width: int
     layers: FloatArray
@@ -233,69 +265,69 @@ class PassPlans:
     def plan_of(self, j: int) -> CostPlan:
         return self.contexts[int(self.context[j])].plan
 
-    def groups(self) -> Iterator[tuple[int, IntArray | slice]]:
+    def groups(self) -> Iterator[tuple[int, slice]]:
         """Each context's number and rows, skipping contexts without any."""
         for c, members in enumerate(self.members):
-            if isinstance(members, slice) or members.size:
+            if members.start is None or members.start < members.stop:
                 yield c, members
 
     @classmethod
-    def of(cls, contexts: Sequence[PricingContext], context: IntArray) -> PassPlans:
-        """The plans of rows of `contexts`, row j's being contexts[context[j]]."""
-        if len(contexts) == 1 and context.shape[0] <= SMALL_PASS:
-            return _one_context(contexts[0], int(context.shape[0]))
-        return cls._build(contexts, context)
+    def of(cls, contexts: Sequence[PricingContext], sizes: Sequence[int]) -> PassPlans:
+        """The plans of a pass whose rows come grouped by context, in order: sizes[c] rows
+        (possibly none) of contexts[c]."""
+        if len(contexts) == 1 and sizes[0] <= SMALL_PASS:
+            return _one_context(contexts[0], sizes[0])
+        return cls._build(contexts, sizes)
 
     @classmethod
-    def _build(cls, contexts: Sequence[PricingContext], context: IntArray) -> PassPlans:
+    def _build(cls, contexts: Sequence[PricingContext], sizes: Sequence[int]) -> PassPlans:
+        n = sum(sizes)
+        context = np.array([c for c, size in enumerate(sizes) for _ in range(size)], np.intp)
         kernels = max(len(c.plan.nodes) for c in contexts)
         width = (kernels + 1 + 7) // 8 * 8
         count = max(len(c.plan.attention) for c in contexts) or 1
         padded = [_padded(c.plan, width, count) for c in contexts]
+        pieces = 2 if any(p.slides for p in padded) else 1
         if len(contexts) == 1:  # rows broadcast the one context's arrays
-            members: tuple[IntArray | slice, ...] = (slice(None),)
+            members: tuple[slice, ...] = (slice(None),)
             (one,) = padded
+            values = np.array([contexts[0].values])[context]
             layers, attention, per_key = one.layers[None], one.attention[None], one.per_key[None]
             sliding, attention_layers = one.sliding[None], one.attention_layers[None]
-        else:
-            members = tuple(np.flatnonzero(context == c) for c in range(len(contexts)))
-            layers = np.stack([p.layers for p in padded])[context]
-            attention = np.stack([p.attention for p in padded])[context]
-            per_key = np.stack([p.per_key for p in padded])[context]
-            sliding = np.stack([p.sliding for p in padded])[context]
-            attention_layers = np.stack([p.attention_layers for p in padded])[context]
-        pieces = 2 if any(p.sliding.any() for p in padded) else 1
-        rows = ContextRows.of(contexts, context)
-        columns = np.stack(
-            [
-                rows.group,
-                rows.idle_w,
-                rows.tdp_w - rows.idle_w,
-                rows.power_compute,
-                rows.power_memory,
-                rows.power_network,
-            ]
-        )[:, :, None]
+            key_lines = _key_lines(per_key, pieces)
+            line_index = LINE_UNITS[pieces] * width + attention[..., None, None]
+        else:  # each row a copy of its context's part (_context_part), gathered in two calls
+            bounds = [0, *accumulate(sizes)]
+            members = tuple(slice(start, stop) for start, stop in pairwise(bounds))
+            parts = [_context_part(c, width, count, pieces) for c in contexts]
+            floats = np.array([part[0] for part in parts])[context]
+            ints = np.array([part[1] for part in parts])[context]
+            at = list(accumulate((len(_ROW_ARRAYS), width, count * 5, count)))
+            values, layers = floats[:, : at[0]], floats[:, at[0] : at[1]]
+            per_key = floats[:, at[1] : at[2]].reshape(n, count, 5)
+            attention_layers = floats[:, at[2] : at[3]]
+            key_lines = floats[:, at[3] :].reshape(n, count, 4 * pieces, 5)
+            attention, sliding = ints[:, :count], ints[:, count : 2 * count] != 0
+            line_index = ints[:, 2 * count :].reshape(n, count, 4 * pieces, 5)
+        present = [c for c, size in zip(contexts, sizes, strict=True) if size]
         return cls(
             contexts=tuple(contexts),
             context=context,
             members=members,
-            rows=rows,
+            rows=ContextRows.gathered(values, present),
             width=width,
             layers=layers,
             attention=attention,
             per_key=per_key,
-            key_lines=_key_lines(per_key, pieces),
+            key_lines=key_lines,
             sliding=sliding,
             attention_layers=attention_layers,
             pieces=pieces,
             unit_matrices=tuple(p.unit_matrix for p in padded),
-            line_take=_line_take(
-                LINE_UNITS[pieces] * width + attention[..., None, None], context.shape[0], width
-            ),
-            decode_at=_decode_at(attention, context.shape[0], width),
-            launch_s=np.stack([rows.prefill_launch_s, rows.decode_launch_s])[:, :, None],
-            power_columns=tuple(columns),
+            line_take=_line_take(line_index, n, width),
+            decode_at=_decode_at(attention, n, width),
+            launch_s=values[:, _LAUNCH].T[:, :, None],
+            power_columns=tuple(values[:, _POWER].T[:, :, None]),
         )
 
 
@@ -332,11 +364,37 @@ def _key_lines(per_key: FloatArray, pieces: int) -> FloatArray:
 
 
 @lru_cache(maxsize=1024)
+def _context_part(
+    context: PricingContext, width: int, count: int, pieces: int
+) -> tuple[FloatArray, IntArray]:
+    """What each row of `context` holds in a pass of several contexts (of `width` kernels,
+    `count` attention kernels and `pieces` per decode range), flat: its values, then its
+    padded layers, attention kernels' seconds per key, their layers and key lines (floats);
+    its attention kernels' indices, sliding flags (0 or 1) and line units (ints). Cached, so
+    a pass gathers them rather than building each array anew."""
+    p = _padded(context.plan, width, count)
+    floats = np.concatenate(
+        [
+            np.array(context.values),
+            p.layers,
+            p.per_key.reshape(-1),
+            p.attention_layers,
+            _key_lines(p.per_key[None], pieces).reshape(-1),
+        ]
+    )
+    line_index = LINE_UNITS[pieces] * width + p.attention[:, None, None]
+    ints = np.concatenate([p.attention, p.sliding, line_index.reshape(-1)], dtype=np.intp)
+    floats.setflags(write=False)
+    ints.setflags(write=False)
+    return floats, ints
+
+
+@lru_cache(maxsize=1024)
 def _one_context(context: PricingContext, count: int) -> PassPlans:
     """The plans of a pass of `count` rows of one context: they depend on nothing else, so a
     serving process, which prices the same few contexts over and over, builds each once (its
     arrays read-only: every pass of that size shares them)."""
-    plans = PassPlans._build([context], np.zeros(count, dtype=np.intp))
+    plans = PassPlans._build([context], [count])
     per_kernel = (plans.layers, plans.attention, plans.per_key, plans.key_lines, plans.sliding)
     rows = (getattr(plans.rows, column.name) for column in fields(ContextRows))
     rows = (column for column in rows if isinstance(column, np.ndarray))
@@ -357,6 +415,7 @@ class _PaddedPlan:
     sliding: BoolArray
     attention_layers: FloatArray
     unit_matrix: FloatArray  # PassPlans.unit_matrices' of this plan
+    slides: bool  # whether any attention kernel attends over the sliding window
 
 
 @lru_cache(maxsize=1024)
@@ -379,7 +438,10 @@ def _padded(plan: CostPlan, width: int, count: int) -> _PaddedPlan:
     attention_layers = np.zeros(count)
     attention[:a], per_key[:a], sliding[:a] = index, keys, slides
     attention_layers[:a] = plan.layers[index]
-    return _PaddedPlan(layers, attention, per_key, sliding, attention_layers, unit_matrix)
+    any_slides = bool(sliding.any())
+    return _PaddedPlan(
+        layers, attention, per_key, sliding, attention_layers, unit_matrix, any_slides
+    )
 
 
 @lru_cache(maxsize=1024)
