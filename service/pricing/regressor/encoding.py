@@ -3,7 +3,7 @@ stacked into one batch. Training and serving share this code as they share the f
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -93,7 +93,7 @@ def model_inputs(features: Features, norm: Normalisation) -> dict[str, Float32Ar
         node_x[:, 0, :, width:] = graph_adjacency @ standard  # neighbours' mean
     else:
         sizes = [a.shape[0] for a in features.adjacency]
-        nodes = max(sizes[g] for g in set(features.graph.tolist()))
+        nodes = max(sizes[g] for g, rows in _graphs(features))
         standard = (features.node_x[:, :nodes] - norm.node_mean) / norm.node_std
         node_x, adjacency, readout = _padded_graphs(features, standard, sizes, width)
     node_x[:, 0, :, :width] = standard
@@ -116,16 +116,20 @@ def _padded_graphs(
     node_x = np.zeros((total, 1, nodes, 2 * width), dtype=np.float32)
     adjacency = np.zeros((total, 1, nodes, nodes), dtype=np.float32)
     readout = np.zeros((total, 1, 1, nodes), dtype=np.float32)
-    for g, graph_adjacency in enumerate(features.adjacency):
-        rows = np.flatnonzero(features.graph == g)
-        if not rows.size:
-            continue
-        n = sizes[g]
+    for g, rows in _graphs(features):
+        graph_adjacency, n = features.adjacency[g], sizes[g]
         standard[rows, n:] = 0.0  # padded nodes are zero
         node_x[rows, 0, :n, width:] = graph_adjacency @ standard[rows, :n]  # neighbours' mean
         adjacency[rows, 0, :n, :n] = graph_adjacency
         readout[rows, 0, 0, :n] = 1.0 / n
     return node_x, adjacency, readout
+
+
+def _graphs(features: Features) -> Iterator[tuple[int, slice]]:
+    """Each graph's number and requests, skipping graphs without any."""
+    for g, rows in enumerate(features.members):
+        if rows.start is None or rows.start < rows.stop:
+            yield g, rows
 
 
 # Per graph (its cached adjacency, found by identity) and request count: its adjacency and

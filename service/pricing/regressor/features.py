@@ -65,7 +65,8 @@ class Features:
     Attributes:
         node_x: [N, nodes, node features]; global_x: [N, global features];
         log_analytical_j: [N, 2].
-        adjacency: per graph, its [n, n] mean-aggregation matrix; graph: [N] each request's.
+        adjacency: per graph, its [n, n] mean-aggregation matrix; graph: [N] each request's;
+        members: per graph, its requests (a slice: requests come graph by graph).
     """
 
     node_x: FloatArray
@@ -73,6 +74,7 @@ class Features:
     log_analytical_j: FloatArray
     adjacency: tuple[FloatArray, ...]
     graph: npt.NDArray[np.intp]
+    members: tuple[slice, ...]
 
     @classmethod
     def of_requests(cls, requests: Sequence[RequestFeatures]) -> Features:
@@ -87,6 +89,7 @@ class Features:
             np.stack([r.log_analytical_j for r in requests]),
             tuple(r.adjacency for r in requests),
             np.arange(len(requests), dtype=np.intp),
+            tuple(slice(j, j + 1) for j in range(len(requests))),
         )
 
     @property
@@ -151,6 +154,7 @@ def workload_features(estimates: WorkloadEstimates) -> Features:
         log_analytical_j=global_x[:, _LOG_PHASE_J],
         adjacency=tuple([encoding.adjacency for encoding in encodings]),
         graph=plans.context,
+        members=plans.members,
     )
 
 
@@ -314,7 +318,7 @@ def _global_matrix(
     if len(encodings) == 1:  # every row's fixed values in place, broadcast
         out[:] = encodings[0].global_row
     else:
-        out[:] = np.stack([encoding.global_row for encoding in encodings])[plans.context]
+        out[:] = np.array([encoding.global_row for encoding in encodings])[plans.context]
     phase_s, phase_j = estimates.phase_s, estimates.phase_gpu_j
     gpu_j = phase_j[0] + phase_j[1]
     # log: sizes, then the request's, prefill's and decode's energy [J] (floored at 1 µJ)
