@@ -98,3 +98,28 @@ def test_a_pass_pads_every_plan_to_one_width_of_zero_kernels() -> None:
         assert kernels < plans.width  # at least the spare column
         for limb in (estimates.arrays.time_s, estimates.arrays.gpu_j):
             assert not limb[:, j, kernels:].any()
+
+
+def test_a_context_whose_workloads_are_all_refused_takes_no_rows() -> None:
+    """The pass's rows come context by context; a context left without rows has none (its
+    members empty) and does not set the rows' flags (Gemma 2's sliding window here)."""
+    dense, gemma = contexts()[0], contexts()[2]
+    too_long = Workload(1, 10**7, 1)  # beyond any context length
+    groups = [
+        (pricing_context(*dense), WORKLOADS[:2]),  # type: ignore[arg-type]
+        (pricing_context(*gemma), [too_long]),  # type: ignore[arg-type]
+        (pricing_context(*dense), WORKLOADS[1:3]),  # type: ignore[arg-type]
+    ]
+    estimates, errors = estimate_contexts(groups)
+    assert list(errors) == [2]
+    assert estimates.positions == (0, 1, 3, 4)
+    plans = estimates.plans
+    assert [len(range(plans.count)[m]) for m in plans.members] == [2, 0, 2]
+    assert [c for c, _ in plans.groups()] == [0, 2]
+    assert plans.context.tolist() == [0, 0, 2, 2]
+    assert not plans.rows.any_window
+    arch, dep, coefficients = dense
+    for j, workload in enumerate([*WORKLOADS[:2], *WORKLOADS[1:3]]):
+        alone = estimate_request(arch, workload, dep, coefficients)  # type: ignore[arg-type]
+        assert estimates.item(j).gpu_j == pytest.approx(alone.gpu_j, rel=RTOL)
+        assert estimates.item(j).total_s == pytest.approx(alone.total_s, rel=RTOL)
