@@ -51,6 +51,13 @@ class PricingContext:
         return _context_values(self.plan, self.deployment, self.coefficients)
 
     @cached_property
+    def value_row(self) -> FloatArray:
+        """`values` as an array (read-only)."""
+        row = np.array(self.values)
+        row.setflags(write=False)
+        return row
+
+    @cached_property
     def flags(self) -> tuple[bool, bool, bool, bool, bool]:
         """ContextRows' flags for this context alone: fused attention, a window, experts,
         a GEMM tile of more than one row, sliding KV layers."""
@@ -127,14 +134,14 @@ class ContextRows:
     def of(cls, contexts: Sequence[PricingContext], context: IntArray) -> ContextRows:
         """The rows of `contexts`, row j's being contexts[context[j]]."""
         present = [contexts[c] for c in sorted(set(context.tolist()))]
-        return cls.gathered(np.array([c.values for c in contexts])[context], present)
+        return cls.gathered(_value_columns(contexts, context), present)
 
     @classmethod
-    def gathered(cls, values: FloatArray, contexts: Sequence[PricingContext]) -> ContextRows:
-        """The rows of `values` [N, len(values)] (each row its context's `values`, any
-        strides), of `contexts` (those the rows are of: the flags are theirs)."""
+    def gathered(cls, columns: FloatArray, contexts: Sequence[PricingContext]) -> ContextRows:
+        """The rows of `columns` [len(values), N] (each column its row's context's `values`),
+        of `contexts` (those the rows are of: the flags are theirs)."""
         flags = [c.flags for c in contexts]
-        rows = cls(*values.T)
+        rows = cls(*columns)
         rows.all_flash = all(f[0] for f in flags)
         rows.any_window = any(f[1] for f in flags)
         rows.any_moe = any(f[2] for f in flags)
@@ -145,6 +152,15 @@ class ContextRows:
 
 _ROW_ARRAYS = tuple(f.name for f in fields(ContextRows) if f.type == "FloatArray")
 """ContextRows' array fields, in order (PricingContext.values holds one number for each)."""
+
+
+def _value_columns(contexts: Sequence[PricingContext], context: IntArray) -> FloatArray:
+    """[len(values), N] row j's context's values in column j (each value's row contiguous:
+    a pass reads them one value at a time)."""
+    columns: FloatArray = np.take(np.array([c.value_row for c in contexts]).T, context, axis=1)
+    return columns
+
+
 # Where PassPlans.launch_s and power_columns are in a context's values.
 _LAUNCH = np.array([_ROW_ARRAYS.index(name) for name in ("prefill_launch_s", "decode_launch_s")])
 _POWER_COLUMNS = ("group", "idle_w", "dynamic_w", "power_compute", "power_memory", "power_network")
@@ -291,25 +307,25 @@ class PassPlans:
         if len(contexts) == 1:  # rows broadcast the one context's arrays
             members: tuple[slice, ...] = (slice(None),)
             (one,) = padded
-            values = np.array([contexts[0].values])[context]
             layers, attention, per_key = one.layers[None], one.attention[None], one.per_key[None]
             sliding, attention_layers = one.sliding[None], one.attention_layers[None]
             key_lines = _key_lines(per_key, pieces)
             line_index = LINE_UNITS[pieces] * width + attention[..., None, None]
-        else:  # each row a copy of its context's part (_context_part), gathered in two calls
+        else:  # each row a copy of its context's part (_context_part), gathered in few calls
             bounds = [0, *accumulate(sizes)]
             members = tuple(slice(start, stop) for start, stop in pairwise(bounds))
             parts = [_context_part(c, width, count, pieces) for c in contexts]
             floats = np.array([part[0] for part in parts])[context]
             ints = np.array([part[1] for part in parts])[context]
-            at = list(accumulate((len(_ROW_ARRAYS), width, count * 5, count)))
-            values, layers = floats[:, : at[0]], floats[:, at[0] : at[1]]
-            per_key = floats[:, at[1] : at[2]].reshape(n, count, 5)
-            attention_layers = floats[:, at[2] : at[3]]
-            key_lines = floats[:, at[3] :].reshape(n, count, 4 * pieces, 5)
+            at = list(accumulate((width, count * 5, count)))
+            layers = floats[:, : at[0]]
+            per_key = floats[:, at[0] : at[1]].reshape(n, count, 5)
+            attention_layers = floats[:, at[1] : at[2]]
+            key_lines = floats[:, at[2] :].reshape(n, count, 4 * pieces, 5)
             attention, sliding = ints[:, :count], ints[:, count : 2 * count] != 0
             line_index = ints[:, 2 * count :].reshape(n, count, 4 * pieces, 5)
         present = [c for c, size in zip(contexts, sizes, strict=True) if size]
+        values = _value_columns(contexts, context)
         return cls(
             contexts=tuple(contexts),
             context=context,
@@ -326,8 +342,8 @@ class PassPlans:
             unit_matrices=tuple(p.unit_matrix for p in padded),
             line_take=_line_take(line_index, n, width),
             decode_at=_decode_at(attention, n, width),
-            launch_s=values[:, _LAUNCH].T[:, :, None],
-            power_columns=tuple(values[:, _POWER].T[:, :, None]),
+            launch_s=values[_LAUNCH][:, :, None],
+            power_columns=tuple(values[_POWER][:, :, None]),
         )
 
 
@@ -368,14 +384,13 @@ def _context_part(
     context: PricingContext, width: int, count: int, pieces: int
 ) -> tuple[FloatArray, IntArray]:
     """What each row of `context` holds in a pass of several contexts (of `width` kernels,
-    `count` attention kernels and `pieces` per decode range), flat: its values, then its
-    padded layers, attention kernels' seconds per key, their layers and key lines (floats);
+    `count` attention kernels and `pieces` per decode range), flat: its padded layers,
+    attention kernels' seconds per key, their layers and key lines (floats);
     its attention kernels' indices, sliding flags (0 or 1) and line units (ints). Cached, so
     a pass gathers them rather than building each array anew."""
     p = _padded(context.plan, width, count)
     floats = np.concatenate(
         [
-            np.array(context.values),
             p.layers,
             p.per_key.reshape(-1),
             p.attention_layers,
