@@ -39,9 +39,10 @@ _Outcome = list[Priced] | BaseException
 MAX_ITEMS_PER_PASS = 2000  # requests per pass (two full batches), give or take a hand-over
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Job:
-    """One caller's requests and the future its coroutine awaits on its event loop."""
+    """One caller's requests and the future its coroutine awaits on its event loop (not
+    frozen, as `quote_sink.Pending`: one per request; none is changed once made)."""
 
     requests: Sequence[EstimateRequest]
     registered: Sequence[RegisteredArchitecture | None]

@@ -45,9 +45,11 @@ class InLoop(enum.Enum):
     REFUSED = "refused"  # the database refused the attempt: the thread spools, not trying again
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Pending:
-    """One request's quotes and the future its coroutine awaits on its event loop."""
+    """One request's quotes and the future its coroutine awaits on its event loop (not
+    frozen: one is made per request, and a frozen dataclass sets each field through
+    `object.__setattr__`, several times slower; none is changed once made)."""
 
     quotes: Sequence[NewQuote]
     future: asyncio.Future[Saved]
@@ -116,8 +118,10 @@ class QuoteSink:
             return Saved.STORED  # no future to wait on, no hand-over to schedule
         future: asyncio.Future[Saved] = loop.create_future()
         self._add_to_outbox(loop, [Pending(quotes, future, loop, queued_at)])
-        # Shielded: a client that goes away does not un-store its quote, nor lose the result.
-        return await asyncio.shield(future)
+        # Not shielded: a client that goes away cancels only this future. Its quotes stay in
+        # the group, which is committed (or spooled) all the same, and `settle_all` passes over
+        # a cancelled future; a shield would cost a second future and its callbacks per request.
+        return await future
 
     def _commit_alone(self, quotes: Sequence[NewQuote], queued_at: float) -> bool:
         """Commit one request's quotes at once in the loop if the backend can; whether it
