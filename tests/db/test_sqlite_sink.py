@@ -129,6 +129,13 @@ def test_a_request_whose_client_went_away_is_stored_with_its_group(
     assert stored_ids(writer) == {leaving[0].id, staying[0].id}
 
 
+def test_a_stopped_sink_stores_nothing(writer: SqliteQuoteSink) -> None:
+    writer.stop()
+    with pytest.raises(RuntimeError, match="not running"):
+        asyncio.run(writer.save([unstamped()]))
+    assert stored_ids(writer) == set()
+
+
 def test_a_lock_held_briefly_is_waited_for_in_the_loop_without_blocking_it(
     writer: SqliteQuoteSink, sqlite_url: str
 ) -> None:
