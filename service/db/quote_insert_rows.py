@@ -36,6 +36,11 @@ class InsertRows:
         self.processors: list[BindProcessor] = [
             column.type.dialect_impl(dialect).bind_processor(dialect) for column in table.columns
         ]
+        # The columns that have a processor (a few of a quote's), with it: only those are
+        # visited per row.
+        self._processed_columns = [
+            (column, process) for column, process in enumerate(self.processors) if process
+        ]
 
     def insert_sql(self, placeholder: str, rows: int = 1) -> str:
         """`INSERT INTO table (every column) VALUES (...), ...` for `rows` rows, each value
@@ -50,15 +55,14 @@ class InsertRows:
         A value that is the very object of the row before (a group's one `created_at` stamp,
         the nulls) is processed once: the processors are pure functions of their value."""
         processed = [list(row) for row in rows]
-        for column, process in enumerate(self.processors):
-            if process is not None:
-                last: Any = _NOTHING
-                done: Any = None
-                for row in processed:
-                    value = row[column]
-                    if value is not last:
-                        last, done = value, process(value)
-                    row[column] = done
+        for column, process in self._processed_columns:
+            last: Any = _NOTHING
+            done: Any = None
+            for row in processed:
+                value = row[column]
+                if value is not last:
+                    last, done = value, process(value)
+                row[column] = done
         return processed
 
 

@@ -39,9 +39,10 @@ _Outcome = list[Priced] | BaseException
 MAX_ITEMS_PER_PASS = 2000  # requests per pass (two full batches), give or take a hand-over
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Job:
-    """One caller's requests and the future its coroutine awaits on its event loop."""
+    """One caller's requests and the future its coroutine awaits on its event loop (not
+    frozen, as `quote_sink.Pending`: one per request; none is changed once made)."""
 
     requests: Sequence[EstimateRequest]
     registered: Sequence[RegisteredArchitecture | None]
@@ -65,8 +66,12 @@ class PricingThread:
         # Per event loop, the jobs queued in its current iteration (see _hand_over).
         self._outboxes: dict[asyncio.AbstractEventLoop, list[_Job]] = {}
         self._thread = threading.Thread(target=self._run, name="pricing", daemon=True)
+        # Whether the thread runs: what `Thread.is_alive()` answers, read on every request
+        # without its lock and its two calls.
+        self._running = False
 
     def start(self) -> None:
+        self._running = True  # before the thread can end (and clear it)
         self._thread.start()
 
     def stop(self, timeout_s: float = 30.0) -> None:
@@ -85,7 +90,7 @@ class PricingThread:
     ) -> list[Priced]:
         """`Estimator.price` of `requests` (`registered`: the registered model each names, if
         any), priced on the pricing thread with whatever else is waiting."""
-        if not self._thread.is_alive():
+        if not self._running:
             raise RuntimeError("the pricing thread is not running")
         loop = asyncio.get_running_loop()
         future: asyncio.Future[list[Priced]] = loop.create_future()
@@ -103,14 +108,17 @@ class PricingThread:
         self._queue.put(self._outboxes.pop(loop))
 
     def _run(self) -> None:
-        while True:
-            first = self._queue.get()
-            if not isinstance(first, list):
-                return  # STOP
-            handed, stop = take_waiting(self._queue, first, _request_count, MAX_ITEMS_PER_PASS)
-            self._price([job for jobs in handed for job in jobs])
-            if stop:
-                return
+        try:
+            while True:
+                first = self._queue.get()
+                if not isinstance(first, list):
+                    return  # STOP
+                handed, stop = take_waiting(self._queue, first, _request_count, MAX_ITEMS_PER_PASS)
+                self._price([job for jobs in handed for job in jobs])
+                if stop:
+                    return
+        finally:
+            self._running = False
 
     def _price(self, jobs: list[_Job]) -> None:
         """Price the jobs, those sharing a calibration and verbosity in one list, and hand

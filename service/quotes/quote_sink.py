@@ -45,9 +45,11 @@ class InLoop(enum.Enum):
     REFUSED = "refused"  # the database refused the attempt: the thread spools, not trying again
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Pending:
-    """One request's quotes and the future its coroutine awaits on its event loop."""
+    """One request's quotes and the future its coroutine awaits on its event loop (not
+    frozen: one is made per request, and a frozen dataclass sets each field through
+    `object.__setattr__`, several times slower; none is changed once made)."""
 
     quotes: Sequence[NewQuote]
     future: asyncio.Future[Saved]
@@ -80,6 +82,9 @@ class QuoteSink:
         # Per event loop, the requests queued in its current iteration (see _hand_over).
         self._outboxes: dict[asyncio.AbstractEventLoop, list[Pending]] = {}
         self._thread = threading.Thread(target=self._run, name="quote-sink", daemon=True)
+        # Whether the thread runs: what `Thread.is_alive()` answers, read on every request
+        # without its lock and its two calls.
+        self._running = False
         self._failed_at = -1.0  # time.monotonic() when the last failed attempt ended [s]
 
     @property
@@ -89,6 +94,7 @@ class QuoteSink:
         return self.transactions + self.loop_transactions
 
     def start(self) -> None:
+        self._running = True  # before the thread can end (and clear it)
         self._thread.start()
 
     async def finish_in_loop(self, timeout_s: float = 30.0) -> None:
@@ -108,7 +114,7 @@ class QuoteSink:
 
         `commit_now`: the caller is the only request in progress, so there is no one to group
         with: its quotes are committed at once in the loop where the backend can."""
-        if not self._thread.is_alive():
+        if not self._running:
             raise RuntimeError("the quote sink is not running")
         loop = asyncio.get_running_loop()
         queued_at = time.monotonic()
@@ -116,8 +122,10 @@ class QuoteSink:
             return Saved.STORED  # no future to wait on, no hand-over to schedule
         future: asyncio.Future[Saved] = loop.create_future()
         self._add_to_outbox(loop, [Pending(quotes, future, loop, queued_at)])
-        # Shielded: a client that goes away does not un-store its quote, nor lose the result.
-        return await asyncio.shield(future)
+        # Not shielded: a client that goes away cancels only this future. Its quotes stay in
+        # the group, which is committed (or spooled) all the same, and `settle_all` passes over
+        # a cancelled future; a shield would cost a second future and its callbacks per request.
+        return await future
 
     def _commit_alone(self, quotes: Sequence[NewQuote], queued_at: float) -> bool:
         """Commit one request's quotes at once in the loop if the backend can; whether it
@@ -145,14 +153,17 @@ class QuoteSink:
         self._commit_group(loop, self._outboxes.pop(loop))
 
     def _run(self) -> None:
-        while True:
-            first = self._queue.get()
-            if not isinstance(first, list):
-                return  # STOP
-            groups, stop = take_waiting(self._queue, first, _quote_count, self.max_quotes)
-            self._commit_by_thread([pending for group in groups for pending in group])
-            if stop:
-                return
+        try:
+            while True:
+                first = self._queue.get()
+                if not isinstance(first, list):
+                    return  # STOP
+                groups, stop = take_waiting(self._queue, first, _quote_count, self.max_quotes)
+                self._commit_by_thread([pending for group in groups for pending in group])
+                if stop:
+                    return
+        finally:
+            self._running = False
 
     def _commit_by_thread(self, group: list[Pending]) -> None:
         failed_at = self._failed_at

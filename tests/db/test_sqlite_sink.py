@@ -106,6 +106,36 @@ def test_one_iterations_requests_are_committed_in_the_loop_together(
     assert all(q.created_at is not None for q in flat)
 
 
+def test_a_request_whose_client_went_away_is_stored_with_its_group(
+    writer: SqliteQuoteSink,
+) -> None:
+    """A request cancelled while its group waits for the commit (its client left) cancels only
+    its own wait: its quote is committed with the group, and the others are answered."""
+    leaving, staying = [unstamped()], [unstamped()]
+
+    async def scenario() -> Saved:
+        gone = asyncio.ensure_future(writer.save(leaving))
+        kept = asyncio.ensure_future(writer.save(staying))
+        await asyncio.sleep(0)  # both are queued in this iteration's group, not yet committed
+        assert writer.loop_transactions == 0
+        gone.cancel()
+        saved = await kept
+        with pytest.raises(asyncio.CancelledError):
+            await gone
+        return saved
+
+    assert asyncio.run(scenario()) is Saved.STORED
+    assert writer.loop_transactions == 1
+    assert stored_ids(writer) == {leaving[0].id, staying[0].id}
+
+
+def test_a_stopped_sink_stores_nothing(writer: SqliteQuoteSink) -> None:
+    writer.stop()
+    with pytest.raises(RuntimeError, match="not running"):
+        asyncio.run(writer.save([unstamped()]))
+    assert stored_ids(writer) == set()
+
+
 def test_a_lock_held_briefly_is_waited_for_in_the_loop_without_blocking_it(
     writer: SqliteQuoteSink, sqlite_url: str
 ) -> None:

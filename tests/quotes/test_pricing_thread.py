@@ -136,3 +136,21 @@ def test_the_requests_of_one_loop_iteration_start_one_pass_together() -> None:
 
     assert asyncio.run(run()) == [[5], [6], [7]]
     assert estimator.passes == [[5, 6, 7]]
+
+
+def test_a_thread_not_started_or_stopped_prices_nothing() -> None:
+    estimator = RecordingEstimator()
+    estimator.release.set()
+    pricer = PricingThread(estimator)  # type: ignore[arg-type]
+
+    async def price_one() -> list[Any]:
+        return await pricer.price([request(5)])
+
+    with pytest.raises(RuntimeError, match="not running"):
+        asyncio.run(price_one())
+    pricer.start()
+    assert asyncio.run(price_one()) == [5]
+    pricer.stop()
+    with pytest.raises(RuntimeError, match="not running"):
+        asyncio.run(price_one())
+    assert estimator.passes == [[5]]
