@@ -37,14 +37,17 @@ def json_time(moment: datetime) -> str:
 
 @dataclass(frozen=True, slots=True)
 class CarbonFactorSet:
-    """The JSON text of a quote's `carbon.factors` object, and its id (sha256 of the text)."""
+    """The JSON text of a quote's `carbon.factors` object, its id (sha256 of the text), and the
+    text as UTF-8 (what every answer priced with this set writes: encoded once, not per quote)."""
 
     id: str
     json: str
+    utf8: bytes
 
     @classmethod
     def of(cls, factors_json: str) -> CarbonFactorSet:
-        return cls(hashlib.sha256(factors_json.encode()).hexdigest(), factors_json)
+        utf8 = factors_json.encode()
+        return cls(hashlib.sha256(utf8).hexdigest(), factors_json, utf8)
 
 
 @dataclass(slots=True)
@@ -86,10 +89,18 @@ class QuoteDocument:
         created_at = orjson.dumps(self.created_at).decode()
         return f'{{"quote_id":{quote_id},"created_at":{created_at},'
 
+    def json_parts(self) -> tuple[bytes, bytes, bytes]:
+        """The whole document as UTF-8 JSON in three parts, to be written one after the other:
+        the members up to the carbon factors, the factors (the set's own bytes, shared by every
+        quote priced with it), the rest. A batch's answer joins its items' parts once, instead
+        of copying each ~9 KB document into bytes of its own first."""
+        members, at = self.members_json, self.factors_at
+        head = self._leading() + members[:at] + FACTORS_MEMBER
+        return head.encode(), self.factors.utf8, members[at:].encode()
+
     def text(self) -> str:
         """The whole document as JSON text (what the caller is answered)."""
-        members, at = self.members_json, self.factors_at
-        return self._leading() + members[:at] + FACTORS_MEMBER + self.factors.json + members[at:]
+        return b"".join(self.json_parts()).decode()
 
     def stored_text(self) -> str:
         """The document as its row stores it: without the factors its set id points to."""

@@ -71,7 +71,9 @@ async def estimate(body: EstimateRequest, request: Request) -> Response:
         raise answer
     # The stored document's own JSON: letting FastAPI re-validate it against response_model
     # (the same class) would cost more than pricing it.
-    return Response(answer, media_type="application/json", headers=_timing_header(timings))
+    return Response(
+        b"".join(answer), media_type="application/json", headers=_timing_header(timings)
+    )
 
 
 @router.post(
@@ -114,14 +116,16 @@ def _batch_json(answers: list[Answer]) -> bytes:
     """The answers as BatchResponse would serialise them, joined here: FastAPI re-validating a
     thousand finished responses against the response model would cost more than pricing.
 
-    One join of all the parts: a 1000-item answer is megabytes, and each further copy of it
-    (a join of the items, then the object around them) is a fresh allocation whose pages the
-    kernel must fault in and zero."""
+    One join of every item's parts: a 1000-item answer is megabytes, and each further copy of
+    it (each item's document whole, a join of the items, then the object around them) is a
+    fresh allocation whose pages the kernel must fault in and zero."""
     parts = [b'{"items":[']
     for answer in answers:
         if isinstance(answer, ServiceError):
-            answer = Problem.model_validate(problem_body(answer)).model_dump_json().encode()
-        parts += (answer, b",")
+            parts.append(Problem.model_validate(problem_body(answer)).model_dump_json().encode())
+        else:
+            parts += answer
+        parts.append(b",")
     if answers:
         parts.pop()  # the last item's comma
     parts.append(b"]}")
