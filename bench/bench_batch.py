@@ -220,7 +220,7 @@ def stage_table(client: TestClient, bodies: list[dict[str, Any]], endpoint_s: fl
         ),
         (
             "answer: the batch's JSON, joined once from the documents' parts (written when priced)",
-            lambda: _batch_json([r.document.json_parts() for r in results]),  # type: ignore[union-attr]
+            lambda: _batch_json([r.document.json_parts() for r in results]),
         ),
     ]
     lines = [
