@@ -57,6 +57,7 @@ from load.bodies import encoded_post  # noqa: E402
 from load.server import machine_busy_cpu_s, migrated_server_env, uvicorn_server  # noqa: E402
 
 from service.api.keys import Principal  # noqa: E402
+from service.api.routes.estimate import _batch_json  # noqa: E402
 from service.config import Settings  # noqa: E402
 from service.core.estimate import (  # noqa: E402
     estimate_contexts,
@@ -218,8 +219,8 @@ def stage_table(client: TestClient, bodies: list[dict[str, Any]], endpoint_s: fl
             lambda: asyncio.run(services.quotes.quote(requests, tenant=principal.tenant)),
         ),
         (
-            "answer: each document's whole text (written when priced) as bytes",
-            lambda: [r.document.text().encode() for r in results],  # type: ignore[union-attr]
+            "answer: the batch's JSON, joined once from the documents' parts (written when priced)",
+            lambda: _batch_json([r.document.json_parts() for r in results]),
         ),
     ]
     lines = [

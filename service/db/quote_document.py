@@ -25,6 +25,7 @@ from pydantic import TypeAdapter
 
 _JSON_TIME: TypeAdapter[datetime] = TypeAdapter(datetime)
 FACTORS_MEMBER = ',"factors":'
+_FACTORS_MEMBER_UTF8 = FACTORS_MEMBER.encode()
 # What a writer puts where the factors go (QuoteDocument.written takes it out again).
 _FACTORS_PLACEHOLDER = FACTORS_MEMBER + "null"
 
@@ -37,14 +38,17 @@ def json_time(moment: datetime) -> str:
 
 @dataclass(frozen=True, slots=True)
 class CarbonFactorSet:
-    """The JSON text of a quote's `carbon.factors` object, and its id (sha256 of the text)."""
+    """The JSON text of a quote's `carbon.factors` object, its id (sha256 of the text), and the
+    text as UTF-8 (what every answer priced with this set writes: encoded once, not per quote)."""
 
     id: str
     json: str
+    utf8: bytes
 
     @classmethod
     def of(cls, factors_json: str) -> CarbonFactorSet:
-        return cls(hashlib.sha256(factors_json.encode()).hexdigest(), factors_json)
+        utf8 = factors_json.encode()
+        return cls(hashlib.sha256(utf8).hexdigest(), factors_json, utf8)
 
 
 @dataclass(slots=True)
@@ -81,19 +85,34 @@ class QuoteDocument:
             quote_id, self.created_at, self.members_json, self.factors, self.factors_at
         )
 
-    def _leading(self) -> str:
-        quote_id = "null" if self.quote_id is None else orjson.dumps(self.quote_id).decode()
-        created_at = orjson.dumps(self.created_at).decode()
-        return f'{{"quote_id":{quote_id},"created_at":{created_at},'
+    def _leading(self) -> bytes:
+        """`{"quote_id":...,"created_at":...,` as UTF-8 (orjson writes null for no id)."""
+        return b"".join(
+            (
+                b'{"quote_id":',
+                orjson.dumps(self.quote_id),
+                b',"created_at":',
+                orjson.dumps(self.created_at),
+                b",",
+            )
+        )
+
+    def json_parts(self) -> tuple[bytes, bytes, bytes]:
+        """The whole document as UTF-8 JSON in three parts, to be written one after the other:
+        the members up to the carbon factors, the factors (the set's own bytes, shared by every
+        quote priced with it), the rest. A batch's answer joins its items' parts once, instead
+        of copying each ~9 KB document into bytes of its own first."""
+        members, at = self.members_json, self.factors_at
+        head = b"".join((self._leading(), members[:at].encode(), _FACTORS_MEMBER_UTF8))
+        return head, self.factors.utf8, members[at:].encode()
 
     def text(self) -> str:
         """The whole document as JSON text (what the caller is answered)."""
-        members, at = self.members_json, self.factors_at
-        return self._leading() + members[:at] + FACTORS_MEMBER + self.factors.json + members[at:]
+        return b"".join(self.json_parts()).decode()
 
     def stored_text(self) -> str:
         """The document as its row stores it: without the factors its set id points to."""
-        return self._leading() + self.members_json
+        return self._leading().decode() + self.members_json
 
     def as_dict(self) -> dict[str, Any]:
         """The whole document parsed (for the rare paths that need a plain dict, e.g. the

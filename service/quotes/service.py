@@ -18,7 +18,7 @@ from typing import Any
 from fastapi.concurrency import run_in_threadpool
 
 from service.catalog.registered import RegisteredArchitecture
-from service.db.ids import new_quote_id
+from service.db.ids import new_quote_ids
 from service.db.quote_document import QuoteDocument
 from service.db.quote_store import Claim, QuoteStore, StoredQuote
 from service.db.store_outcomes import DuplicateIdempotencyKey, KeyClaimed, Saved, StoreFailed
@@ -46,7 +46,11 @@ SPOOLED_WARNING = (
     "GET /v1/quotes once replayed"
 )
 
-Answer = bytes | ServiceError
+JsonParts = tuple[bytes, ...]
+"""A JSON document as UTF-8 byte strings to be written one after the other (a quote's carbon
+factors are the bytes its factor set holds, shared, not copied into each answer)."""
+
+Answer = JsonParts | ServiceError
 """A request's answer: its quote's JSON document, or its error."""
 
 
@@ -307,12 +311,15 @@ class QuoteService:
         tenant: str,
         timings: QuoteTimings,
         idempotency_key: str | None = None,
-    ) -> list[bytes]:
+    ) -> list[JsonParts]:
         """The JSON answers with their quote ids once committed (or spooled); without, plus a
         warning, if not. Raises DuplicateIdempotencyKey."""
         if not priced:
             return []
-        rows = [_quote_row(p, new_quote_id(), tenant, idempotency_key) for p in priced]
+        rows = [
+            _quote_row(p, quote_id, tenant, idempotency_key)
+            for p, quote_id in zip(priced, new_quote_ids(len(priced)), strict=True)
+        ]
         started = time.perf_counter()
         try:
             saved = await self.sink.save(rows, commit_now=self._in_progress == 1)
@@ -325,7 +332,7 @@ class QuoteService:
             self.metrics.db_errors.labels(operation="store_quote").inc()
             return [_warned_json(_document(row), SPOOLED_WARNING) for row in rows]
         self._stored(tenant, "stored", len(rows), started, timings)
-        return [_document(row).text().encode() for row in rows]
+        return [_document(row).json_parts() for row in rows]
 
     def _stored(
         self, tenant: str, outcome: str, count: int, started: float, timings: QuoteTimings
@@ -356,7 +363,7 @@ class QuoteService:
             self.metrics.db_errors.labels(operation="idempotency_claim").inc()
             return None, None
 
-    def _replay_winner(self, priced: _Priced, tenant: str, key: str) -> bytes:
+    def _replay_winner(self, priced: _Priced, tenant: str, key: str) -> JsonParts:
         """Another request stored this key first: answer with its quote."""
         try:
             stored = self.store.by_idempotency_key(tenant, key)
@@ -367,12 +374,12 @@ class QuoteService:
         return _replay(stored, priced.request_hash)
 
 
-def _warned_json(document: QuoteDocument, warning: str) -> bytes:
+def _warned_json(document: QuoteDocument, warning: str) -> JsonParts:
     """The whole `document` with `warning` added, as the JSON answer (a rare path: parsed and
     written again by the response model)."""
     response = EstimateResponse.model_validate_json(document.text())
     warned = response.model_copy(update={"warnings": [*response.warnings, warning]})
-    return warned.model_dump_json().encode()
+    return (warned.model_dump_json().encode(),)
 
 
 def _quote_row(
@@ -403,10 +410,10 @@ def _document(row: QuoteRow) -> QuoteDocument:
     return row.response
 
 
-def _replay(existing: StoredQuote, request_hash: str | None) -> bytes:
+def _replay(existing: StoredQuote, request_hash: str | None) -> JsonParts:
     if existing.request_hash != request_hash:
         raise IdempotencyMismatch(
             "this Idempotency-Key was already used with a different request body; "
             "use a new key for a new request"
         )
-    return EstimateResponse.model_validate(existing.response).model_dump_json().encode()
+    return (EstimateResponse.model_validate(existing.response).model_dump_json().encode(),)
