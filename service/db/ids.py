@@ -8,11 +8,10 @@ import time
 
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 _DIGIT_PAIRS = [high + low for high in _CROCKFORD for low in _CROCKFORD]  # by a 10-bit value
-_PAIR_SHIFTS = tuple(range(120, -1, -10))  # 130 bits = 13 pairs of digits, most significant first
-# Of a ULID's 26 digits, the first 10 are the time (2 zero bits and the 48-bit ms timestamp),
-# the other 16 its 80 random bits: 8 pairs.
-_TIME_DIGITS = 10
-_RANDOM_PAIR_SHIFTS = _PAIR_SHIFTS[-8:]
+# A ULID's 26 digits (130 bits, most significant first) are 10 of time (2 zero bits and the
+# 48-bit ms timestamp) and 16 of randomness (80 bits): 5 and 8 pairs of digits.
+_TIME_PAIR_SHIFTS = (40, 30, 20, 10, 0)
+_RANDOM_PAIR_SHIFTS = (70, 60, 50, 40, 30, 20, 10, 0)
 
 
 RANDOM_BYTES = 10  # a ULID's 80 random bits
@@ -66,21 +65,24 @@ random_bits80_each = _draws.bits80_each
 def ulid(now_ms: int | None = None) -> str:
     """A 26-character Crockford base32 ULID; lexical order follows creation time to the ms."""
     timestamp = int(time.time() * 1000) if now_ms is None else now_ms
-    value = (timestamp << 80) | random_bits80()
-    # Two digits per lookup: ids are made for every quote, and this halves the loop.
-    return "".join([_DIGIT_PAIRS[(value >> shift) & 1023] for shift in _PAIR_SHIFTS])
+    return _time_digits(timestamp) + _random_digits(random_bits80())
 
 
 def ulids(count: int, now_ms: int | None = None) -> list[str]:
     """`count` ULIDs of one millisecond (a batch's quotes): the time's digits written once,
     the random bits drawn together."""
     timestamp = int(time.time() * 1000) if now_ms is None else now_ms
-    time_digits = "".join([_DIGIT_PAIRS[(timestamp << 80 >> s) & 1023] for s in _PAIR_SHIFTS])
-    time_digits = time_digits[:_TIME_DIGITS]
-    return [
-        time_digits + "".join([_DIGIT_PAIRS[(bits >> s) & 1023] for s in _RANDOM_PAIR_SHIFTS])
-        for bits in random_bits80_each(count)
-    ]
+    time_digits = _time_digits(timestamp)
+    return [time_digits + _random_digits(bits) for bits in random_bits80_each(count)]
+
+
+def _time_digits(timestamp_ms: int) -> str:
+    # Two digits per lookup: ids are made for every quote, and this halves the loop.
+    return "".join([_DIGIT_PAIRS[(timestamp_ms >> shift) & 1023] for shift in _TIME_PAIR_SHIFTS])
+
+
+def _random_digits(bits80: int) -> str:
+    return "".join([_DIGIT_PAIRS[(bits80 >> shift) & 1023] for shift in _RANDOM_PAIR_SHIFTS])
 
 
 def new_quote_id() -> str:
@@ -88,10 +90,7 @@ def new_quote_id() -> str:
 
 
 def new_quote_ids(count: int) -> list[str]:
-    """`count` quote ids at once (a batch's), as `new_quote_id` makes them (one alone by it:
-    writing the shared millisecond apart only pays for several)."""
-    if count == 1:
-        return [new_quote_id()]
+    """`count` quote ids at once (a batch's), as `new_quote_id` makes them."""
     return ["q_" + made for made in ulids(count)]
 
 
