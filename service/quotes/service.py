@@ -18,7 +18,7 @@ from typing import Any
 from fastapi.concurrency import run_in_threadpool
 
 from service.catalog.registered import RegisteredArchitecture
-from service.db.ids import new_quote_ids
+from service.db.ids import new_quote_id
 from service.db.quote_document import QuoteDocument
 from service.db.quote_store import Claim, QuoteStore, StoredQuote
 from service.db.store_outcomes import DuplicateIdempotencyKey, KeyClaimed, Saved, StoreFailed
@@ -316,10 +316,7 @@ class QuoteService:
         warning, if not. Raises DuplicateIdempotencyKey."""
         if not priced:
             return []
-        rows = [
-            _quote_row(p, quote_id, tenant, idempotency_key)
-            for p, quote_id in zip(priced, new_quote_ids(len(priced)), strict=True)
-        ]
+        rows = [_quote_row(p, new_quote_id(), tenant, idempotency_key) for p in priced]
         started = time.perf_counter()
         try:
             saved = await self.sink.save(rows, commit_now=self._in_progress == 1)

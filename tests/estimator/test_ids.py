@@ -43,31 +43,3 @@ def test_random_bits_are_drawn_a_page_at_a_time_and_never_reused() -> None:
     assert len(set(values)) == 1000
     assert all(0 <= value < 1 << 80 for value in values)
     assert max(values).bit_length() > 70  # random, not zero-padded
-
-
-def test_ids_made_together_are_those_made_one_by_one(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A batch's ids share their millisecond's ten digits; each one's other 16 are its own 80
-    random bits, written as `ulid` writes them."""
-    draws = [(1 << 80) - 1, 0, 0x0123456789ABCDEF0123]
-    monkeypatch.setattr(ids, "random_bits80_each", lambda count: draws[:count])
-    made = ids.ulids(3, 1_700_000_000_000)
-    # 1,700,000,000,000 ms as 50 bits, in 5-bit digits: 0 1 H F 7 Y A T 0 0 (by hand from binary)
-    assert made[0] == "01HF7YAT00" + "Z" * 16
-    assert made[1] == "01HF7YAT00" + "0" * 16
-    # 0x0123456789ABCDEF0123: bits 00000 00100 10001 10100 01010 11001 11100 01001 10101 01111
-    # 00110 11110 11110 00000 01001 00011
-    assert made[2] == "01HF7YAT00" + "04HMASW9NF6YY093"
-    for draw, one in zip(draws, made, strict=True):
-        monkeypatch.setattr(ids, "random_bits80", lambda draw=draw: draw)
-        assert ids.ulid(1_700_000_000_000) == one
-    monkeypatch.setattr(ids, "random_bits80_each", lambda count: draws[1:2] * count)
-    quote_ids = ids.new_quote_ids(2)
-    assert quote_ids[0] == quote_ids[1] and quote_ids[0].startswith("q_")
-    assert len(quote_ids[0]) == 28 and quote_ids[0].endswith("0" * 16)
-
-
-def test_draws_taken_together_continue_the_page_and_never_repeat() -> None:
-    draws = ids._RandomDraws(page_bytes=64)
-    values = [draws.bits80(), *draws.bits80_each(500), draws.bits80(), *draws.bits80_each(3)]
-    assert len(values) == 505 == len(set(values))
-    assert all(0 <= value < 1 << 80 for value in values)
