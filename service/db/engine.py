@@ -13,11 +13,11 @@ from typing import Any
 import orjson
 from sqlalchemy import Engine, create_engine, event, make_url, text
 from sqlalchemy.engine import Dialect
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import DisconnectionError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.config import Settings
-from service.db.sqlite_guard import SqliteGuard, is_lock_timeout
+from service.db.sqlite_guard import OPENED_ON, SqliteGuard, is_lock_timeout
 from service.db.wal_checkpoints import BACKSTOP_PAGES, checkpoints_in_background
 
 logger = logging.getLogger(__name__)
@@ -174,17 +174,28 @@ def _sqlite_engine(
 
 
 def _guard_sqlite(engine: Engine, guard: SqliteGuard, *, notes_lock_timeouts: bool) -> None:
-    """`guard` checks each connection before it is set up and each statement before it runs
-    (SQLAlchemy reports what it raises as the driver's OperationalError); a lock wait that
-    timed out starts its back-off."""
+    """`guard` checks each connection before it is opened, records the file it opened on
+    before it is set up, discards it at checkout once that is no longer the file at the path,
+    and checks each statement before it runs (SQLAlchemy reports what it raises as the
+    driver's OperationalError); a lock wait that timed out starts its back-off."""
+
+    @event.listens_for(engine, "do_connect")
+    def _before_opening(_dialect: Dialect, record: Any, *_args: Any) -> None:
+        record.info[OPENED_ON] = guard.check()  # returns None: the next listener connects
 
     @event.listens_for(engine, "connect", insert=True)
-    def _before_setup(_dbapi_connection: sqlite3.Connection, _record: object) -> None:
-        guard.check()
+    def _before_setup(_dbapi_connection: sqlite3.Connection, record: Any) -> None:
+        record.info[OPENED_ON] = guard.opened(record.info.get(OPENED_ON))
+
+    @event.listens_for(engine, "checkout")
+    def _on_checkout(_dbapi_connection: sqlite3.Connection, record: Any, _proxy: Any) -> None:
+        if guard.replaced(record.info.get(OPENED_ON)):  # the pool reconnects this entry
+            raise DisconnectionError(f"database file {guard.path} moved or replaced")
 
     @event.listens_for(engine, "before_cursor_execute")
     def _before_statement(*args: Any) -> None:
-        guard.check(args[2])  # (connection, cursor, statement, ...)
+        # (connection, cursor, statement, ...); the connection's `info` is its pool entry's
+        guard.check(args[2], args[0].info.get(OPENED_ON))
 
     if notes_lock_timeouts:
 

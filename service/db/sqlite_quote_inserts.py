@@ -30,7 +30,13 @@ from service.db.quote_insert_rows import (
     new_factor_sets,
     quote_values,
 )
-from service.db.sqlite_guard import SqliteGuard, is_lock_timeout
+from service.db.sqlite_guard import (
+    OPENED_ON,
+    FileId,
+    FileReplaced,
+    SqliteGuard,
+    is_lock_timeout,
+)
 from service.db.tables import NewQuote
 
 
@@ -53,6 +59,7 @@ class SqliteQuoteInserts:
         self.guard = guard
         self.notes_lock_timeouts = notes_lock_timeouts
         self._held: PoolProxiedConnection | None = None
+        self._held_on: FileId | None = None  # the file `_held` was opened on
         self._quote_rows = InsertRows(engine.dialect, QUOTES)
         self._set_rows = InsertRows(engine.dialect, FACTOR_SETS)
         self._quote_sql = self._quote_rows.insert_sql("?")
@@ -75,7 +82,7 @@ class SqliteQuoteInserts:
         waited), IntegrityError for a constraint (a duplicate idempotency key).
         """
         if self.guard is not None:
-            self.guard.check("BEGIN IMMEDIATE")
+            self._check(self.guard)
         connection = self._connection()
         try:
             connection.execute("BEGIN IMMEDIATE")
@@ -100,9 +107,21 @@ class SqliteQuoteInserts:
             raise
         return [factors.id for factors in sets]
 
+    def _check(self, guard: SqliteGuard) -> None:
+        """The guard's check of a write on the held connection (on one about to be opened when
+        none is held). A connection opened on a file no longer at the path is discarded and
+        the check made for a new one, which opens on the file there now (if any)."""
+        try:
+            guard.check("BEGIN IMMEDIATE", self._held_on)
+        except FileReplaced:
+            if self._held is None:
+                raise
+            self.close(invalidate=True)
+            guard.check("BEGIN IMMEDIATE")
+
     def close(self, *, invalidate: bool = False) -> None:
         """Give the connection back to the engine's pool (or discard it, `invalidate`)."""
-        held, self._held = self._held, None
+        held, self._held, self._held_on = self._held, None, None
         if held is None:
             return
         if invalidate:
@@ -117,5 +136,6 @@ class SqliteQuoteInserts:
             # Transactions are begun and ended by the statements above, not by the driver (set
             # once: the connection is this object's until `close`).
             held.isolation_level = None
+            self._held_on = self._held.info.get(OPENED_ON)
         driver: DBAPIConnection | None = self._held.driver_connection
         return cast(sqlite3.Connection, driver)

@@ -28,7 +28,7 @@ from urllib.parse import quote
 from sqlalchemy import make_url
 
 from service.config import Settings
-from service.db.sqlite_guard import unwritable_file
+from service.db.sqlite_guard import DatabaseFiles, FileId, FileReplaced, file_identity
 
 logger = logging.getLogger(__name__)
 
@@ -79,14 +79,19 @@ class WalCheckpointer:
 
     def _run(self) -> None:
         connection: sqlite3.Connection | None = None
+        opened_on: FileId | None = None  # the file `connection` was opened on
         failing = False
+        files = DatabaseFiles(self.path)
         while not self._stop.wait(self.interval_s):
             try:
-                unwritable = unwritable_file(self.path)  # else SIGBUS (service/db/sqlite_guard.py)
+                found = file_identity(self.path)
+                if connection is not None and found != opened_on:  # moved or replaced
+                    raise FileReplaced(f"{self.path} moved or replaced")  # reopen next time
+                unwritable = files.problem(None, found)[1]  # else SIGBUS (sqlite_guard.py)
                 if unwritable is not None:
                     raise sqlite3.OperationalError(f"{unwritable} cannot be written")
                 if connection is None:
-                    connection = _open_existing(self.path)
+                    connection, opened_on = _open_existing(self.path), found
                 self.checkpoint(connection)
                 if failing:
                     logger.info("WAL checkpoints of %s succeed again", self.path)

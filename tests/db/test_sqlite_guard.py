@@ -4,13 +4,14 @@ ends it; health's probe names the lock. (Files that cannot be written: tests/fau
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from pathlib import Path
 
 import pytest
 
-from service.db.sqlite_guard import SqliteGuard, is_lock_timeout, unwritable_file
+from service.db.sqlite_guard import FileReplaced, SqliteGuard, is_lock_timeout, unwritable_file
 
 
 def test_a_missing_database_in_a_writable_directory_can_be_created(tmp_path: Path) -> None:
@@ -57,3 +58,29 @@ def test_only_sqlites_busy_error_is_a_lock_timeout(tmp_path: Path) -> None:
     assert is_lock_timeout(busy.value)
     assert not is_lock_timeout(sqlite3.OperationalError("database is locked"))  # no code
     assert not is_lock_timeout(ValueError("busy"))
+
+
+def test_a_statement_is_refused_once_its_file_is_no_longer_at_the_path(tmp_path: Path) -> None:
+    path = tmp_path / "quotes.sqlite3"
+    guard = SqliteGuard(path, lock_backoff_s=1.0)
+    assert guard.check() is None  # no file yet: the first connection may create it
+    sqlite3.connect(path).close()
+    first = guard.opened(None)
+    assert first == (os.stat(path).st_dev, os.stat(path).st_ino)
+    guard.check("INSERT INTO quotes VALUES (1)", first)
+
+    path.rename(tmp_path / "moved.sqlite3")
+    with pytest.raises(FileReplaced, match="missing"):
+        guard.check("INSERT INTO quotes VALUES (1)", first)
+    with pytest.raises(FileReplaced):
+        guard.check()  # not created again as an empty database
+    assert "missing" in (guard.write_problem() or "")
+
+    sqlite3.connect(path).close()  # another file put in its place
+    with pytest.raises(FileReplaced, match="another file"):
+        guard.check("SELECT 1", first)
+    second = guard.check()
+    assert second is not None and second != first
+    assert guard.opened(second) == second == guard.opened_on
+    guard.check("SELECT 1", second)
+    assert guard.write_problem() is None
