@@ -161,6 +161,14 @@ def _value_columns(contexts: Sequence[PricingContext], context: IntArray) -> Flo
     return columns
 
 
+def occupied(members: Sequence[slice]) -> Iterator[tuple[int, slice]]:
+    """Each group's number and rows (`members`: a pass's rows, group by group), skipping groups
+    without any (slice(None): every row, the one group of a one-context pass)."""
+    for g, rows in enumerate(members):
+        if rows.start is None or rows.start < rows.stop:
+            yield g, rows
+
+
 # Where PassPlans.launch_s and power_columns are in a context's values.
 _LAUNCH = np.array([_ROW_ARRAYS.index(name) for name in ("prefill_launch_s", "decode_launch_s")])
 _POWER_COLUMNS = ("group", "idle_w", "dynamic_w", "power_compute", "power_memory", "power_network")
@@ -283,9 +291,7 @@ class PassPlans:
 
     def groups(self) -> Iterator[tuple[int, slice]]:
         """Each context's number and rows, skipping contexts without any."""
-        for c, members in enumerate(self.members):
-            if members.start is None or members.start < members.stop:
-                yield c, members
+        return occupied(self.members)
 
     @classmethod
     def of(cls, contexts: Sequence[PricingContext], sizes: Sequence[int]) -> PassPlans:

@@ -3,13 +3,14 @@ stacked into one batch. Training and serving share this code as they share the f
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from service.core.pass_plans import occupied
 from service.pricing.regressor.features import Features, RequestFeatures
 
 FloatArray = npt.NDArray[np.float64]
@@ -93,7 +94,7 @@ def model_inputs(features: Features, norm: Normalisation) -> dict[str, Float32Ar
         node_x[:, 0, :, width:] = graph_adjacency @ standard  # neighbours' mean
     else:
         sizes = [a.shape[0] for a in features.adjacency]
-        nodes = max(sizes[g] for g, rows in _graphs(features))
+        nodes = max(sizes[g] for g, rows in occupied(features.members))
         standard = (features.node_x[:, :nodes] - norm.node_mean) / norm.node_std
         node_x, adjacency, readout = _padded_graphs(features, standard, sizes, width)
     node_x[:, 0, :, :width] = standard
@@ -116,20 +117,13 @@ def _padded_graphs(
     node_x = np.zeros((total, 1, nodes, 2 * width), dtype=np.float32)
     adjacency = np.zeros((total, 1, nodes, nodes), dtype=np.float32)
     readout = np.zeros((total, 1, 1, nodes), dtype=np.float32)
-    for g, rows in _graphs(features):
+    for g, rows in occupied(features.members):
         graph_adjacency, n = features.adjacency[g], sizes[g]
         standard[rows, n:] = 0.0  # padded nodes are zero
         node_x[rows, 0, :n, width:] = graph_adjacency @ standard[rows, :n]  # neighbours' mean
         adjacency[rows, 0, :n, :n] = graph_adjacency
         readout[rows, 0, 0, :n] = 1.0 / n
     return node_x, adjacency, readout
-
-
-def _graphs(features: Features) -> Iterator[tuple[int, slice]]:
-    """Each graph's number and requests, skipping graphs without any."""
-    for g, rows in enumerate(features.members):
-        if rows.start is None or rows.start < rows.stop:
-            yield g, rows
 
 
 # Per graph (its cached adjacency, found by identity) and request count: its adjacency and
