@@ -33,6 +33,24 @@ def take_waiting(
     return batch, False
 
 
+def work_through(
+    work: queue.SimpleQueue[Any],
+    size: Callable[[T], int],
+    limit: int,
+    handle: Callable[[list[T]], None],
+) -> None:
+    """A worker thread's loop: hand `handle` each batch of what waits in `work` (take_waiting),
+    until STOP."""
+    while True:
+        first = work.get()
+        if first is STOP:
+            return
+        batch, stop = take_waiting(work, first, size, limit)
+        handle(batch)
+        if stop:
+            return
+
+
 def settle_all(results: list[tuple[asyncio.Future[T], T | BaseException]]) -> None:
     """Answer each future with its result or exception (on the future's own loop); one whose
     caller went away is left as it is."""

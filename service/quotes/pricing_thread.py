@@ -28,7 +28,7 @@ from service.errors import ServiceError
 from service.pricing.calibration import ActiveCalibration
 from service.pricing.estimator import Estimator
 from service.pricing.priced import PricedRequest
-from service.quotes.handoff import STOP, settle_all, take_waiting
+from service.quotes.handoff import STOP, settle_all, work_through
 from service.schemas.estimate_request import EstimateRequest
 
 logger = logging.getLogger(__name__)
@@ -109,14 +109,12 @@ class PricingThread:
 
     def _run(self) -> None:
         try:
-            while True:
-                first = self._queue.get()
-                if not isinstance(first, list):
-                    return  # STOP
-                handed, stop = take_waiting(self._queue, first, _request_count, MAX_ITEMS_PER_PASS)
-                self._price([job for jobs in handed for job in jobs])
-                if stop:
-                    return
+            work_through(
+                self._queue,
+                _request_count,
+                MAX_ITEMS_PER_PASS,
+                lambda handed: self._price([job for jobs in handed for job in jobs]),
+            )
         finally:
             self._running = False
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from service.db.quote_store import QuoteStore
 from service.db.store_outcomes import DuplicateIdempotencyKey, Saved, StoreFailed
 from service.db.tables import NewQuote
-from service.quotes.handoff import STOP, settle_all, take_waiting
+from service.quotes.handoff import STOP, settle_all, work_through
 
 logger = logging.getLogger(__name__)
 
@@ -154,14 +154,12 @@ class QuoteSink:
 
     def _run(self) -> None:
         try:
-            while True:
-                first = self._queue.get()
-                if not isinstance(first, list):
-                    return  # STOP
-                groups, stop = take_waiting(self._queue, first, _quote_count, self.max_quotes)
-                self._commit_by_thread([pending for group in groups for pending in group])
-                if stop:
-                    return
+            work_through(
+                self._queue,
+                _quote_count,
+                self.max_quotes,
+                lambda groups: self._commit_by_thread([p for group in groups for p in group]),
+            )
         finally:
             self._running = False
 
