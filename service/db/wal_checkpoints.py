@@ -28,7 +28,7 @@ from urllib.parse import quote
 from sqlalchemy import make_url
 
 from service.config import Settings
-from service.db.sqlite_guard import DatabaseFiles, FileId, FileReplaced, file_identity
+from service.db.sqlite_guard import DatabaseFiles, FileId, file_identity
 
 logger = logging.getLogger(__name__)
 
@@ -85,11 +85,10 @@ class WalCheckpointer:
         while not self._stop.wait(self.interval_s):
             try:
                 found = file_identity(self.path)
-                if connection is not None and found != opened_on:  # moved or replaced
-                    raise FileReplaced(f"{self.path} moved or replaced")  # reopen next time
-                unwritable = files.problem(None, found)[1]  # else SIGBUS (sqlite_guard.py)
-                if unwritable is not None:
-                    raise sqlite3.OperationalError(f"{unwritable} cannot be written")
+                # moved or replaced: reopened next time; unwritable: else SIGBUS (sqlite_guard)
+                reason, _ = files.problem(None if connection is None else opened_on, found)
+                if reason is not None:
+                    raise sqlite3.OperationalError(reason)
                 if connection is None:
                     connection, opened_on = _open_existing(self.path), found
                 self.checkpoint(connection)
