@@ -2,12 +2,16 @@
 bench/load/bare_app.py) driven by raw ASGI calls with the realistic bodies of bench/load/bodies.py,
 `--connections` at a time, on a fresh migrated SQLite file, with no HTTP server or client.
 
-    python bench/profile_estimate_path.py --requests 3000 [--app bare] [--profile out.prof]
+    python bench/profile_estimate_path.py --requests 3000 [--app bare] [--keyed]
+                                          [--profile out.prof]
 
 Prints the process's and the event loop thread's CPU time per request (the rest of the process's
-is the pricing thread's, mostly) and the requests per pricing pass. `--profile` writes a cProfile
-of the event loop thread timed by its own CPU time (time.thread_time), so that waiting for the
-GIL behind the pricing thread does not count; read it with `python -m pstats`.
+is the pricing thread's, mostly; with `--keyed`, the threads that claim idempotency keys too)
+and the requests per pricing pass. `--keyed` sends every request with an Idempotency-Key of its
+own, as a gateway that retries safely does (each key new: looked up, claimed, stored).
+`--profile` writes a cProfile of the event loop thread timed by its own CPU time
+(time.thread_time), so that waiting for the GIL behind the pricing thread does not count; read
+it with `python -m pstats`.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import itertools
 import json
 import os
 import random
@@ -32,8 +37,11 @@ sys.path[:0] = [str(REPOSITORY), str(REPOSITORY / "bench")]
 from load.bodies import MODELS, estimate_body  # noqa: E402
 
 
-async def post(app: Any, body: bytes, path: str = "/v1/estimate") -> int:
-    """The status `app` answers a POST of `body` to `path` with (the answer is dropped)."""
+async def post(
+    app: Any, body: bytes, path: str = "/v1/estimate", idempotency_key: str | None = None
+) -> int:
+    """The status `app` answers a POST of `body` to `path` (with `idempotency_key`, if given)
+    with (the answer is dropped)."""
     scope = {
         "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
         "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": b"",
@@ -42,6 +50,8 @@ async def post(app: Any, body: bytes, path: str = "/v1/estimate") -> int:
                     (b"content-length", str(len(body)).encode())],
         "state": {},
     }  # fmt: skip
+    if idempotency_key is not None:
+        scope["headers"].append((b"idempotency-key", idempotency_key.encode()))
     delivered = False
 
     async def receive() -> dict[str, Any]:
@@ -78,12 +88,15 @@ async def run(args: argparse.Namespace) -> None:
         bodies = [body for body in candidates if await post(app, body) == 200]
         services = getattr(app.state, "services", None)
 
+        keys = itertools.count()
+
         async def measured(count: int) -> None:
             numbers = iter(range(count))
 
             async def connection() -> None:
                 for number in numbers:
-                    await post(app, bodies[number % len(bodies)])
+                    key = f"profile-{next(keys)}" if args.keyed else None
+                    await post(app, bodies[number % len(bodies)], idempotency_key=key)
 
             await asyncio.gather(*(connection() for _ in range(args.connections)))
 
@@ -100,7 +113,8 @@ async def run(args: argparse.Namespace) -> None:
         n = args.requests
         per_pass = n / max(1, services.quotes.pricer.passes - passes) if services else 0.0
         print(
-            f"{args.app}: {n} requests, {len(bodies)} bodies; CPU per request: process "
+            f"{args.app}{' keyed' if args.keyed else ''}: {n} requests, {len(bodies)} bodies; "
+            f"CPU per request: process "
             f"{(time.process_time() - process_s) / n * 1e6:.0f} µs, event loop thread "
             f"{(time.thread_time() - loop_s) / n * 1e6:.0f} µs; wall per request "
             f"{(time.perf_counter() - wall_s) / n * 1e6:.0f} µs; requests per pricing pass "
@@ -114,6 +128,9 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=3000)
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--keyed", action="store_true", help="a new Idempotency-Key on every request"
+    )
     parser.add_argument("--profile", type=Path, default=None, help="cProfile output file")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="profile-path-") as scratch:

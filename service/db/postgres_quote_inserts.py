@@ -27,9 +27,11 @@ from sqlalchemy import Engine
 from service.config import Settings
 from service.db.engine import postgres_connect_args
 from service.db.quote_insert_rows import (
+    CLAIMS,
     FACTOR_SETS,
     QUOTES,
     InsertRows,
+    claimed_keys,
     new_factor_sets,
     quote_values,
 )
@@ -61,14 +63,15 @@ class PostgresQuoteInserts:
         self._statement_timeout_s = settings.db_statement_timeout_ms / 1000
         self._quote_rows = InsertRows(engine.dialect, QUOTES)
         self._set_rows = InsertRows(engine.dialect, FACTOR_SETS)
-        self._statements: dict[tuple[int, int], str] = {}
+        self._statements: dict[tuple[int, int, int], str] = {}
         self._held: psycopg.AsyncConnection[Any] | None = None
         self._held_loop: asyncio.AbstractEventLoop | None = None
 
     def fits(self, quotes: Sequence[NewQuote]) -> bool:
-        """Whether `quotes` (with as many factor sets) fit in one statement's parameters."""
+        """Whether `quotes` (with as many factor sets and claims) fit in one statement's
+        parameters."""
         width = self._quote_rows.width + self._set_rows.width
-        return len(quotes) * width <= MAX_PARAMETERS
+        return len(quotes) * width + 2 * len(claimed_keys(quotes)) <= MAX_PARAMETERS
 
     async def commit(
         self,
@@ -117,20 +120,23 @@ class PostgresQuoteInserts:
         self, quotes: Sequence[NewQuote], stored_sets: Collection[str], now: datetime
     ) -> tuple[str, list[Any], list[str]]:
         """The one statement inserting `quotes` (stamped `now`) after the carbon factor sets
-        they name that are not in `stored_sets`: its text, its parameters, and those sets'
-        ids."""
+        they name that are not in `stored_sets`, and deleting the idempotency claims on the keys
+        they are stored under: its text, its parameters, and those sets' ids."""
         sets = new_factor_sets(quotes, stored_sets)
+        keys = claimed_keys(quotes)
         parameters = [
             value
             for row in self._set_rows.processed([(s.id, s, now) for s in sets])
             for value in row
         ]
+        parameters += [value for key in keys for value in key]
         parameters += [
             value
             for row in self._quote_rows.processed([quote_values(quote) for quote in quotes])
             for value in row
         ]
-        return self._statement(len(quotes), len(sets)), parameters, [s.id for s in sets]
+        statement = self._statement(len(quotes), len(sets), len(keys))
+        return statement, parameters, [s.id for s in sets]
 
     def close(self) -> None:
         """Close the connection (at shutdown, or after a failure); a later commit reconnects.
@@ -153,16 +159,27 @@ class PostgresQuoteInserts:
             self._held_loop = loop
         return self._held
 
-    def _statement(self, quote_count: int, set_count: int) -> str:
+    def _statement(self, quote_count: int, set_count: int, key_count: int) -> str:
         """The INSERT of `quote_count` quotes after `set_count` factor sets (none stored
-        twice: a set's id is its content's sha256, so one stored already is the same set)."""
-        key = (quote_count, set_count)
+        twice: a set's id is its content's sha256, so one stored already is the same set) and
+        the DELETE of `key_count` idempotency claims, as data-modifying `WITH`s (each runs once,
+        in the statement's one transaction)."""
+        key = (quote_count, set_count, key_count)
         statement = self._statements.get(key)
         if statement is None:
-            statement = self._quote_rows.insert_sql("%s", quote_count)
+            before = []
             if set_count:
                 sets = self._set_rows.insert_sql("%s", set_count)
-                statement = f"WITH new_sets AS ({sets} ON CONFLICT DO NOTHING) {statement}"
+                before.append(f"new_sets AS ({sets} ON CONFLICT DO NOTHING)")
+            if key_count:
+                keys = ", ".join(["(%s, %s)"] * key_count)
+                before.append(
+                    f"released AS (DELETE FROM {CLAIMS.name} WHERE "
+                    f"({CLAIMS.c.tenant.name}, {CLAIMS.c.idempotency_key.name}) IN ({keys}))"
+                )
+            statement = self._quote_rows.insert_sql("%s", quote_count)
+            if before:
+                statement = "WITH " + ", ".join(before) + " " + statement
             if len(self._statements) >= MAX_REMEMBERED_STATEMENTS:
                 self._statements.clear()
             self._statements[key] = statement

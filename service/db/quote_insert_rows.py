@@ -18,10 +18,11 @@ from sqlalchemy import Table
 from sqlalchemy.engine import Dialect
 
 from service.db.quote_document import CarbonFactorSet, QuoteDocument
-from service.db.tables import NewQuote, Quote, StoredFactorSet
+from service.db.tables import IdempotencyClaim, NewQuote, Quote, StoredFactorSet
 
 QUOTES = cast(Table, Quote.__table__)
 FACTOR_SETS = cast(Table, StoredFactorSet.__table__)
+CLAIMS = cast(Table, IdempotencyClaim.__table__)
 BindProcessor = Callable[[Any], Any] | None
 _NOTHING = object()  # no value processed yet
 
@@ -81,3 +82,20 @@ def new_factor_sets(
         if isinstance(document, QuoteDocument) and document.factors.id not in stored_sets:
             found.setdefault(document.factors.id, document.factors)
     return list(found.values())
+
+
+def claimed_keys(quotes: Sequence[NewQuote]) -> list[tuple[str, str]]:
+    """(tenant, idempotency key) of each of `quotes` stored under a key: the claims the
+    transaction that stores them deletes. Whichever process holds such a claim, it is moot once
+    the quote is committed: a later request with the key finds the quote before it claims, and
+    a process still pricing under a claim it took over fails its insert on the unique key and
+    answers the stored quote."""
+    return [(q.tenant, q.idempotency_key) for q in quotes if q.idempotency_key is not None]
+
+
+def release_sql(placeholder: str) -> str:
+    """`DELETE` of the claim on one (tenant, key), each marked by the driver's `placeholder`."""
+    return (
+        f"DELETE FROM {CLAIMS.name} WHERE {CLAIMS.c.tenant.name} = {placeholder} "
+        f"AND {CLAIMS.c.idempotency_key.name} = {placeholder}"
+    )

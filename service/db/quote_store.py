@@ -27,6 +27,7 @@ from service.db.quote_document import QuoteDocument, json_time
 from service.db.repositories import (
     IdempotencyClaimRepository,
     QuoteRepository,
+    quote_id_by_key,
     stored_response,
 )
 from service.db.spool import QuoteSpool
@@ -38,7 +39,7 @@ from service.db.store_outcomes import (
     StoreFailed,
     StoreRefused,
 )
-from service.db.tables import IdempotencyClaim, NewQuote, Quote
+from service.db.tables import NewQuote, Quote
 
 logger = logging.getLogger(__name__)
 MAX_REMEMBERED_FACTOR_SETS = 4096  # a bound, as for the estimator's request contexts
@@ -192,21 +193,20 @@ class QuoteStore:
         StoreFailed when the database cannot be asked."""
         now = utc_now()
         claim = Claim(tenant, key, self.holder)
+        engine = self.database.engine
         try:
             try:
-                with self.database.sessions.begin() as session:
-                    IdempotencyClaimRepository(session).add(
-                        IdempotencyClaim(
-                            tenant=tenant, idempotency_key=key, holder=self.holder, claimed_at=now
-                        )
+                with engine.begin() as connection:
+                    IdempotencyClaimRepository(connection).add(
+                        tenant, key, holder=self.holder, now=now
                     )
                 return claim
             except IntegrityError:
                 pass
             # Claimed already: by this process (an earlier attempt whose release failed; the
             # in-process guard says none is running now), or by a process that died.
-            with self.database.sessions.begin() as session:
-                taken = IdempotencyClaimRepository(session).take_over(
+            with engine.begin() as connection:
+                taken = IdempotencyClaimRepository(connection).take_over(
                     tenant,
                     key,
                     holder=self.holder,
@@ -220,20 +220,26 @@ class QuoteStore:
         return claim
 
     def release(self, claim: Claim) -> None:
-        """Drop the claim (best effort: a claim left behind expires after the lease)."""
+        """Drop the claim of a quote that was not stored (best effort: a claim left behind
+        expires after the lease); a stored quote's insert deletes it."""
         try:
-            with self.database.sessions.begin() as session:
-                IdempotencyClaimRepository(session).release(claim.tenant, claim.key, claim.holder)
+            with self.database.engine.begin() as connection:
+                claims = IdempotencyClaimRepository(connection)
+                claims.release(claim.tenant, claim.key, claim.holder)
         except SQLAlchemyError as error:
             logger.warning("could not release idempotency claim %r: %s", claim.key, error)
 
     def by_idempotency_key(self, tenant: str, key: str) -> StoredQuote | None:
-        """The tenant's quote stored (or spooled) under `key`; StoreFailed when unreadable."""
+        """The tenant's quote stored (or spooled) under `key`; StoreFailed when unreadable.
+        A key is looked up by one Core query (most are new); only a stored quote is loaded."""
         try:
-            with self.database.sessions() as session:
-                found = QuoteRepository(session).by_idempotency_key(tenant, key)
-                if found is not None:
-                    return StoredQuote(found.request_hash, stored_response(session, found))
+            with self.database.engine.connect() as connection:
+                quote_id = quote_id_by_key(connection, tenant, key)
+            if quote_id is not None:
+                with self.database.sessions() as session:
+                    found = QuoteRepository(session).by_id(quote_id)
+                    if found is not None:
+                        return StoredQuote(found.request_hash, stored_response(session, found))
         except SQLAlchemyError as error:
             if self.spool is None:
                 raise StoreFailed(str(error)) from error

@@ -8,12 +8,13 @@ from typing import Any, cast
 import orjson
 from sqlalchemy import (
     Connection,
-    CursorResult,
     Table,
     Text,
     and_,
+    bindparam,
     delete,
     func,
+    insert,
     or_,
     select,
     update,
@@ -60,16 +61,6 @@ def stored_response(session: Session, quote: Quote) -> dict[str, Any]:
             _factor_set_texts.clear()
         text = _factor_set_texts[set_id] = found
     return with_factors(quote.response, orjson.loads(text))
-
-
-def release_claim(executor: Connection | Session, tenant: str, key: str, holder: str) -> None:
-    """Delete the idempotency claim of `holder` on (`tenant`, `key`), if it is still there."""
-    claim = IdempotencyClaim
-    executor.execute(
-        delete(claim).where(
-            claim.tenant == tenant, claim.idempotency_key == key, claim.holder == holder
-        )
-    )
 
 
 class QuoteRepository:
@@ -122,35 +113,57 @@ class QuoteRepository:
         return list(self.session.scalars(statement))
 
 
+_CLAIMS = cast(Table, IdempotencyClaim.__table__)
+# Built once, with bound parameters: constructing a statement costs more Python than running a
+# cached one, and an idempotent estimate runs two of these.
+_QUOTE_ID_BY_KEY = select(_QUOTES.c.id).where(
+    _QUOTES.c.tenant == bindparam("tenant"), _QUOTES.c.idempotency_key == bindparam("key")
+)
+_INSERT_CLAIM = insert(_CLAIMS)
+_TAKE_OVER_CLAIM = (  # an UPDATE's parameters may not be named as its columns
+    update(_CLAIMS)
+    .where(_CLAIMS.c.tenant == bindparam("of"), _CLAIMS.c.idempotency_key == bindparam("on"))
+    .where(or_(_CLAIMS.c.holder == bindparam("by"), _CLAIMS.c.claimed_at < bindparam("stale")))
+    .values(holder=bindparam("by"), claimed_at=bindparam("now"))
+)
+_RELEASE_CLAIM = delete(_CLAIMS).where(
+    _CLAIMS.c.tenant == bindparam("tenant"),
+    _CLAIMS.c.idempotency_key == bindparam("key"),
+    _CLAIMS.c.holder == bindparam("by"),
+)
+
+
+def quote_id_by_key(connection: Connection, tenant: str, key: str) -> str | None:
+    """The id of the tenant's quote stored under idempotency `key`, if any."""
+    found = connection.execute(_QUOTE_ID_BY_KEY, {"tenant": tenant, "key": key}).scalar()
+    return cast(str | None, found)
+
+
 class IdempotencyClaimRepository:
-    """Claims on idempotency keys in flight; each write is meant to be its own transaction."""
+    """Claims on idempotency keys in flight, in Core statements on a connection; each write is
+    meant to be its own transaction (the quote's insert deletes a claim in its own:
+    service/db/quote_insert_rows.py)."""
 
-    def __init__(self, session: Session) -> None:
-        self.session = session
+    def __init__(self, connection: Connection) -> None:
+        self.connection = connection
 
-    def add(self, claim: IdempotencyClaim) -> None:
+    def add(self, tenant: str, key: str, *, holder: str, now: datetime) -> None:
         """Insert the claim (IntegrityError when the key is already claimed)."""
-        self.session.add(claim)
-        self.session.flush()
+        values = {"tenant": tenant, "idempotency_key": key, "holder": holder, "claimed_at": now}
+        self.connection.execute(_INSERT_CLAIM, values)
 
     def take_over(
         self, tenant: str, key: str, *, holder: str, now: datetime, stale_before: datetime
     ) -> bool:
         """Re-claim `key` for `holder` if its claim is `holder`'s own or older than
         `stale_before`; whether it was taken."""
-        claim = IdempotencyClaim
-        statement = (
-            update(claim)
-            .where(claim.tenant == tenant, claim.idempotency_key == key)
-            .where(or_(claim.holder == holder, claim.claimed_at < stale_before))
-            .values(holder=holder, claimed_at=now)
-        )
-        result = self.session.execute(statement)
-        assert isinstance(result, CursorResult)
+        parameters = {"of": tenant, "on": key, "by": holder, "stale": stale_before, "now": now}
+        result = self.connection.execute(_TAKE_OVER_CLAIM, parameters)
         return result.rowcount == 1
 
     def release(self, tenant: str, key: str, holder: str) -> None:
-        release_claim(self.session, tenant, key, holder)
+        """Delete `holder`'s claim on (`tenant`, `key`), if it is still there."""
+        self.connection.execute(_RELEASE_CLAIM, {"tenant": tenant, "key": key, "by": holder})
 
 
 class ObservationRepository:

@@ -27,8 +27,10 @@ from service.db.quote_insert_rows import (
     FACTOR_SETS,
     QUOTES,
     InsertRows,
+    claimed_keys,
     new_factor_sets,
     quote_values,
+    release_sql,
 )
 from service.db.sqlite_guard import (
     OPENED_ON,
@@ -65,6 +67,7 @@ class SqliteQuoteInserts:
         self._quote_sql = self._quote_rows.insert_sql("?")
         # A set stored already is the same set (its id is its content's sha256).
         self._set_sql = self._set_rows.insert_sql("?") + " ON CONFLICT DO NOTHING"
+        self._release_sql = release_sql("?")
 
     def commit(
         self,
@@ -72,8 +75,9 @@ class SqliteQuoteInserts:
         stored_sets: Collection[str],
         stamp: Callable[[], datetime],
     ) -> list[str]:
-        """Insert `quotes` in one transaction and commit; returns the ids of the carbon factor
-        sets inserted with them (those their documents name that are not in `stored_sets`).
+        """Insert `quotes` in one transaction and commit, deleting the idempotency claims on
+        the keys they are stored under in it; returns the ids of the carbon factor sets inserted
+        with them (those their documents name that are not in `stored_sets`).
 
         The write lock is taken first (`BEGIN IMMEDIATE`), then `stamp()` sets the quotes'
         `created_at` and returns it, so a quote is stamped only once nothing can keep it from
@@ -94,6 +98,9 @@ class SqliteQuoteInserts:
                     connection.executemany(self._set_sql, self._set_rows.processed(rows))
                 rows = [quote_values(quote) for quote in quotes]
                 connection.executemany(self._quote_sql, self._quote_rows.processed(rows))
+                keys = claimed_keys(quotes)
+                if keys:
+                    connection.executemany(self._release_sql, keys)
                 connection.execute("COMMIT")
             except BaseException:
                 connection.execute("ROLLBACK")

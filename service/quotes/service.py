@@ -183,29 +183,32 @@ class QuoteService:
     ) -> list[Answer]:
         priced = await self._price(items, tenant, verbose, timings)
         to_store = [p for p in priced if isinstance(p, _Priced)]
-        stored = iter(await self._store(to_store, tenant, timings))
+        stored = iter((await self._store(to_store, tenant, timings))[0])
         return [next(stored) if isinstance(p, _Priced) else p for p in priced]
 
     async def _quote_once(
         self, request: EstimateRequest, tenant: str, key: str, verbose: bool, timings: QuoteTimings
     ) -> Answer:
-        """The idempotent estimate: looked up, claimed, priced, stored, released."""
+        """The idempotent estimate: looked up, claimed, priced, stored (the transaction that
+        stores the quote deletes the claim), or released when it was not stored."""
         request_hash = request_fingerprint(request, verbose)
         with self.guard.hold(tenant, key):  # in this process
             existing, claim = await run_in_threadpool(self._look_up_and_claim, tenant, key)
             if existing is not None:
                 return _replay(existing, request_hash)
+            committed = False
             try:
                 (priced,) = await self._price([request], tenant, verbose, timings)
                 if isinstance(priced, ServiceError):
                     return priced
                 priced = _Priced(request, priced.estimate, request_hash)
                 try:
-                    return (await self._store([priced], tenant, timings, key))[0]
+                    answers, committed = await self._store([priced], tenant, timings, key)
+                    return answers[0]
                 except DuplicateIdempotencyKey:
                     return await run_in_threadpool(self._replay_winner, priced, tenant, key)
             finally:
-                if claim is not None:
+                if claim is not None and not committed:
                     await run_in_threadpool(self.store.release, claim)
 
     async def _price(
@@ -311,11 +314,11 @@ class QuoteService:
         tenant: str,
         timings: QuoteTimings,
         idempotency_key: str | None = None,
-    ) -> list[JsonParts]:
+    ) -> tuple[list[JsonParts], bool]:
         """The JSON answers with their quote ids once committed (or spooled); without, plus a
-        warning, if not. Raises DuplicateIdempotencyKey."""
+        warning, if not; and whether they were committed. Raises DuplicateIdempotencyKey."""
         if not priced:
-            return []
+            return [], False
         rows = [_quote_row(p, new_quote_id(), tenant, idempotency_key) for p in priced]
         started = time.perf_counter()
         try:
@@ -323,13 +326,13 @@ class QuoteService:
         except StoreFailed:
             self._stored(tenant, "not_stored", len(rows), started, timings)
             self.metrics.db_errors.labels(operation="store_quote").inc()
-            return [_warned_json(p.estimate.document, NOT_STORED_WARNING) for p in priced]
+            return [_warned_json(p.estimate.document, NOT_STORED_WARNING) for p in priced], False
         if saved is Saved.SPOOLED:  # each row's document has its quote id and created_at
             self._stored(tenant, "spooled", len(rows), started, timings)
             self.metrics.db_errors.labels(operation="store_quote").inc()
-            return [_warned_json(_document(row), SPOOLED_WARNING) for row in rows]
+            return [_warned_json(_document(row), SPOOLED_WARNING) for row in rows], False
         self._stored(tenant, "stored", len(rows), started, timings)
-        return [_document(row).json_parts() for row in rows]
+        return [_document(row).json_parts() for row in rows], True
 
     def _stored(
         self, tenant: str, outcome: str, count: int, started: float, timings: QuoteTimings

@@ -6,13 +6,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 import orjson
-from sqlalchemy import Engine, func, select, text
+from sqlalchemy import Engine, func, insert, select, text
 from sqlalchemy.orm import Session
 
 from service.db.ids import new_quote_id
 from service.db.quote_document import CarbonFactorSet, QuoteDocument
 from service.db.repositories import stored_response
-from service.db.tables import NewQuote, Quote, QuoteRow, StoredFactorSet
+from service.db.tables import IdempotencyClaim, NewQuote, Quote, QuoteRow, StoredFactorSet
 
 STAMPED = object()  # `created_at` default: now, as the quote service stamps a priced quote
 STAMP = datetime(2026, 11, 25, 6, 30, 15, 123456, tzinfo=UTC)
@@ -84,11 +84,36 @@ def stamp_with(quotes: list[NewQuote]) -> datetime:
 
 
 def empty(engine: Engine) -> None:
-    """Delete every quote and carbon factor set, and dispose of `engine`."""
+    """Delete every quote, carbon factor set and idempotency claim, and dispose of `engine`."""
     with engine.begin() as connection:
         connection.execute(text("DELETE FROM quotes"))
         connection.execute(text("DELETE FROM carbon_factor_sets"))
+        connection.execute(text("DELETE FROM idempotency_claims"))
     engine.dispose()
+
+
+# Claims beside mixed_group's keyed quote: its own ("acme", "retry-1"), another key of its
+# tenant, and its key in another tenant.
+CLAIMS_AROUND_THE_KEYED_QUOTE = [("acme", "retry-1"), ("acme", "retry-2"), ("other", "retry-1")]
+
+
+def add_claims(engine: Engine, claims: list[tuple[str, str]]) -> None:
+    """Claim each (tenant, key) of `claims` for holder "h" (as QuoteStore.claim does)."""
+    with engine.begin() as connection:
+        connection.execute(
+            insert(IdempotencyClaim),
+            [
+                {"tenant": t, "idempotency_key": k, "holder": "h", "claimed_at": STAMP}
+                for t, k in claims
+            ],
+        )
+
+
+def claims_left(engine: Engine) -> list[tuple[str, str]]:
+    """The (tenant, key) of every idempotency claim, sorted."""
+    with engine.connect() as connection:
+        rows = connection.execute(text("SELECT tenant, idempotency_key FROM idempotency_claims"))
+        return sorted((row[0], row[1]) for row in rows)
 
 
 def assert_read_back(engine: Engine, written: list[NewQuote]) -> None:

@@ -12,17 +12,21 @@ from typing import Any
 import psycopg
 import pytest
 from db_support import (
+    CLAIMS_AROUND_THE_KEYED_QUOTE,
     PLACEHOLDER,
     SET_A,
     SET_B,
     STAMP,
+    add_claims,
     assert_read_back,
+    claims_left,
     empty,
     mixed_group,
     quote_row,
     stamp_with,
 )
 from sqlalchemy import Engine, create_engine, text
+from sqlalchemy.exc import IntegrityError
 
 from service.config import Settings
 from service.db.engine import build_engine
@@ -124,6 +128,30 @@ def test_a_constraint_writes_nothing_of_the_group_and_keeps_the_connection(
 
 
 @pytest.mark.postgres
+def test_a_keyed_quote_deletes_the_claim_on_its_key_in_its_statement(engine: Engine) -> None:
+    """From the loop and from a thread: the claim on mixed_group's one keyed quote ("acme",
+    "retry-1") goes with its insert; the other tenant's claim on the same key and the tenant's
+    other key stay. A statement that fails on its constraint deletes nothing."""
+    add_claims(engine, CLAIMS_AROUND_THE_KEYED_QUOTE)
+    quotes = mixed_group()
+    commit(inserts_for(engine), quotes, set())
+    assert claims_left(engine) == [("acme", "retry-2"), ("other", "retry-1")]
+
+    add_claims(engine, [("acme", "retry-1")])  # a second request under the stored key
+    clashing = mixed_group()[2:3]
+    clashing[0].id = "q-3-again"
+    with pytest.raises(IntegrityError):
+        inserts_for(engine).commit_blocking(clashing, set(), lambda: stamp_with(clashing))
+    assert claims_left(engine) == CLAIMS_AROUND_THE_KEYED_QUOTE
+
+    empty(engine)
+    add_claims(engine, CLAIMS_AROUND_THE_KEYED_QUOTE)
+    again = mixed_group()
+    inserts_for(engine).commit_blocking(again, {SET_A.id}, lambda: stamp_with(again))
+    assert claims_left(engine) == [("acme", "retry-2"), ("other", "retry-1")]
+
+
+@pytest.mark.postgres
 def test_a_lock_held_past_the_statement_timeout_fails_and_drops_the_connection(
     engine: Engine, postgres_url: str
 ) -> None:
@@ -169,12 +197,23 @@ def test_an_unreachable_server_fails_before_stamping() -> None:
 
 def test_a_group_fits_in_one_statement_up_to_postgres_parameter_limit() -> None:
     """13 quote columns and 3 factor set columns: 16 parameters per quote at most (a quote
-    naming a new set), so 65,535 // 16 = 4,095 quotes fit one statement, 4,096 do not."""
+    naming a new set), so 65,535 // 16 = 4,095 quotes fit one statement, 4,096 do not; a quote
+    stored under an idempotency key adds its claim's (tenant, key) to delete: 18, so
+    65,535 // 18 = 3,640 keyed quotes fit (65,520 parameters), 3,641 do not (65,538)."""
     engine = create_engine("postgresql+psycopg://quotes:quotes@127.0.0.1:1/quotes")
     inserts = PostgresQuoteInserts(engine, Settings(database_url=str(engine.url)))
     assert MAX_PARAMETERS == 65_535
-    assert inserts.fits(mixed_group() * 1023 + mixed_group()[:3])  # 4,095
-    assert not inserts.fits(mixed_group() * 1024)  # 4,096
+    group = mixed_group()
+    plain = [quote for quote in group if quote.idempotency_key is None]
+    keyed = [quote for quote in group if quote.idempotency_key is not None]
+    assert len(plain) == 3 and len(keyed) == 1
+    assert inserts.fits(plain * 1365)  # 4,095
+    assert not inserts.fits(plain * 1365 + plain[:1])  # 4,096
+    assert inserts.fits(keyed * 3640)
+    assert not inserts.fits(keyed * 3641)
+    # 4,000 quotes of which 95 keyed: 64,000 + 190 = 64,190 fit; with 800 keyed, 65,600 do not
+    assert inserts.fits(plain * 1301 + plain[:2] + keyed * 95)
+    assert not inserts.fits(plain * 1066 + plain[:2] + keyed * 800)
 
 
 def test_only_postgres() -> None:

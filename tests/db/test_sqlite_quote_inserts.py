@@ -11,11 +11,14 @@ from pathlib import Path
 
 import pytest
 from db_support import (
+    CLAIMS_AROUND_THE_KEYED_QUOTE,
     PLACEHOLDER,
     SET_A,
     SET_B,
     STAMP,
+    add_claims,
     assert_read_back,
+    claims_left,
     mixed_group,
     stamp_with,
 )
@@ -115,6 +118,29 @@ def test_a_constraint_fails_the_whole_group_and_the_next_commits(
     fine = mixed_group()[:2]
     held.commit(fine, set(), lambda: stamp_with(fine))
     assert [row[0] for row in table_rows(files[1], "quotes")] == ["q-1", "q-2", "q-3"]
+
+
+def test_a_keyed_quote_deletes_the_claim_on_its_key_in_its_transaction(
+    files: tuple[Path, Path], held: SqliteQuoteInserts
+) -> None:
+    """The claim on mixed_group's one keyed quote ("acme", "retry-1") goes with its commit;
+    the other tenant's claim on the same key and the tenant's other key stay. A group that
+    fails on its constraint deletes nothing."""
+    engine = create_engine(f"sqlite:///{files[1]}")
+    try:
+        add_claims(engine, CLAIMS_AROUND_THE_KEYED_QUOTE)
+        quotes = mixed_group()
+        held.commit(quotes, set(), lambda: stamp_with(quotes))
+        assert claims_left(engine) == [("acme", "retry-2"), ("other", "retry-1")]
+
+        add_claims(engine, [("acme", "retry-1")])  # a second request under the stored key
+        clashing = mixed_group()[2:3]
+        clashing[0].id = "q-3-again"
+        with pytest.raises(sqlite3.IntegrityError):
+            held.commit(clashing, set(), lambda: stamp_with(clashing))
+        assert claims_left(engine) == CLAIMS_AROUND_THE_KEYED_QUOTE
+    finally:
+        engine.dispose()
 
 
 def test_a_file_error_drops_the_connection(tmp_path: Path) -> None:
