@@ -26,7 +26,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from service.db.quote_store import QuoteStore
+from service.db.quote_store import Claim, QuoteStore
 from service.db.store_outcomes import DuplicateIdempotencyKey, Saved, StoreFailed
 from service.db.tables import NewQuote
 from service.quotes.handoff import STOP, settle_all, work_through
@@ -78,6 +78,7 @@ class QuoteSink:
         self.max_quotes = max_quotes
         self.transactions = 0  # groups committed or spooled by the thread, for diagnostics
         self.loop_transactions = 0  # groups committed in or from the loop
+        self.loop_claims = 0  # idempotency keys claimed in the loop
         self._queue: queue.SimpleQueue[list[Pending] | object] = queue.SimpleQueue()
         # Per event loop, the requests queued in its current iteration (see _hand_over).
         self._outboxes: dict[asyncio.AbstractEventLoop, list[Pending]] = {}
@@ -126,6 +127,12 @@ class QuoteSink:
         # the group, which is committed (or spooled) all the same, and `settle_all` passes over
         # a cancelled future; a shield would cost a second future and its callbacks per request.
         return await future
+
+    def claim_in_loop(self, tenant: str, key: str) -> Claim | None:
+        """Claim a new idempotency key at once in the loop where the backend can (see
+        QuoteStore.claim_new_key); None: look it up and claim it on a thread. None in this
+        base."""
+        return None
 
     def _commit_alone(self, quotes: Sequence[NewQuote], queued_at: float) -> bool:
         """Commit one request's quotes at once in the loop if the backend can; whether it

@@ -144,6 +144,15 @@ def test_a_key_in_flight_in_another_process_is_409(
     assert count_quotes(database_url, tenant=TENANT, idempotency_key="in-flight") == 1
 
 
+def drop_claims(database_url: str) -> None:
+    engine = create_engine(database_url)
+    try:
+        with engine.begin() as connection:
+            connection.execute(delete(IdempotencyClaim))
+    finally:
+        engine.dispose()
+
+
 def add_claim(database_url: str, key: str, claimed_at: datetime) -> None:
     engine = create_engine(database_url)
     try:
@@ -170,6 +179,36 @@ def test_a_claim_left_by_a_dead_process_expires(client: TestClient, database_url
     taken = client.post("/v1/estimate", json=example_body(), headers=headers)
     assert taken.status_code == 200 and taken.json()["quote_id"]
     assert claims(database_url) == 0
+
+
+def test_each_key_counts_one_estimate_however_often_it_comes(
+    client: TestClient, database_url: str
+) -> None:
+    """A replayed key, a key reused with another body (422) and a key another process holds
+    (409) are answered without a new quote: the estimate metrics count the key's one quote."""
+    labels = {"tenant": TENANT, "model": example_body()["model"], "gpu": "H100-SXM5-80GB"}
+
+    def estimates() -> float:
+        found = services_of(client).metrics.registry.get_sample_value(
+            "quotes_estimates_total", labels
+        )
+        return found or 0.0
+
+    before = estimates()
+    headers = {"Idempotency-Key": "counted-once"}
+    first = client.post("/v1/estimate", json=example_body(), headers=headers)
+    assert first.status_code == 200
+    assert estimates() == before + 1
+    replayed = client.post("/v1/estimate", json=example_body(), headers=headers)
+    assert replayed.json()["quote_id"] == first.json()["quote_id"]
+    other_body = example_body(workload={"batch_size": 1, "prompt_tokens": 10, "output_tokens": 9})
+    assert client.post("/v1/estimate", json=other_body, headers=headers).status_code == 422
+    add_claim(database_url, "held-elsewhere", utc_now())
+    held = {"Idempotency-Key": "held-elsewhere"}
+    assert client.post("/v1/estimate", json=example_body(), headers=held).status_code == 409
+    assert estimates() == before + 1
+    assert claims(database_url) == 1  # the other process's, untouched
+    drop_claims(database_url)
 
 
 def test_a_refused_request_releases_its_claim(client: TestClient, database_url: str) -> None:

@@ -9,7 +9,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from api_support import example_body, running_client, services_of, take_database_away
+from api_support import (
+    bring_database_back,
+    count_quotes,
+    example_body,
+    running_client,
+    services_of,
+    take_database_away,
+)
 from fastapi.testclient import TestClient
 from sqlalchemy import make_url
 
@@ -101,3 +108,24 @@ def test_spooled_quotes_keep_their_id_and_are_replayed(database_url: str, tmp_pa
         stored = client.get(f"/v1/quotes/{body['quote_id']}")
         assert stored.status_code == 200
         assert stored.json()["response"]["energy"] == body["energy"]
+
+
+def test_a_key_spooled_and_not_yet_replayed_answers_its_spooled_quote(
+    database_url: str, tmp_path: Path
+) -> None:
+    """The database is back (and, on SQLite, the loop's pause after the failed commit over) but
+    the spool not yet replayed (its next replay a minute away): the key's retry is answered
+    from the spool, not priced and stored as a second quote."""
+    spool_dir = tmp_path / "spool"
+    with running_client(database_url, spool_dir=spool_dir, spool_replay_interval_s=60) as client:
+        take_database_away(client)
+        headers = {"Idempotency-Key": "spooled-then-back"}
+        spooled = client.post("/v1/estimate", json=example_body(), headers=headers).json()
+        assert SPOOLED_WARNING in spooled["warnings"]
+        bring_database_back(client, database_url)
+        sink = services_of(client).quotes.sink
+        time.sleep(max(0.0, getattr(sink, "_paused_until", 0.0) - time.monotonic()))  # SQLite
+        again = client.post("/v1/estimate", json=example_body(), headers=headers).json()
+        assert again["quote_id"] == spooled["quote_id"]
+        assert list(spool_dir.glob("*.jsonl"))  # not replayed yet
+    assert count_quotes(database_url, tenant="dev", idempotency_key="spooled-then-back") == 0

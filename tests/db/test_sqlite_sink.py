@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import queue
 import sqlite3
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,10 +19,10 @@ from sqlalchemy import Engine, create_engine, select
 from service.config import Settings
 from service.db import migrate
 from service.db.engine import Database, build_in_loop_engine
-from service.db.quote_store import QuoteStore
+from service.db.quote_store import Claim, QuoteStore
 from service.db.sqlite_quote_inserts import SqliteQuoteInserts
 from service.db.store_outcomes import DuplicateIdempotencyKey, Saved
-from service.db.tables import NewQuote, Quote
+from service.db.tables import IdempotencyClaim, NewQuote, Quote
 from service.quotes.sqlite_sink import SqliteQuoteSink
 
 THREAD_BUSY_TIMEOUT_MS = 3000
@@ -297,3 +298,55 @@ def test_the_loops_connection_never_waits_for_a_lock(sqlite_url: str) -> None:
         assert connection.exec_driver_sql("PRAGMA busy_timeout").scalar() == 0
         assert connection.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
     engine.dispose()
+
+
+def claim_rows(writer: SqliteQuoteSink) -> list[tuple[str, str, str]]:
+    with writer.store.database.engine.connect() as connection:
+        rows = connection.execute(
+            select(
+                IdempotencyClaim.tenant, IdempotencyClaim.idempotency_key, IdempotencyClaim.holder
+            )
+        )
+        return sorted((row[0], row[1], row[2]) for row in rows)
+
+
+def test_a_new_key_is_claimed_in_the_loop(writer: SqliteQuoteSink) -> None:
+    claim = writer.claim_in_loop("acme", "new-key")
+    assert claim == Claim("acme", "new-key", writer.store.holder)
+    assert claim_rows(writer) == [("acme", "new-key", writer.store.holder)]
+    assert writer.loop_claims == 1
+
+
+def test_a_key_that_is_not_new_is_left_to_a_thread(
+    writer: SqliteQuoteSink, sqlite_url: str
+) -> None:
+    """A key with a stored quote, a key claimed already and a taken write lock: no claim in
+    the loop (None, nothing written), and no wait for the lock (the thread's busy timeout is
+    3 s)."""
+    writer.store.commit([quote(key="stored")])
+    assert writer.claim_in_loop("acme", "stored") is None
+    assert writer.claim_in_loop("acme", "claimed") is not None
+    assert writer.claim_in_loop("acme", "claimed") is None  # the claim stays this one
+    locker = write_lock_held(writer, sqlite_url)
+    try:
+        started = time.monotonic()
+        assert writer.claim_in_loop("acme", "locked-out") is None
+        assert time.monotonic() - started < THREAD_BUSY_TIMEOUT_MS / 1000 / 3
+    finally:
+        locker.rollback()
+        locker.close()
+    assert claim_rows(writer) == [("acme", "claimed", writer.store.holder)]
+    assert writer.loop_claims == 1
+
+
+def test_no_claim_in_the_loop_while_its_commits_are_paused_or_off(sqlite_url: str) -> None:
+    database = Database(Settings(database_url=sqlite_url))
+    store = QuoteStore(database)
+    try:
+        paused = SqliteQuoteSink(store)
+        paused._paused_until = time.monotonic() + 60
+        assert paused.claim_in_loop("acme", "k") is None
+        assert SqliteQuoteSink(store, commit_in_loop=False).claim_in_loop("acme", "k") is None
+        assert SqliteQuoteSink(store).claim_in_loop("acme", "k") is not None
+    finally:
+        database.dispose()
