@@ -1,5 +1,5 @@
 """PostgreSQL: a group of quotes inserted by one statement, the backend's one INSERT
-implementation.
+implementation (and, on the same connection, the claim of a new idempotency key).
 
 A group is one multi-row `INSERT` (its carbon factor sets inserted by a data-modifying `WITH`
 in the same statement): one round trip, one implicit transaction, all of the group or nothing.
@@ -37,6 +37,16 @@ from service.db.quote_insert_rows import (
 )
 from service.db.tables import NewQuote
 
+# The claim on a new idempotency key, unless a quote is stored under the key or it is claimed
+# already: one statement, one round trip (which of the two held is left to the caller's thread).
+# Each parameter is one server-side parameter wherever it appears, so each is cast to one type.
+CLAIM_NEW_KEY_SQL = (
+    f"INSERT INTO {CLAIMS.name} (tenant, idempotency_key, holder, claimed_at) "
+    "SELECT %(tenant)s::varchar, %(key)s::varchar, %(holder)s::varchar, %(now)s::timestamptz "
+    f"WHERE NOT EXISTS (SELECT 1 FROM {QUOTES.name} "
+    "WHERE tenant = %(tenant)s::varchar AND idempotency_key = %(key)s::varchar) "
+    "ON CONFLICT DO NOTHING"
+)
 MAX_PARAMETERS = 65_535  # PostgreSQL's limit on one statement's bind parameters
 MAX_REMEMBERED_STATEMENTS = 256  # statement texts by group size, a bound
 NETWORK_MARGIN_S = 1.0  # beyond the server's statement timeout, for the round trip
@@ -101,6 +111,20 @@ class PostgresQuoteInserts:
             self.close()
             raise
         return sets
+
+    async def claim_new_key(self, tenant: str, key: str, holder: str, now: datetime) -> bool:
+        """Claim `key` of `tenant` for `holder` at `now` (aware) on the event loop's connection,
+        if no quote is stored under it and it is not claimed; whether it was. Raises as
+        `commit` (the connection is closed after any failure)."""
+        parameters = {"tenant": tenant, "key": key, "holder": holder, "now": now}
+        try:
+            connection = await self._connection()
+            async with asyncio.timeout(self._statement_timeout_s + NETWORK_MARGIN_S):
+                cursor = await connection.execute(CLAIM_NEW_KEY_SQL, parameters)
+        except BaseException:  # cancelled too: mid-statement, the connection's state is unknown
+            self.close()
+            raise
+        return cursor.rowcount == 1
 
     def commit_blocking(
         self,

@@ -230,7 +230,7 @@ class QuoteStore:
             with engine.connect() as connection:
                 if quote_id_by_key(connection, tenant, key) is not None:
                     return None
-            if self.spool is not None and self.spool.find(tenant, key) is not None:
+            if self.in_spool(tenant, key):
                 return None
             with engine.begin() as connection:
                 IdempotencyClaimRepository(connection).add(
@@ -239,6 +239,10 @@ class QuoteStore:
         except (SQLAlchemyError, OSError):
             return None
         return Claim(tenant, key, self.holder)
+
+    def in_spool(self, tenant: str, key: str) -> bool:
+        """Whether a quote of `tenant` under `key` waits in the spool (raises OSError)."""
+        return self.spool is not None and self.spool.find(tenant, key) is not None
 
     def release(self, claim: Claim) -> None:
         """Drop the claim of a quote that was not stored (best effort: a claim left behind

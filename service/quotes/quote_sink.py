@@ -128,9 +128,11 @@ class QuoteSink:
         # a cancelled future; a shield would cost a second future and its callbacks per request.
         return await future
 
-    def claim_in_loop(self, tenant: str, key: str) -> Claim | None:
-        """Claim a new idempotency key at once in the loop where the backend can (see
-        QuoteStore.claim_new_key); None: look it up and claim it on a thread. None in this
+    async def claim_in_loop(self, tenant: str, key: str) -> Claim | None:
+        """Claim a new idempotency key in or from the loop where the backend can: no quote
+        stored or spooled under it, not claimed, and the claim committed. None when any of that
+        does not hold or the attempt failed: the key is then looked up and claimed on a thread
+        (QuoteStore.by_idempotency_key and claim), which settles each case. None in this
         base."""
         return None
 

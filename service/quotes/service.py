@@ -189,13 +189,13 @@ class QuoteService:
     async def _quote_once(
         self, request: EstimateRequest, tenant: str, key: str, verbose: bool, timings: QuoteTimings
     ) -> Answer:
-        """The idempotent estimate: looked up, claimed (a new key in the loop where the sink
-        can, else on a thread), priced, stored (the transaction that stores the quote deletes
+        """The idempotent estimate: looked up, claimed (a new key in or from the loop where the
+        sink can, else on a thread), priced, stored (the transaction that stores the quote deletes
         the claim), or released when it was not stored."""
         request_hash = request_fingerprint(request, verbose)
         with self.guard.hold(tenant, key):  # in this process
             existing: StoredQuote | None = None
-            claim = self.sink.claim_in_loop(tenant, key)
+            claim = await self.sink.claim_in_loop(tenant, key)
             if claim is None:
                 existing, claim = await run_in_threadpool(self._look_up_and_claim, tenant, key)
             if existing is not None:

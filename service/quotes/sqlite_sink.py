@@ -68,7 +68,7 @@ class SqliteQuoteSink(QuoteSink):
             self._held_inserts.close()
             self._held_inserts = None
 
-    def claim_in_loop(self, tenant: str, key: str) -> Claim | None:
+    async def claim_in_loop(self, tenant: str, key: str) -> Claim | None:
         """A new key claimed on the in-loop engine, which never waits (a claim is a one-row
         commit, as a lone quote is): handing it to a thread instead costs two thread switches,
         and the request then reaches the pricing thread alone rather than in the pass of the

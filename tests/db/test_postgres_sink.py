@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -16,10 +17,10 @@ from sqlalchemy import create_engine, select, text
 
 from service.config import Settings
 from service.db.engine import Database
-from service.db.quote_store import QuoteStore
+from service.db.quote_store import Claim, QuoteStore
 from service.db.spool import QuoteSpool
 from service.db.store_outcomes import DuplicateIdempotencyKey, Saved
-from service.db.tables import NewQuote, Quote
+from service.db.tables import IdempotencyClaim, NewQuote, Quote
 from service.quotes.postgres_sink import PostgresQuoteSink
 
 UNREACHABLE = "postgresql+psycopg://quotes:quotes@127.0.0.1:1/quotes"
@@ -206,3 +207,60 @@ def test_shutdown_waits_for_a_commit_whose_client_left(
     blocker.close()
     assert commits.loop_transactions == 1
     assert stored_ids(database) == {left.id}
+
+
+def claims_of(database: Database) -> list[tuple[str, str, str]]:
+    with database.engine.connect() as connection:
+        rows = connection.execute(
+            select(
+                IdempotencyClaim.tenant, IdempotencyClaim.idempotency_key, IdempotencyClaim.holder
+            )
+        )
+        return sorted((row[0], row[1], row[2]) for row in rows)
+
+
+@pytest.mark.postgres
+def test_a_new_key_is_claimed_from_the_loop_and_any_other_left_to_a_thread(
+    database: Database, tmp_path: Path
+) -> None:
+    """A new key is claimed by the loop's one statement; a key with a stored quote, a key in
+    the spool and a key claimed already are not (None, nothing written)."""
+    spool = QuoteSpool(tmp_path / "spool")
+    store = QuoteStore(database, spool)
+    store.commit([quote(key="stored")])
+    spool.append([quote(key="spooled")])
+    writer = PostgresQuoteSink(store)
+
+    async def scenario() -> list[Claim | None]:
+        try:
+            return [
+                await writer.claim_in_loop("acme", key)
+                for key in ("new", "stored", "spooled", "new")
+            ]
+        finally:
+            writer._inserts().close()  # this loop ends with the call
+
+    new, stored, spooled, again = asyncio.run(scenario())
+    assert new == Claim("acme", "new", store.holder)
+    assert stored is None and spooled is None and again is None
+    assert claims_of(database) == [("acme", "new", store.holder)]
+    assert writer.loop_claims == 1
+
+
+def test_a_failed_claim_pauses_claims_from_the_loop() -> None:
+    """The server is unreachable: the loop's claim fails (None: a thread tries), and the next
+    one is not attempted from the loop during the pause."""
+    database = Database(Settings(database_url=UNREACHABLE, db_connect_timeout_s=1))
+    writer = PostgresQuoteSink(QuoteStore(database), pause_s=60)
+
+    async def scenario() -> tuple[Claim | None, Claim | None, float]:
+        first = await writer.claim_in_loop("acme", "k1")
+        started = time.monotonic()
+        second = await writer.claim_in_loop("acme", "k2")
+        return first, second, time.monotonic() - started
+
+    first, second, waited_s = asyncio.run(scenario())
+    database.dispose()
+    assert first is None and second is None
+    assert waited_s < 0.1  # no second connection attempt (its timeout is 1 s)
+    assert writer.loop_claims == 0

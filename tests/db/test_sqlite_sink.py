@@ -311,7 +311,7 @@ def claim_rows(writer: SqliteQuoteSink) -> list[tuple[str, str, str]]:
 
 
 def test_a_new_key_is_claimed_in_the_loop(writer: SqliteQuoteSink) -> None:
-    claim = writer.claim_in_loop("acme", "new-key")
+    claim = asyncio.run(writer.claim_in_loop("acme", "new-key"))
     assert claim == Claim("acme", "new-key", writer.store.holder)
     assert claim_rows(writer) == [("acme", "new-key", writer.store.holder)]
     assert writer.loop_claims == 1
@@ -324,13 +324,13 @@ def test_a_key_that_is_not_new_is_left_to_a_thread(
     the loop (None, nothing written), and no wait for the lock (the thread's busy timeout is
     3 s)."""
     writer.store.commit([quote(key="stored")])
-    assert writer.claim_in_loop("acme", "stored") is None
-    assert writer.claim_in_loop("acme", "claimed") is not None
-    assert writer.claim_in_loop("acme", "claimed") is None  # the claim stays this one
+    assert asyncio.run(writer.claim_in_loop("acme", "stored")) is None
+    assert asyncio.run(writer.claim_in_loop("acme", "claimed")) is not None
+    assert asyncio.run(writer.claim_in_loop("acme", "claimed")) is None  # the claim stays this one
     locker = write_lock_held(writer, sqlite_url)
     try:
         started = time.monotonic()
-        assert writer.claim_in_loop("acme", "locked-out") is None
+        assert asyncio.run(writer.claim_in_loop("acme", "locked-out")) is None
         assert time.monotonic() - started < THREAD_BUSY_TIMEOUT_MS / 1000 / 3
     finally:
         locker.rollback()
@@ -345,8 +345,11 @@ def test_no_claim_in_the_loop_while_its_commits_are_paused_or_off(sqlite_url: st
     try:
         paused = SqliteQuoteSink(store)
         paused._paused_until = time.monotonic() + 60
-        assert paused.claim_in_loop("acme", "k") is None
-        assert SqliteQuoteSink(store, commit_in_loop=False).claim_in_loop("acme", "k") is None
-        assert SqliteQuoteSink(store).claim_in_loop("acme", "k") is not None
+        assert asyncio.run(paused.claim_in_loop("acme", "k")) is None
+        assert (
+            asyncio.run(SqliteQuoteSink(store, commit_in_loop=False).claim_in_loop("acme", "k"))
+            is None
+        )
+        assert asyncio.run(SqliteQuoteSink(store).claim_in_loop("acme", "k")) is not None
     finally:
         database.dispose()
