@@ -18,7 +18,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import psycopg
-from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from service.db.base import utc_now
@@ -219,26 +218,6 @@ class QuoteStore:
         if not taken:
             raise KeyClaimed(key)
         return claim
-
-    def claim_new_key(self, tenant: str, key: str, engine: Engine) -> Claim | None:
-        """The common case of `key` at once, on `engine` (the event loop's SQLite engine, which
-        never waits for a lock): no quote stored or spooled under it, and this process's claim
-        inserted. None when anything else holds (a stored or spooled quote, a claim, a taken
-        lock, an error): the caller then looks up and claims on a thread (`by_idempotency_key`,
-        `claim`), which settles each of those cases."""
-        try:
-            with engine.connect() as connection:
-                if quote_id_by_key(connection, tenant, key) is not None:
-                    return None
-            if self.in_spool(tenant, key):
-                return None
-            with engine.begin() as connection:
-                IdempotencyClaimRepository(connection).add(
-                    tenant, key, holder=self.holder, now=utc_now()
-                )
-        except (SQLAlchemyError, OSError):
-            return None
-        return Claim(tenant, key, self.holder)
 
     def in_spool(self, tenant: str, key: str) -> bool:
         """Whether a quote of `tenant` under `key` waits in the spool (raises OSError)."""

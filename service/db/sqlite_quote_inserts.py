@@ -1,5 +1,6 @@
 """SQLite: a group of quotes inserted and committed on one held sqlite3 connection, the
-backend's one INSERT implementation.
+backend's one INSERT implementation (and, on the same connection, the claim of a new
+idempotency key).
 
 The event loop commits the estimate path's quotes itself (service/quotes/sqlite_sink.py), so
 every microsecond of a commit is a microsecond of every request's latency. Through SQLAlchemy
@@ -24,6 +25,7 @@ from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.pool import PoolProxiedConnection
 
 from service.db.quote_insert_rows import (
+    CLAIMS,
     FACTOR_SETS,
     QUOTES,
     InsertRows,
@@ -40,6 +42,17 @@ from service.db.sqlite_guard import (
     is_lock_timeout,
 )
 from service.db.tables import NewQuote
+
+# The claim on a new idempotency key, unless a quote is stored under the key or it is claimed
+# already (which of the two held is left to the caller's thread). Parameters by column name.
+CLAIM_COLUMNS = tuple(column.name for column in CLAIMS.columns)
+CLAIM_NEW_KEY_SQL = (
+    f"INSERT INTO {CLAIMS.name} ({', '.join(CLAIM_COLUMNS)}) "
+    f"SELECT {', '.join(':' + name for name in CLAIM_COLUMNS)} "
+    f"WHERE NOT EXISTS (SELECT 1 FROM {QUOTES.name} "
+    "WHERE tenant = :tenant AND idempotency_key = :idempotency_key) "
+    "ON CONFLICT DO NOTHING"
+)
 
 
 class SqliteQuoteInserts:
@@ -68,6 +81,7 @@ class SqliteQuoteInserts:
         # A set stored already is the same set (its id is its content's sha256).
         self._set_sql = self._set_rows.insert_sql("?") + " ON CONFLICT DO NOTHING"
         self._release_sql = release_sql("?")
+        self._claim_rows = InsertRows(engine.dialect, CLAIMS)
 
     def commit(
         self,
@@ -106,13 +120,34 @@ class SqliteQuoteInserts:
                 connection.execute("ROLLBACK")
                 raise
         except sqlite3.Error as error:
-            if is_lock_timeout(error):
-                if self.guard is not None and self.notes_lock_timeouts:
-                    self.guard.note_lock_timeout()
-            elif error.sqlite_errorcode != sqlite3.SQLITE_CONSTRAINT:
-                self.close(invalidate=True)  # a disk or file error: connect afresh next time
+            self._failed(error)
             raise
         return [factors.id for factors in sets]
+
+    def claim_new_key(self, tenant: str, key: str, holder: str, now: datetime) -> bool:
+        """Claim `key` of `tenant` for `holder` at `now` (aware), if no quote is stored under it
+        and it is not claimed: one statement, committed; whether it was. Raises sqlite3.Error
+        as `commit` (SQLITE_BUSY while another connection holds the write lock)."""
+        if self.guard is not None:
+            self._check(self.guard)
+        connection = self._connection()
+        (values,) = self._claim_rows.processed([(tenant, key, holder, now)])
+        parameters = dict(zip(CLAIM_COLUMNS, values, strict=True))
+        try:
+            cursor = connection.execute(CLAIM_NEW_KEY_SQL, parameters)
+        except sqlite3.Error as error:
+            self._failed(error)
+            raise
+        return cursor.rowcount == 1
+
+    def _failed(self, error: sqlite3.Error) -> None:
+        """After a failed write: a lock waited out starts the guard's back-off; a disk or file
+        error drops the connection (connect afresh next time)."""
+        if is_lock_timeout(error):
+            if self.guard is not None and self.notes_lock_timeouts:
+                self.guard.note_lock_timeout()
+        elif error.sqlite_errorcode != sqlite3.SQLITE_CONSTRAINT:
+            self.close(invalidate=True)
 
     def _check(self, guard: SqliteGuard) -> None:
         """The guard's check of a write on the held connection (on one about to be opened when

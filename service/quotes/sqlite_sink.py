@@ -30,6 +30,7 @@ from collections.abc import Sequence
 
 from sqlalchemy.exc import SQLAlchemyError
 
+from service.db.base import utc_now
 from service.db.quote_store import Claim, QuoteStore
 from service.db.sqlite_guard import is_lock_timeout
 from service.db.sqlite_quote_inserts import SqliteQuoteInserts
@@ -69,17 +70,24 @@ class SqliteQuoteSink(QuoteSink):
             self._held_inserts = None
 
     async def claim_in_loop(self, tenant: str, key: str) -> Claim | None:
-        """A new key claimed on the in-loop engine, which never waits (a claim is a one-row
-        commit, as a lone quote is): handing it to a thread instead costs two thread switches,
-        and the request then reaches the pricing thread alone rather than in the pass of the
-        requests beside it."""
-        engine = self.store.database.in_loop_engine if self.commit_in_loop else None
-        if engine is None or time.monotonic() < self._paused_until:
+        """A new key claimed by one statement on the loop's connection, which never waits (a
+        claim is a one-row commit, as a lone quote is): handing it to a thread instead costs
+        two thread switches, and the request then reaches the pricing thread alone rather than
+        in the pass of the requests beside it."""
+        inserts = self._inserts()
+        if inserts is None or time.monotonic() < self._paused_until:
             return None
-        claim = self.store.claim_new_key(tenant, key, engine)
-        if claim is not None:
-            self.loop_claims += 1
-        return claim
+        store = self.store
+        try:
+            if store.in_spool(tenant, key):
+                return None
+            claimed = inserts.claim_new_key(tenant, key, store.holder, utc_now())
+        except (sqlite3.Error, SQLAlchemyError, OSError):  # SQLAlchemy's: while connecting
+            return None
+        if not claimed:
+            return None
+        self.loop_claims += 1
+        return Claim(tenant, key, store.holder)
 
     def _commit_alone(self, quotes: Sequence[NewQuote], queued_at: float) -> bool:
         return self._commit_in_loop(quotes, queued_at) is InLoop.COMMITTED
