@@ -27,25 +27,23 @@ from sqlalchemy import Engine
 from service.config import Settings
 from service.db.engine import postgres_connect_args
 from service.db.quote_insert_rows import (
+    CLAIM_COLUMNS,
     CLAIMS,
     FACTOR_SETS,
     QUOTES,
     InsertRows,
+    claim_new_key_sql,
     claimed_keys,
     new_factor_sets,
     quote_values,
 )
 from service.db.tables import NewQuote
 
-# The claim on a new idempotency key, unless a quote is stored under the key or it is claimed
-# already: one statement, one round trip (which of the two held is left to the caller's thread).
-# Each parameter is one server-side parameter wherever it appears, so each is cast to one type.
-CLAIM_NEW_KEY_SQL = (
-    f"INSERT INTO {CLAIMS.name} (tenant, idempotency_key, holder, claimed_at) "
-    "SELECT %(tenant)s::varchar, %(key)s::varchar, %(holder)s::varchar, %(now)s::timestamptz "
-    f"WHERE NOT EXISTS (SELECT 1 FROM {QUOTES.name} "
-    "WHERE tenant = %(tenant)s::varchar AND idempotency_key = %(key)s::varchar) "
-    "ON CONFLICT DO NOTHING"
+# psycopg's named parameters (`%(name)s`). One parameter stands for every place its name
+# appears, so each is cast to one type: varchar (unbounded: a cast to varchar(n) would
+# truncate), the time timestamptz.
+CLAIM_NEW_KEY_SQL = claim_new_key_sql(
+    lambda column: f"%({column})s::" + ("timestamptz" if column == "claimed_at" else "varchar")
 )
 MAX_PARAMETERS = 65_535  # PostgreSQL's limit on one statement's bind parameters
 MAX_REMEMBERED_STATEMENTS = 256  # statement texts by group size, a bound
@@ -116,7 +114,8 @@ class PostgresQuoteInserts:
         """Claim `key` of `tenant` for `holder` at `now` (aware) on the event loop's connection,
         if no quote is stored under it and it is not claimed; whether it was. Raises as
         `commit` (the connection is closed after any failure)."""
-        parameters = {"tenant": tenant, "key": key, "holder": holder, "now": now}
+        values = (tenant, key, holder, now)
+        parameters = dict(zip(CLAIM_COLUMNS, values, strict=True))
         try:
             connection = await self._connection()
             async with asyncio.timeout(self._statement_timeout_s + NETWORK_MARGIN_S):

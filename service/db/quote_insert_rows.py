@@ -93,6 +93,25 @@ def claimed_keys(quotes: Sequence[NewQuote]) -> list[tuple[str, str]]:
     return [(q.tenant, q.idempotency_key) for q in quotes if q.idempotency_key is not None]
 
 
+CLAIM_COLUMNS = tuple(column.name for column in CLAIMS.columns)
+"""The claims' columns, in table order: the named parameters of `claim_new_key_sql`."""
+
+
+def claim_new_key_sql(parameter: Callable[[str], str]) -> str:
+    """`INSERT` of the claim on a new idempotency key, unless a quote is stored under the key
+    or it is claimed already (which of the two held is left to the caller's thread): one
+    statement. `parameter(column)` marks the named parameter of that column as the driver
+    takes it."""
+    values = ", ".join(parameter(name) for name in CLAIM_COLUMNS)
+    return (
+        f"INSERT INTO {CLAIMS.name} ({', '.join(CLAIM_COLUMNS)}) SELECT {values} "
+        f"WHERE NOT EXISTS (SELECT 1 FROM {QUOTES.name} WHERE "
+        f"{QUOTES.c.tenant.name} = {parameter('tenant')} AND "
+        f"{QUOTES.c.idempotency_key.name} = {parameter('idempotency_key')}) "
+        "ON CONFLICT DO NOTHING"
+    )
+
+
 def release_sql(placeholder: str) -> str:
     """`DELETE` of the claim on one (tenant, key), each marked by the driver's `placeholder`."""
     return (

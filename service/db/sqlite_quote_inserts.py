@@ -25,10 +25,12 @@ from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.pool import PoolProxiedConnection
 
 from service.db.quote_insert_rows import (
+    CLAIM_COLUMNS,
     CLAIMS,
     FACTOR_SETS,
     QUOTES,
     InsertRows,
+    claim_new_key_sql,
     claimed_keys,
     new_factor_sets,
     quote_values,
@@ -43,16 +45,8 @@ from service.db.sqlite_guard import (
 )
 from service.db.tables import NewQuote
 
-# The claim on a new idempotency key, unless a quote is stored under the key or it is claimed
-# already (which of the two held is left to the caller's thread). Parameters by column name.
-CLAIM_COLUMNS = tuple(column.name for column in CLAIMS.columns)
-CLAIM_NEW_KEY_SQL = (
-    f"INSERT INTO {CLAIMS.name} ({', '.join(CLAIM_COLUMNS)}) "
-    f"SELECT {', '.join(':' + name for name in CLAIM_COLUMNS)} "
-    f"WHERE NOT EXISTS (SELECT 1 FROM {QUOTES.name} "
-    "WHERE tenant = :tenant AND idempotency_key = :idempotency_key) "
-    "ON CONFLICT DO NOTHING"
-)
+# sqlite3's named parameters (`:name`).
+CLAIM_NEW_KEY_SQL = claim_new_key_sql(lambda column: f":{column}")
 
 
 class SqliteQuoteInserts:

@@ -31,7 +31,7 @@ import psycopg
 
 from service.db.base import utc_now
 from service.db.postgres_quote_inserts import PostgresQuoteInserts
-from service.db.quote_store import Claim, QuoteStore
+from service.db.quote_store import QuoteStore
 from service.db.store_outcomes import Saved
 from service.db.tables import NewQuote
 from service.quotes.handoff import settle_all
@@ -76,19 +76,17 @@ class PostgresQuoteSink(QuoteSink):
             self._held_inserts.close()
             self._held_inserts = None
 
-    async def claim_in_loop(self, tenant: str, key: str) -> Claim | None:
-        """A new key claimed by one statement on the loop's connection (the loop serves other
-        requests meanwhile), as the quotes are committed: handing it to a thread instead costs
-        two thread switches, and the request then reaches the pricing thread alone rather than
-        in the pass of the requests beside it. Not during a pause after a failed commit or
-        claim."""
-        if not self.commit_in_loop or time.monotonic() < self._paused_until:
-            return None
-        store = self.store
+    def _claims_in_loop(self) -> bool:
+        """Not during a pause after a failed commit or claim."""
+        return self.commit_in_loop and time.monotonic() >= self._paused_until
+
+    async def _claim_new_key(self, tenant: str, key: str, holder: str) -> bool:
+        """On the loop's connection (the loop serves other requests meanwhile), as the quotes
+        are committed: handing it to a thread instead costs two thread switches, and the
+        request then reaches the pricing thread alone rather than in the pass of the requests
+        beside it."""
         try:
-            if store.in_spool(tenant, key):
-                return None
-            claimed = await self._inserts().claim_new_key(tenant, key, store.holder, utc_now())
+            return await self._inserts().claim_new_key(tenant, key, holder, utc_now())
         except (psycopg.Error, OSError, TimeoutError) as error:
             # As after a failed commit: a database in trouble costs one attempt per pause.
             self._paused_until = time.monotonic() + self.pause_s
@@ -97,11 +95,7 @@ class PostgresQuoteSink(QuoteSink):
                 self.pause_s,
                 error or type(error).__name__,
             )
-            return None
-        if not claimed:
-            return None
-        self.loop_claims += 1
-        return Claim(tenant, key, store.holder)
+            return False
 
     def _commit_group(self, loop: asyncio.AbstractEventLoop, group: list[Pending]) -> None:
         waiting = self._behind_commit.get(loop)

@@ -132,9 +132,28 @@ class QuoteSink:
         """Claim a new idempotency key in or from the loop where the backend can: no quote
         stored or spooled under it, not claimed, and the claim committed. None when any of that
         does not hold or the attempt failed: the key is then looked up and claimed on a thread
-        (QuoteStore.by_idempotency_key and claim), which settles each case. None in this
-        base."""
-        return None
+        (QuoteStore.by_idempotency_key and claim), which settles each case."""
+        if not self._claims_in_loop():
+            return None
+        store = self.store
+        try:
+            if store.in_spool(tenant, key):
+                return None
+        except OSError:
+            return None
+        if not await self._claim_new_key(tenant, key, store.holder):
+            return None
+        self.loop_claims += 1
+        return Claim(tenant, key, store.holder)
+
+    def _claims_in_loop(self) -> bool:
+        """Whether the backend claims new keys in or from the loop now; never in this base."""
+        return False
+
+    async def _claim_new_key(self, tenant: str, key: str, holder: str) -> bool:
+        """The backend's one statement claiming `key` for `holder` (see claim_in_loop);
+        whether it claimed it, False after a failure too."""
+        raise NotImplementedError
 
     def _commit_alone(self, quotes: Sequence[NewQuote], queued_at: float) -> bool:
         """Commit one request's quotes at once in the loop if the backend can; whether it

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from sqlalchemy.exc import SQLAlchemyError
 
 from service.db.base import utc_now
-from service.db.quote_store import Claim, QuoteStore
+from service.db.quote_store import QuoteStore
 from service.db.sqlite_guard import is_lock_timeout
 from service.db.sqlite_quote_inserts import SqliteQuoteInserts
 from service.db.store_outcomes import Saved
@@ -69,25 +69,20 @@ class SqliteQuoteSink(QuoteSink):
             self._held_inserts.close()
             self._held_inserts = None
 
-    async def claim_in_loop(self, tenant: str, key: str) -> Claim | None:
-        """A new key claimed by one statement on the loop's connection, which never waits (a
-        claim is a one-row commit, as a lone quote is): handing it to a thread instead costs
-        two thread switches, and the request then reaches the pricing thread alone rather than
-        in the pass of the requests beside it."""
+    def _claims_in_loop(self) -> bool:
+        return self._inserts() is not None and time.monotonic() >= self._paused_until
+
+    async def _claim_new_key(self, tenant: str, key: str, holder: str) -> bool:
+        """On the loop's connection, which never waits (a claim is a one-row commit, as a lone
+        quote is): handing it to a thread instead costs two thread switches, and the request
+        then reaches the pricing thread alone rather than in the pass of the requests beside
+        it."""
         inserts = self._inserts()
-        if inserts is None or time.monotonic() < self._paused_until:
-            return None
-        store = self.store
+        assert inserts is not None  # as _claims_in_loop found
         try:
-            if store.in_spool(tenant, key):
-                return None
-            claimed = inserts.claim_new_key(tenant, key, store.holder, utc_now())
-        except (sqlite3.Error, SQLAlchemyError, OSError):  # SQLAlchemy's: while connecting
-            return None
-        if not claimed:
-            return None
-        self.loop_claims += 1
-        return Claim(tenant, key, store.holder)
+            return inserts.claim_new_key(tenant, key, holder, utc_now())
+        except (sqlite3.Error, SQLAlchemyError):  # SQLAlchemy's: while connecting
+            return False
 
     def _commit_alone(self, quotes: Sequence[NewQuote], queued_at: float) -> bool:
         return self._commit_in_loop(quotes, queued_at) is InLoop.COMMITTED
